@@ -1,0 +1,289 @@
+//! Configuration of a crawl: one struct per component, documented defaults,
+//! validated once before anything runs.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crawlkeeper_model::duration;
+
+/// Default user agent: `crawlkeeper/<version>`.
+pub const DEFAULT_USER_AGENT: &str = concat!("crawlkeeper/", env!("CARGO_PKG_VERSION"));
+/// Default connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default whole-request timeout (headers and body).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default maximum body size, counted after decompression: 10 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
+/// Default maximum link depth from a seed.
+pub const DEFAULT_MAX_DEPTH: u32 = 5;
+/// Default maximum URL length in bytes.
+pub const DEFAULT_MAX_URL_LENGTH: usize = 2048;
+/// Default maximum number of redirect hops in one chain.
+pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
+/// Default number of requests in flight across all authorities.
+pub const DEFAULT_MAX_WORKERS: usize = 50;
+/// Default number of requests in flight per authority.
+pub const DEFAULT_PER_HOST: usize = 1;
+/// Default run timeout: 6 hours.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
+/// Time in-flight requests get to finish when the crawl stops early.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Query parameters removed during normalisation by default
+/// (a trailing `*` matches any suffix).
+pub const DEFAULT_STRIP_PARAMS: [&str; 3] = ["utm_*", "fbclid", "gclid"];
+/// Default extractor chain.
+pub const DEFAULT_EXTRACTORS: [&str; 1] = ["html"];
+/// Default scoper chain, in order.
+pub const DEFAULT_SCOPERS: [&str; 5] = ["scheme", "url-length", "host", "depth", "pattern"];
+
+/// Everything a crawl needs to know besides its seeds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CrawlConfig {
+    /// How pages are fetched.
+    pub fetch: FetchConfig,
+    /// Which URLs are followed.
+    pub scope: ScopeConfig,
+    /// How many requests run at once, and for how long.
+    pub engine: EngineConfig,
+    /// Which processors run, by name and in order.
+    pub pipeline: PipelineConfig,
+}
+
+/// How the fetcher talks HTTP.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FetchConfig {
+    /// The `User-Agent` header. Default `crawlkeeper/<version>`.
+    pub user_agent: String,
+    /// Time allowed to open a connection. Default 10 s.
+    #[serde(with = "duration::text")]
+    pub connect_timeout: Duration,
+    /// Time allowed for a whole request, body included. Default 30 s.
+    #[serde(with = "duration::text")]
+    pub request_timeout: Duration,
+    /// Bodies longer than this (after decompression) are cut. Default 10 MiB.
+    pub max_body_bytes: u64,
+    /// Host names resolved to fixed addresses instead of DNS, like curl's
+    /// `--resolve`.
+    pub resolve: Vec<ResolveOverride>,
+}
+
+/// A host name pinned to an address.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveOverride {
+    /// The host name as it appears in URLs.
+    pub host: String,
+    /// The address (and port) to connect to instead.
+    pub addr: SocketAddr,
+}
+
+/// Which hosts a link may lead to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostScope {
+    /// Only the seeds' hosts (and `allow_hosts`).
+    #[default]
+    SameHost,
+    /// Any host under the seeds' registrable domains (and `allow_hosts`).
+    SameDomain,
+    /// Any host.
+    Any,
+}
+
+/// Which URLs are followed and fetched.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScopeConfig {
+    /// Follow links found on pages; without it only seeds (and their
+    /// redirects) are fetched.
+    pub follow: bool,
+    /// Maximum number of links from a seed. Default 5.
+    pub max_depth: u32,
+    /// Which hosts links may lead to. Default same-host.
+    pub hosts: HostScope,
+    /// Extra hosts that are always in scope.
+    pub allow_hosts: Vec<String>,
+    /// If any are given, a URL must match at least one of these regexes.
+    pub include: Vec<String>,
+    /// A URL matching any of these regexes is out of scope.
+    pub exclude: Vec<String>,
+    /// Longer URLs are out of scope. Default 2,048 bytes.
+    pub max_url_length: usize,
+    /// Maximum number of URLs requested in the crawl (seeds included).
+    pub max_pages: Option<u64>,
+    /// Query parameters removed by normalisation; a trailing `*` is a prefix match.
+    pub strip_params: Vec<String>,
+    /// Fetch robots.txt and obey it. Default true.
+    pub respect_robots: bool,
+}
+
+/// How much runs at once and for how long.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// Requests in flight across all authorities. Default 50.
+    pub max_workers: usize,
+    /// Requests in flight per authority. Default 1.
+    pub per_host: usize,
+    /// The crawl stops (exit 124 from the CLI) after this long. Default 6 h.
+    #[serde(with = "duration::text")]
+    pub run_timeout: Duration,
+    /// Time in-flight requests get to finish on an early stop. Default 5 s.
+    #[serde(with = "duration::text")]
+    pub shutdown_grace: Duration,
+    /// Maximum redirect hops in one chain. Default 10.
+    pub max_redirects: u32,
+}
+
+/// The processors of the pipeline, by registered name, in order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineConfig {
+    /// Extractors run on every fetched page. Default `["html"]`.
+    pub extractors: Vec<String>,
+    /// Scopers every discovered link must pass. Default
+    /// `["scheme", "url-length", "host", "depth", "pattern"]`.
+    pub scopers: Vec<String>,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        Self {
+            user_agent: DEFAULT_USER_AGENT.to_owned(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            resolve: Vec::new(),
+        }
+    }
+}
+
+impl Default for ScopeConfig {
+    fn default() -> Self {
+        Self {
+            follow: false,
+            max_depth: DEFAULT_MAX_DEPTH,
+            hosts: HostScope::default(),
+            allow_hosts: Vec::new(),
+            include: Vec::new(),
+            exclude: Vec::new(),
+            max_url_length: DEFAULT_MAX_URL_LENGTH,
+            max_pages: None,
+            strip_params: DEFAULT_STRIP_PARAMS.map(str::to_owned).to_vec(),
+            respect_robots: true,
+        }
+    }
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            max_workers: DEFAULT_MAX_WORKERS,
+            per_host: DEFAULT_PER_HOST,
+            run_timeout: DEFAULT_RUN_TIMEOUT,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            max_redirects: DEFAULT_MAX_REDIRECTS,
+        }
+    }
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        Self {
+            extractors: DEFAULT_EXTRACTORS.map(str::to_owned).to_vec(),
+            scopers: DEFAULT_SCOPERS.map(str::to_owned).to_vec(),
+        }
+    }
+}
+
+/// Every problem found in a configuration, reported at once.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid configuration: {}", .problems.join("; "))]
+pub struct ConfigError {
+    /// One sentence per problem.
+    pub problems: Vec<String>,
+}
+
+impl CrawlConfig {
+    /// Checks the numbers and names that do not need the registry; the
+    /// registry reports unknown processors and bad regexes when it builds
+    /// the pipeline.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        if self.engine.max_workers == 0 {
+            problems.push("max_workers must be at least 1".to_owned());
+        }
+        if self.engine.per_host == 0 {
+            problems.push("per_host must be at least 1".to_owned());
+        }
+        if self.fetch.max_body_bytes == 0 {
+            problems.push("max_body_bytes must be at least 1".to_owned());
+        }
+        if self.fetch.user_agent.trim().is_empty() {
+            problems.push("user_agent must not be empty".to_owned());
+        }
+        if self.fetch.request_timeout.is_zero() || self.fetch.connect_timeout.is_zero() {
+            problems.push("timeouts must be longer than zero".to_owned());
+        }
+        if self.engine.run_timeout.is_zero() {
+            problems.push("run_timeout must be longer than zero".to_owned());
+        }
+        if self.scope.max_url_length < 10 {
+            problems.push("max_url_length must be at least 10".to_owned());
+        }
+        if self.scope.max_pages == Some(0) {
+            problems.push("max_pages must be at least 1".to_owned());
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let c = CrawlConfig::default();
+        assert_eq!(c.fetch.connect_timeout, Duration::from_secs(10));
+        assert_eq!(c.fetch.request_timeout, Duration::from_secs(30));
+        assert_eq!(c.fetch.max_body_bytes, 10 * 1024 * 1024);
+        assert!(c.fetch.user_agent.starts_with("crawlkeeper/"));
+        assert_eq!(c.scope.max_depth, 5);
+        assert_eq!(c.scope.max_url_length, 2048);
+        assert_eq!(c.engine.max_workers, 50);
+        assert_eq!(c.engine.per_host, 1);
+        assert_eq!(c.engine.max_redirects, 10);
+        assert_eq!(c.engine.run_timeout, Duration::from_secs(6 * 3600));
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let mut c = CrawlConfig::default();
+        c.engine.max_workers = 0;
+        c.engine.per_host = 0;
+        c.scope.max_pages = Some(0);
+        let err = c.validate().unwrap_err();
+        assert_eq!(err.problems.len(), 3, "{err}");
+    }
+
+    #[test]
+    fn config_round_trips_through_json_and_refuses_unknown_fields() {
+        let c = CrawlConfig::default();
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(json.contains("\"request_timeout\":\"30s\""), "{json}");
+        let back: CrawlConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c);
+        let bad = r#"{"engine": {"max_wrkers": 3}}"#;
+        assert!(serde_json::from_str::<CrawlConfig>(bad).is_err());
+    }
+}

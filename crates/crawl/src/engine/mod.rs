@@ -1,0 +1,255 @@
+//! The engine: owns the frontier, the sink and the counts, starts requests
+//! up to the limits, and stops in order on completion, timeout or shutdown.
+//!
+//! One task (the caller of [`Engine::run`]) owns all mutable crawl state.
+//! Requests run as spawned tasks that own nothing but their job and report
+//! back through a `JoinSet`.
+
+mod frontier;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, RecordError};
+use futures_util::FutureExt;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, sleep_until};
+use tracing::{error, info};
+use url::Url;
+
+pub use frontier::{Frontier, KeyHasher};
+
+use crate::config::{ConfigError, CrawlConfig};
+use crate::pipeline::{Discovered, Job, Pipeline, Processed, url_key};
+use crate::registry::Registry;
+use crate::robots::RobotsRules;
+use crate::sink::{Sink, SinkError};
+use crate::summary::{AuthorityStats, StopReason, Summary};
+use frontier::{Next, Slot};
+
+/// How often progress is logged.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// A crawl that cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A seed is not a crawlable URL.
+    #[error("seed '{0}' is not an http(s) URL with a host")]
+    BadSeed(String),
+    /// Records could not be written.
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+}
+
+enum TaskOutput {
+    Robots { slot: Slot, rules: RobotsRules },
+    Page { slot: Slot, processed: Processed },
+}
+
+/// A configured crawl, ready to run.
+pub struct Engine {
+    config: CrawlConfig,
+    pipeline: Arc<Pipeline>,
+    frontier: Frontier,
+    sink: Box<dyn Sink>,
+    stats: Vec<AuthorityStats>,
+    done: u64,
+}
+
+impl Engine {
+    /// Builds the pipeline from `registry` and queues the seeds. Every
+    /// configuration problem is reported at once.
+    pub fn new(
+        config: CrawlConfig,
+        seeds: Vec<Url>,
+        registry: &Registry,
+        sink: Box<dyn Sink>,
+    ) -> Result<Self, EngineError> {
+        let pipeline = registry.build(&config, &seeds)?;
+        let mut frontier = Frontier::new(
+            config.engine.per_host,
+            config.scope.max_pages,
+            config.scope.respect_robots,
+        );
+        for mut url in seeds {
+            if !matches!(url.scheme(), "http" | "https") || Authority::of(&url).is_err() {
+                return Err(EngineError::BadSeed(url.to_string()));
+            }
+            pipeline.normalizer().normalize(&mut url);
+            frontier.offer(Discovered {
+                key: url_key(&url),
+                job: Job::seed(url),
+            });
+        }
+        Ok(Self {
+            config,
+            pipeline: Arc::new(pipeline),
+            frontier,
+            sink,
+            stats: Vec::new(),
+            done: 0,
+        })
+    }
+
+    /// Runs the crawl until nothing is left, the run timeout expires or
+    /// `shutdown` completes. In-flight requests get the shutdown grace to
+    /// finish; every record received is written and flushed.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<Summary, EngineError> {
+        let started = Instant::now();
+        let deadline = started + self.config.engine.run_timeout;
+        let mut tasks: JoinSet<TaskOutput> = JoinSet::new();
+        let mut progress = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
+        tokio::pin!(shutdown);
+        let stop = loop {
+            self.dispatch(&mut tasks);
+            if tasks.is_empty() {
+                break StopReason::Finished;
+            }
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break StopReason::Interrupted,
+                () = sleep_until(deadline) => break StopReason::Timeout,
+                Some(joined) = tasks.join_next() => self.complete(joined)?,
+                _ = progress.tick() => self.log_progress(started),
+            }
+        };
+        if stop != StopReason::Finished {
+            info!(
+                ?stop,
+                in_flight = tasks.len(),
+                "stopping: waiting for in-flight requests"
+            );
+            let grace = Instant::now() + self.config.engine.shutdown_grace;
+            loop {
+                tokio::select! {
+                    () = sleep_until(grace) => break,
+                    joined = tasks.join_next() => match joined {
+                        Some(joined) => self.complete(joined)?,
+                        None => break,
+                    },
+                }
+            }
+            tasks.abort_all();
+        }
+        self.sink.flush()?;
+        let authorities: BTreeMap<Authority, AuthorityStats> = self
+            .stats
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s != AuthorityStats::default())
+            .map(|(slot, s)| (self.frontier.authority(slot).clone(), s.clone()))
+            .collect();
+        Ok(Summary {
+            authorities,
+            elapsed: started.elapsed(),
+            stop,
+            pending: self.frontier.pending() + tasks.len() as u64,
+        })
+    }
+
+    /// Starts requests while there are free workers and ready authorities.
+    fn dispatch(&mut self, tasks: &mut JoinSet<TaskOutput>) {
+        while tasks.len() < self.config.engine.max_workers {
+            let Some(next) = self.frontier.next() else {
+                break;
+            };
+            let pipeline = self.pipeline.clone();
+            match next {
+                Next::Robots { slot, authority } => {
+                    tasks.spawn(async move {
+                        let rules = RobotsRules::fetch(pipeline.fetcher(), &authority).await;
+                        TaskOutput::Robots { slot, rules }
+                    });
+                }
+                Next::Page { slot, job, robots } => {
+                    tasks.spawn(async move {
+                        let run = AssertUnwindSafe(pipeline.process(&job, &robots));
+                        let processed = run.catch_unwind().await.unwrap_or_else(|panic| {
+                            let why = panic
+                                .downcast_ref::<&str>()
+                                .map(|s| (*s).to_owned())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_default();
+                            internal_error(&job, &why)
+                        });
+                        TaskOutput::Page { slot, processed }
+                    });
+                }
+            }
+        }
+    }
+
+    fn complete(
+        &mut self,
+        joined: Result<TaskOutput, tokio::task::JoinError>,
+    ) -> Result<(), SinkError> {
+        let output = match joined {
+            Ok(o) => o,
+            Err(e) => {
+                // Panics are caught inside the task, so this is a cancellation.
+                error!(error = %e, "request task ended abnormally");
+                return Ok(());
+            }
+        };
+        match output {
+            TaskOutput::Robots { slot, rules } => self.frontier.robots_known(slot, rules),
+            TaskOutput::Page { slot, processed } => {
+                self.frontier.finished(slot);
+                self.sink.write(&processed.record)?;
+                if self.stats.len() <= slot {
+                    self.stats.resize(slot + 1, AuthorityStats::default());
+                }
+                self.stats[slot].add(&processed.record);
+                self.done += 1;
+                for d in processed.discovered {
+                    self.frontier.offer(d);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn log_progress(&self, started: Instant) {
+        let secs = started.elapsed().as_secs_f64();
+        info!(
+            done = self.done,
+            queued = self.frontier.pending(),
+            seen = self.frontier.seen(),
+            rate = format!("{:.0}/s", self.done as f64 / secs),
+            "progress"
+        );
+    }
+}
+
+fn internal_error(job: &Job, why: &str) -> Processed {
+    error!(url = %job.url, panic = why, "processing panicked; recording an error");
+    Processed {
+        record: CrawlRecord {
+            url: job.url.to_string(),
+            final_url: job.url.to_string(),
+            status: None,
+            depth: job.depth,
+            parent: job.parent.as_deref().map(str::to_owned),
+            // Jobs only hold http(s) URLs with a host.
+            authority: Authority::of(&job.url).expect("job URLs have an authority"),
+            fetched_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            response_ms: None,
+            content_type: None,
+            bytes: 0,
+            title: None,
+            links: 0,
+            truncated: false,
+            error: Some(RecordError::new(
+                ErrorKind::Http,
+                format!("internal error: {why}"),
+            )),
+        },
+        discovered: Vec::new(),
+    }
+}

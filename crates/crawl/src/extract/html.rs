@@ -1,0 +1,300 @@
+//! Links, base, meta refresh, meta robots and title from HTML, in one
+//! streaming pass with lol_html (no DOM is built). Text inside `<script>`,
+//! `<style>` and comments is never seen as markup, so never as a link.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+
+use lol_html::html_content::{Element, TextChunk};
+use lol_html::{ElementContentHandlers, HtmlRewriter, Selector, Settings};
+use tracing::debug;
+
+use super::entities::decode;
+use super::{Extracted, Extractor, Page};
+
+/// The built-in HTML extractor (`html`): `a`, `area` and `link` hrefs,
+/// `<base href>`, meta refresh, `rel=nofollow`, meta robots and the title.
+/// Only responses typed as HTML are parsed.
+pub struct HtmlExtractor {
+    links: Selector,
+    base: Selector,
+    meta: Selector,
+    title: Selector,
+}
+
+impl Default for HtmlExtractor {
+    fn default() -> Self {
+        // Cannot fail: the selectors are constant and valid.
+        let parse = |s: &str| s.parse::<Selector>().expect("valid selector");
+        Self {
+            links: parse("a[href], area[href], link[href]"),
+            base: parse("base[href]"),
+            meta: parse("meta[content]"),
+            title: parse("title"),
+        }
+    }
+}
+
+impl HtmlExtractor {
+    /// A new HTML extractor.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// What the handlers collect while the page streams through.
+#[derive(Default)]
+struct State {
+    out: Extracted,
+    title: String,
+    titles_seen: u32,
+}
+
+impl Extractor for HtmlExtractor {
+    fn name(&self) -> &str {
+        "html"
+    }
+
+    fn extract(&self, page: &Page<'_>, out: &mut Extracted) {
+        if !page.response.is_html() {
+            return;
+        }
+        let state = RefCell::new(State {
+            out: std::mem::take(out),
+            ..State::default()
+        });
+        let on_link = |el: &mut Element<'_, '_>| {
+            if let Some(rel) = el.get_attribute("rel") {
+                let rel = rel.to_ascii_lowercase();
+                if rel
+                    .split_ascii_whitespace()
+                    .any(|r| matches!(r, "nofollow" | "preconnect" | "dns-prefetch"))
+                {
+                    return Ok(());
+                }
+            }
+            if let Some(href) = el.get_attribute("href") {
+                push_href(&mut state.borrow_mut().out, &href);
+            }
+            Ok(())
+        };
+        let on_base = |el: &mut Element<'_, '_>| {
+            let mut s = state.borrow_mut();
+            if s.out.base.is_none() {
+                s.out.base = el
+                    .get_attribute("href")
+                    .map(|h| decode(h.trim()).into_owned());
+            }
+            Ok(())
+        };
+        let on_meta = |el: &mut Element<'_, '_>| {
+            let content = el.get_attribute("content").unwrap_or_default();
+            if let Some(equiv) = el.get_attribute("http-equiv")
+                && equiv.eq_ignore_ascii_case("refresh")
+                && let Some(target) = refresh_target(&content)
+            {
+                push_href(&mut state.borrow_mut().out, target);
+            }
+            if let Some(name) = el.get_attribute("name") {
+                let name = name.to_ascii_lowercase();
+                if (name == "robots" || name == crate::robots::PRODUCT_TOKEN)
+                    && content
+                        .split(',')
+                        .map(|d| d.trim().to_ascii_lowercase())
+                        .any(|d| d == "nofollow" || d == "none")
+                {
+                    state.borrow_mut().out.nofollow = true;
+                }
+            }
+            Ok(())
+        };
+        let on_title_start = |_: &mut Element<'_, '_>| {
+            state.borrow_mut().titles_seen += 1;
+            Ok(())
+        };
+        let on_title_text = |t: &mut TextChunk<'_>| {
+            let mut s = state.borrow_mut();
+            if s.titles_seen == 1 && s.title.len() < 4096 {
+                s.title.push_str(t.as_str());
+            }
+            Ok(())
+        };
+        let settings = Settings::new()
+            .append_element_content_handler((
+                Cow::Borrowed(&self.links),
+                ElementContentHandlers::default().element(on_link),
+            ))
+            .append_element_content_handler((
+                Cow::Borrowed(&self.base),
+                ElementContentHandlers::default().element(on_base),
+            ))
+            .append_element_content_handler((
+                Cow::Borrowed(&self.meta),
+                ElementContentHandlers::default().element(on_meta),
+            ))
+            .append_element_content_handler((
+                Cow::Borrowed(&self.title),
+                ElementContentHandlers::default()
+                    .element(on_title_start)
+                    .text(on_title_text),
+            ));
+        let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+        let body = &page.response.body;
+        let result = rewriter.write(body).and_then(|()| rewriter.end());
+        if let Err(e) = result {
+            // A page the parser gives up on keeps whatever it yielded so far.
+            debug!(url = %page.url, error = %e, "HTML parse stopped early");
+        }
+        let State {
+            out: mut found,
+            title,
+            ..
+        } = state.into_inner();
+        let title = collapse_whitespace(&decode(&title));
+        if !title.is_empty() && found.title.is_none() {
+            found.title = Some(title);
+        }
+        if found.nofollow {
+            found.hrefs.clear();
+        }
+        *out = found;
+    }
+}
+
+fn push_href(out: &mut Extracted, raw: &str) {
+    let href = raw.trim();
+    if href.is_empty() || href.starts_with('#') {
+        return;
+    }
+    out.hrefs.push(decode(href).into_owned());
+}
+
+/// The URL of a meta refresh `content` such as `5; url='/next'`.
+fn refresh_target(content: &str) -> Option<&str> {
+    let (_, rest) = content.split_once([';', ','])?;
+    let rest = rest.trim_start();
+    let eq = rest.find('=')?;
+    if !rest[..eq].trim().eq_ignore_ascii_case("url") {
+        return None;
+    }
+    let target = rest[eq + 1..].trim();
+    let target = target
+        .strip_prefix(['\'', '"'])
+        .map(|t| t.trim_end_matches(['\'', '"']))
+        .unwrap_or(target);
+    (!target.is_empty()).then_some(target)
+}
+
+fn collapse_whitespace(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fetch::FetchResponse;
+    use bytes::Bytes;
+    use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+    use std::time::{Duration, SystemTime};
+    use url::Url;
+
+    fn extract_with(content_type: &str, html: &str) -> Extracted {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
+        let response = FetchResponse {
+            started_at: SystemTime::now(),
+            elapsed: Duration::ZERO,
+            status: 200,
+            headers,
+            body: Bytes::from(html.to_owned()),
+            truncated: false,
+        };
+        let url = Url::parse("http://a.test/dir/page").unwrap();
+        let mut out = Extracted::default();
+        HtmlExtractor::new().extract(
+            &Page {
+                url: &url,
+                response: &response,
+            },
+            &mut out,
+        );
+        out
+    }
+
+    fn extract(html: &str) -> Extracted {
+        extract_with("text/html; charset=utf-8", html)
+    }
+
+    #[test]
+    fn finds_a_area_and_link_hrefs() {
+        let out = extract(
+            r##"<html><head><link rel="stylesheet" href="/s.css"><title> Hello
+            &amp; welcome </title></head><body><a href="x">x</a><A HREF='/y?a=1&amp;b=2'>y</A>
+            <map><area href="../z"></map><a name="anchor">no href</a><a href="#top">frag</a></body></html>"##,
+        );
+        assert_eq!(out.hrefs, vec!["/s.css", "x", "/y?a=1&b=2", "../z"]);
+        assert_eq!(out.title.as_deref(), Some("Hello & welcome"));
+        assert!(!out.nofollow);
+    }
+
+    #[test]
+    fn ignores_script_style_and_comments() {
+        let out = extract(
+            r#"<script>var s = '<a href="/trap/script">x</a>';</script>
+            <style>a { background: url(/trap/style) } </style>
+            <!-- <a href="/trap/comment">old</a> -->
+            <a href="/real">real</a>"#,
+        );
+        assert_eq!(out.hrefs, vec!["/real"]);
+    }
+
+    #[test]
+    fn honours_rel_nofollow_and_meta_robots() {
+        let out = extract(r#"<a rel="external nofollow" href="/no">n</a><a href="/yes">y</a>"#);
+        assert_eq!(out.hrefs, vec!["/yes"]);
+        let out =
+            extract(r#"<meta name="ROBOTS" content="noindex, nofollow"><a href="/yes">y</a>"#);
+        assert!(out.nofollow);
+        assert!(out.hrefs.is_empty());
+        let out = extract(r#"<meta name="crawlkeeper" content="none"><a href="/yes">y</a>"#);
+        assert!(out.nofollow);
+    }
+
+    #[test]
+    fn base_href_and_meta_refresh() {
+        let out = extract(
+            r#"<head><base href="/other/"><meta http-equiv="Refresh" content="0; URL='/next'"></head>"#,
+        );
+        assert_eq!(out.base.as_deref(), Some("/other/"));
+        assert_eq!(out.hrefs, vec!["/next"]);
+        let page = Url::parse("http://a.test/dir/page").unwrap();
+        assert_eq!(out.base_url(&page).as_str(), "http://a.test/other/");
+    }
+
+    #[test]
+    fn refresh_parsing_variants() {
+        assert_eq!(refresh_target("5;url=/a"), Some("/a"));
+        assert_eq!(refresh_target("5, URL = \"/b\""), Some("/b"));
+        assert_eq!(refresh_target("5"), None);
+        assert_eq!(refresh_target("5; foo=/c"), None);
+    }
+
+    #[test]
+    fn only_html_is_parsed() {
+        let out = extract_with("application/json", r#"{"x": "<a href=\"/trap\">"}"#);
+        assert!(out.hrefs.is_empty());
+        let out = extract_with("application/xhtml+xml", r#"<a href="/ok">"#);
+        assert_eq!(out.hrefs, vec!["/ok"]);
+    }
+
+    #[test]
+    fn hostile_markup_does_not_panic() {
+        let mut html = String::from("<a href=\"");
+        html.push_str(&"x".repeat(100_000));
+        html.push_str("<<<<>>>><title><title></a></a></");
+        let out = extract(&html);
+        assert!(out.hrefs.len() <= 1);
+        let out = extract("<title>first</title><svg><title>second</title></svg>");
+        assert_eq!(out.title.as_deref(), Some("first"));
+    }
+}

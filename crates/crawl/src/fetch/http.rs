@@ -1,0 +1,122 @@
+//! The built-in fetcher: reqwest over rustls, HTTP/1.1 and HTTP/2,
+//! pooled connections, bounded bodies.
+
+use std::error::Error as _;
+use std::time::{Instant, SystemTime};
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use crawlkeeper_model::ErrorKind;
+use url::Url;
+
+use super::{FetchError, FetchResponse, Fetcher};
+use crate::config::FetchConfig;
+
+/// Fetches over HTTP(S) with one shared connection pool.
+#[derive(Clone, Debug)]
+pub struct HttpFetcher {
+    client: reqwest::Client,
+    max_body_bytes: u64,
+}
+
+/// The HTTP client could not be built (for example, no TLS roots).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the HTTP client: {0}")]
+pub struct ClientBuildError(#[from] reqwest::Error);
+
+impl HttpFetcher {
+    /// A fetcher for `config`.
+    pub fn new(config: &FetchConfig) -> Result<Self, ClientBuildError> {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(config.user_agent.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(config.connect_timeout)
+            .timeout(config.request_timeout)
+            .pool_idle_timeout(std::time::Duration::from_secs(30))
+            .tcp_nodelay(true)
+            .gzip(true)
+            .brotli(true)
+            .deflate(true)
+            .no_proxy();
+        for r in &config.resolve {
+            builder = builder.resolve(&r.host, r.addr);
+        }
+        Ok(Self {
+            client: builder.build()?,
+            max_body_bytes: config.max_body_bytes,
+        })
+    }
+
+    async fn read_body(
+        &self,
+        mut response: reqwest::Response,
+    ) -> Result<(Bytes, bool), reqwest::Error> {
+        let cap = usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX);
+        let hint = response
+            .content_length()
+            .map_or(16 * 1024, |n| usize::try_from(n).unwrap_or(cap))
+            .min(cap);
+        let mut body = BytesMut::with_capacity(hint);
+        while let Some(chunk) = response.chunk().await? {
+            let room = cap - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                return Ok((body.freeze(), true));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((body.freeze(), false))
+    }
+}
+
+#[async_trait]
+impl Fetcher for HttpFetcher {
+    async fn fetch(&self, url: &Url) -> Result<FetchResponse, FetchError> {
+        let started_at = SystemTime::now();
+        let start = Instant::now();
+        let fail = |e: reqwest::Error| FetchError {
+            started_at,
+            elapsed: start.elapsed(),
+            kind: classify(&e),
+            message: describe(&e),
+        };
+        let response = self.client.get(url.as_str()).send().await.map_err(fail)?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let (body, truncated) = self.read_body(response).await.map_err(fail)?;
+        Ok(FetchResponse {
+            started_at,
+            elapsed: start.elapsed(),
+            status,
+            headers,
+            body,
+            truncated,
+        })
+    }
+}
+
+fn classify(e: &reqwest::Error) -> ErrorKind {
+    if e.is_timeout() {
+        ErrorKind::Timeout
+    } else if e.is_connect() {
+        ErrorKind::Connect
+    } else if e.is_builder() {
+        ErrorKind::InvalidUrl
+    } else if e.is_body() || e.is_decode() {
+        ErrorKind::Body
+    } else {
+        ErrorKind::Http
+    }
+}
+
+/// The error and its causes on one line.
+fn describe(e: &reqwest::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
+}

@@ -1,0 +1,91 @@
+//! The first stage of the pipeline: turning a URL into a response.
+//!
+//! [`Fetcher`] is the trait; [`HttpFetcher`] the built-in implementation.
+//! A fetcher never follows redirects: the engine sends each `Location`
+//! through scope and dedup like a link.
+
+mod http;
+
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use crawlkeeper_model::{ErrorKind, RecordError};
+use reqwest::header::HeaderMap;
+use url::Url;
+
+pub use http::HttpFetcher;
+
+/// Turns a URL into a response. Implementations must be cheap to share:
+/// the engine calls one fetcher from many tasks at once.
+#[async_trait]
+pub trait Fetcher: Send + Sync {
+    /// Requests `url` with GET, reading at most the configured body size.
+    async fn fetch(&self, url: &Url) -> Result<FetchResponse, FetchError>;
+}
+
+/// A response, its body read (and cut if it was too large).
+#[derive(Debug, Clone)]
+pub struct FetchResponse {
+    /// When the request was sent.
+    pub started_at: SystemTime,
+    /// From sending the request to the end of the body.
+    pub elapsed: Duration,
+    /// The HTTP status code.
+    pub status: u16,
+    /// The response headers.
+    pub headers: HeaderMap,
+    /// The body after decompression, at most the maximum body size.
+    pub body: Bytes,
+    /// True when the body was longer than the maximum and was cut.
+    pub truncated: bool,
+}
+
+impl FetchResponse {
+    /// The `Content-Type` header, if it is valid text.
+    pub fn content_type(&self) -> Option<&str> {
+        self.headers
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+    }
+
+    /// The `Location` header, if it is valid text.
+    pub fn location(&self) -> Option<&str> {
+        self.headers
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+    }
+
+    /// True when the response is HTML (or has no type and looks like it).
+    pub fn is_html(&self) -> bool {
+        match self.content_type() {
+            Some(ct) => {
+                let mime = ct.split(';').next().unwrap_or("").trim();
+                mime.eq_ignore_ascii_case("text/html")
+                    || mime.eq_ignore_ascii_case("application/xhtml+xml")
+            }
+            None => false,
+        }
+    }
+}
+
+/// A request that produced no usable response.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct FetchError {
+    /// When the request was sent.
+    pub started_at: SystemTime,
+    /// How long it took to fail.
+    pub elapsed: Duration,
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// A short explanation.
+    pub message: String,
+}
+
+impl FetchError {
+    /// The error as it goes into a record.
+    pub fn to_record_error(&self) -> RecordError {
+        RecordError::new(self.kind, self.message.clone())
+    }
+}

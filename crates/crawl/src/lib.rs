@@ -1,0 +1,42 @@
+//! The crawl engine of crawlkeeper: Spyder's pipeline (fetcher → extractor
+//! chain → scoper chain) driven by a per-authority scheduler.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`config`] | every setting, with documented defaults, validated once |
+//! | [`normalize`] | one spelling per URL, for dedup |
+//! | [`fetch`] | the [`Fetcher`] trait and the HTTP fetcher |
+//! | [`robots`] | robots.txt rules per authority (RFC 9309) |
+//! | [`extract`] | the [`Extractor`] trait and the streaming HTML extractor |
+//! | [`scope`] | the [`Scoper`] trait, the built-in rules, dispositions |
+//! | [`pipeline`] | one job through robots, fetch, extract and scope |
+//! | [`registry`] | processors by name; builds a pipeline from a config |
+//! | [`engine`] | the frontier and the run loop |
+//! | [`sink`] | where records go (JSON Lines, memory) |
+//! | [`summary`] | per-authority counts and the end-of-run table |
+//!
+//! A library user adds a processor by implementing [`Extractor`] or
+//! [`Scoper`], registering a factory under a name with
+//! [`Registry::add_extractor`] or [`Registry::add_scoper`], and naming it in
+//! [`config::PipelineConfig`].
+
+pub mod config;
+pub mod engine;
+pub mod extract;
+pub mod fetch;
+pub mod normalize;
+pub mod pipeline;
+pub mod registry;
+pub mod robots;
+pub mod scope;
+pub mod sink;
+pub mod summary;
+
+pub use config::CrawlConfig;
+pub use engine::{Engine, EngineError};
+pub use extract::{Extracted, Extractor, Page};
+pub use fetch::{FetchError, FetchResponse, Fetcher, HttpFetcher};
+pub use registry::Registry;
+pub use scope::{Candidate, Disposition, ScopeReason, Scoper, Verdict};
+pub use sink::{JsonlSink, MemorySink, Sink};
+pub use summary::{AuthorityStats, StopReason, Summary};

@@ -1,0 +1,140 @@
+//! URL normalisation: one spelling per resource, so the seen set can dedup.
+//!
+//! Parsing (by the `url` crate) already lowercases scheme and host, drops
+//! default ports and resolves dot segments. On top of that we drop the
+//! fragment, drop an empty query, and remove tracking parameters while
+//! keeping the rest of the query exactly as written.
+
+use url::Url;
+
+/// Normalises URLs the same way for the whole crawl.
+#[derive(Clone, Debug)]
+pub struct Normalizer {
+    exact: Vec<String>,
+    prefixes: Vec<String>,
+}
+
+impl Normalizer {
+    /// A normaliser that strips the given query parameters; a trailing `*`
+    /// makes a prefix (`utm_*`).
+    pub fn new<S: AsRef<str>>(strip_params: &[S]) -> Self {
+        let mut exact = Vec::new();
+        let mut prefixes = Vec::new();
+        for p in strip_params {
+            let p = p.as_ref();
+            match p.strip_suffix('*') {
+                Some(prefix) => prefixes.push(prefix.to_owned()),
+                None => exact.push(p.to_owned()),
+            }
+        }
+        Self { exact, prefixes }
+    }
+
+    fn strips(&self, key: &str) -> bool {
+        self.exact.iter().any(|e| e == key) || self.prefixes.iter().any(|p| key.starts_with(p))
+    }
+
+    /// Normalises `url` in place.
+    pub fn normalize(&self, url: &mut Url) {
+        if url.fragment().is_some() {
+            url.set_fragment(None);
+        }
+        let Some(query) = url.query() else { return };
+        if query.is_empty() {
+            url.set_query(None);
+            return;
+        }
+        if self.exact.is_empty() && self.prefixes.is_empty() {
+            return;
+        }
+        let keeps = |pair: &&str| {
+            let key = pair.split_once('=').map_or(*pair, |(k, _)| k);
+            !self.strips(key)
+        };
+        if query.split('&').all(|pair| keeps(&pair)) {
+            return;
+        }
+        let kept: Vec<&str> = query.split('&').filter(keeps).collect();
+        let kept = kept.join("&");
+        url.set_query(if kept.is_empty() { None } else { Some(&kept) });
+    }
+
+    /// Parses `href` against `base` and normalises the result.
+    pub fn resolve(&self, base: &Url, href: &str) -> Result<Url, url::ParseError> {
+        let mut url = base.join(href)?;
+        self.normalize(&mut url);
+        Ok(url)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DEFAULT_STRIP_PARAMS;
+
+    fn norm(s: &str) -> String {
+        let mut u = Url::parse(s).unwrap();
+        Normalizer::new(&DEFAULT_STRIP_PARAMS).normalize(&mut u);
+        u.to_string()
+    }
+
+    #[test]
+    fn lowercases_scheme_and_host_and_drops_default_port() {
+        assert_eq!(norm("HTTP://Example.COM:80/A"), "http://example.com/A");
+        assert_eq!(norm("https://example.com:443/"), "https://example.com/");
+        assert_eq!(norm("http://example.com:8080"), "http://example.com:8080/");
+    }
+
+    #[test]
+    fn resolves_dot_segments_and_drops_fragments() {
+        assert_eq!(norm("http://a.test/x/../y/./z#frag"), "http://a.test/y/z");
+        assert_eq!(norm("http://a.test/p?"), "http://a.test/p");
+    }
+
+    #[test]
+    fn strips_tracking_parameters_only() {
+        assert_eq!(
+            norm("http://a.test/p?b=2&utm_source=x&a=1&fbclid=9&gclid=3&utm_medium=y"),
+            "http://a.test/p?b=2&a=1"
+        );
+        assert_eq!(norm("http://a.test/p?utm_source=x"), "http://a.test/p");
+        // Order and spelling of the other parameters are kept as written.
+        assert_eq!(
+            norm("http://a.test/p?z=1&a=%41"),
+            "http://a.test/p?z=1&a=%41"
+        );
+        assert_eq!(norm("http://a.test/p?utm=1"), "http://a.test/p?utm=1");
+    }
+
+    #[test]
+    fn strip_list_is_configurable() {
+        let n = Normalizer::new(&["sid"]);
+        let mut u = Url::parse("http://a.test/?sid=1&utm_source=x").unwrap();
+        n.normalize(&mut u);
+        assert_eq!(u.as_str(), "http://a.test/?utm_source=x");
+        let none: [&str; 0] = [];
+        let n = Normalizer::new(&none);
+        let mut u = Url::parse("http://a.test/?utm_source=x#f").unwrap();
+        n.normalize(&mut u);
+        assert_eq!(u.as_str(), "http://a.test/?utm_source=x");
+    }
+
+    #[test]
+    fn resolve_joins_relative_links() {
+        let n = Normalizer::new(&DEFAULT_STRIP_PARAMS);
+        let base = Url::parse("http://a.test/dir/page.html").unwrap();
+        assert_eq!(
+            n.resolve(&base, "../x#y").unwrap().as_str(),
+            "http://a.test/x"
+        );
+        assert_eq!(
+            n.resolve(&base, "z").unwrap().as_str(),
+            "http://a.test/dir/z"
+        );
+        assert_eq!(
+            n.resolve(&base, "//b.test/").unwrap().as_str(),
+            "http://b.test/"
+        );
+        assert!(n.resolve(&base, "http://[bad").is_err());
+    }
+}

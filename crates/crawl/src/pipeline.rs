@@ -1,0 +1,278 @@
+//! One request through the whole pipeline (Spyder's worker): robots check
+//! → fetcher → extractor chain → scoper chain. Pure of scheduling state:
+//! the engine decides what to fetch and when; this decides what a response
+//! means.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, RecordError};
+use url::Url;
+
+use crate::extract::{Extracted, Extractor, Page};
+use crate::fetch::{FetchResponse, Fetcher};
+use crate::normalize::Normalizer;
+use crate::robots::RobotsRules;
+use crate::scope::{Candidate, ScopeChain, Verdict};
+
+/// A URL the engine has decided to request.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The normalised URL.
+    pub url: Url,
+    /// Its depth from the seeds.
+    pub depth: u32,
+    /// The page that linked or redirected here (`None` for seeds).
+    pub parent: Option<Arc<str>>,
+    /// The URLs that redirected, hop by hop, to this one (empty unless this
+    /// URL is a redirect target).
+    pub redirect_chain: Vec<Arc<str>>,
+}
+
+impl Job {
+    /// A seed job at depth 0.
+    pub fn seed(url: Url) -> Self {
+        Self {
+            url,
+            depth: 0,
+            parent: None,
+            redirect_chain: Vec::new(),
+        }
+    }
+}
+
+/// A URL found while processing a job, in scope but not yet deduplicated.
+#[derive(Debug, Clone)]
+pub struct Discovered {
+    /// The dedup key of the normalised URL.
+    pub key: u128,
+    /// The job that would fetch it.
+    pub job: Job,
+}
+
+/// The outcome of one job: its record and the URLs it leads to.
+#[derive(Debug, Clone)]
+pub struct Processed {
+    /// The record to write.
+    pub record: CrawlRecord,
+    /// In-scope URLs to offer the frontier (links when following, and
+    /// redirect targets).
+    pub discovered: Vec<Discovered>,
+}
+
+/// The dedup key of a normalised URL: a 128-bit hash, so the seen set
+/// costs 16 bytes a URL and a collision is practically impossible.
+pub fn url_key(url: &Url) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(url.as_str().as_bytes())
+}
+
+/// The built pipeline of a crawl.
+pub struct Pipeline {
+    pub(crate) fetcher: Arc<dyn Fetcher>,
+    pub(crate) extractors: Vec<Box<dyn Extractor>>,
+    pub(crate) scope: ScopeChain,
+    pub(crate) normalizer: Normalizer,
+    pub(crate) follow: bool,
+    pub(crate) max_redirects: u32,
+}
+
+impl Pipeline {
+    /// The fetcher, for robots.txt requests.
+    pub fn fetcher(&self) -> &dyn Fetcher {
+        self.fetcher.as_ref()
+    }
+
+    /// The normaliser every URL of the crawl goes through.
+    pub fn normalizer(&self) -> &Normalizer {
+        &self.normalizer
+    }
+
+    /// Runs `job` through robots, fetch, extract and scope.
+    pub async fn process(&self, job: &Job, robots: &RobotsRules) -> Processed {
+        let mut record = blank_record(job);
+        if let Err(denied) = robots.check(&job.url) {
+            record.error = Some(denied);
+            return Processed {
+                record,
+                discovered: Vec::new(),
+            };
+        }
+        match self.fetcher.fetch(&job.url).await {
+            Err(e) => {
+                record.fetched_at = rfc3339(e.started_at);
+                record.response_ms = Some(millis(e.elapsed));
+                record.error = Some(e.to_record_error());
+                Processed {
+                    record,
+                    discovered: Vec::new(),
+                }
+            }
+            Ok(response) => self.interpret(job, record, &response),
+        }
+    }
+
+    fn interpret(&self, job: &Job, mut record: CrawlRecord, r: &FetchResponse) -> Processed {
+        record.fetched_at = rfc3339(r.started_at);
+        record.response_ms = Some(millis(r.elapsed));
+        record.status = Some(r.status);
+        record.content_type = r.content_type().map(str::to_owned);
+        record.bytes = r.body.len() as u64;
+        record.truncated = r.truncated;
+        if r.truncated {
+            record.error = Some(RecordError::new(
+                ErrorKind::TooLarge,
+                format!("body cut at the maximum of {} bytes", r.body.len()),
+            ));
+        }
+        let mut discovered = Vec::new();
+        match r.status {
+            300..=399 => self.redirect(job, r, &mut record, &mut discovered),
+            200..=299 => self.links(job, r, &mut record, &mut discovered),
+            _ => {}
+        }
+        Processed { record, discovered }
+    }
+
+    fn redirect(
+        &self,
+        job: &Job,
+        r: &FetchResponse,
+        record: &mut CrawlRecord,
+        discovered: &mut Vec<Discovered>,
+    ) {
+        // 304 and friends carry no Location and are not redirects to follow.
+        let Some(location) = r.location() else {
+            if matches!(r.status, 301 | 302 | 303 | 307 | 308) {
+                record.error = Some(RecordError::new(
+                    ErrorKind::BadRedirect,
+                    format!("status {} without a Location header", r.status),
+                ));
+            }
+            return;
+        };
+        let target = match self.normalizer.resolve(&job.url, location) {
+            Ok(t) => t,
+            Err(e) => {
+                record.error = Some(RecordError::new(
+                    ErrorKind::BadRedirect,
+                    format!("unusable Location {location:?}: {e}"),
+                ));
+                return;
+            }
+        };
+        record.final_url = target.to_string();
+        let target_str = target.as_str();
+        if target_str == job.url.as_str() || job.redirect_chain.iter().any(|u| &**u == target_str) {
+            record.error = Some(RecordError::new(
+                ErrorKind::RedirectLoop,
+                format!("redirect back to {target_str}, already in this chain"),
+            ));
+            return;
+        }
+        let hops = job.redirect_chain.len() as u32 + 1;
+        if hops > self.max_redirects {
+            record.error = Some(RecordError::new(
+                ErrorKind::TooManyRedirects,
+                format!("more than {} redirects in a chain", self.max_redirects),
+            ));
+            return;
+        }
+        let candidate = Candidate {
+            url: &target,
+            depth: job.depth,
+        };
+        if self.scope.check(&candidate) != Verdict::Accept {
+            return;
+        }
+        let here: Arc<str> = Arc::from(job.url.as_str());
+        let mut chain = job.redirect_chain.clone();
+        chain.push(here.clone());
+        discovered.push(Discovered {
+            key: url_key(&target),
+            job: Job {
+                url: target,
+                depth: job.depth,
+                parent: Some(here),
+                redirect_chain: chain,
+            },
+        });
+    }
+
+    fn links(
+        &self,
+        job: &Job,
+        r: &FetchResponse,
+        record: &mut CrawlRecord,
+        discovered: &mut Vec<Discovered>,
+    ) {
+        let page = Page {
+            url: &job.url,
+            response: r,
+        };
+        let mut found = Extracted::default();
+        for extractor in &self.extractors {
+            extractor.extract(&page, &mut found);
+        }
+        record.title = found.title.take();
+        if found.hrefs.is_empty() {
+            return;
+        }
+        let base = found.base_url(&job.url);
+        let depth = job.depth + 1;
+        let parent: Arc<str> = Arc::from(job.url.as_str());
+        let mut on_page: HashSet<u128> = HashSet::with_capacity(found.hrefs.len());
+        for href in &found.hrefs {
+            let Ok(url) = self.normalizer.resolve(&base, href) else {
+                continue;
+            };
+            if self.scope.check(&Candidate { url: &url, depth }) != Verdict::Accept {
+                continue;
+            }
+            let key = url_key(&url);
+            if !on_page.insert(key) {
+                continue;
+            }
+            if self.follow {
+                discovered.push(Discovered {
+                    key,
+                    job: Job {
+                        url,
+                        depth,
+                        parent: Some(parent.clone()),
+                        redirect_chain: Vec::new(),
+                    },
+                });
+            }
+        }
+        record.links = u32::try_from(on_page.len()).unwrap_or(u32::MAX);
+    }
+}
+
+/// The record of `job` before anything is known of its response.
+fn blank_record(job: &Job) -> CrawlRecord {
+    CrawlRecord {
+        url: job.url.to_string(),
+        final_url: job.url.to_string(),
+        status: None,
+        depth: job.depth,
+        parent: job.parent.as_deref().map(str::to_owned),
+        // Jobs only hold http(s) URLs with a host, which always have an authority.
+        authority: Authority::of(&job.url).expect("job URLs have an authority"),
+        fetched_at: rfc3339(std::time::SystemTime::now()),
+        response_ms: None,
+        content_type: None,
+        bytes: 0,
+        title: None,
+        links: 0,
+        truncated: false,
+        error: None,
+    }
+}
+
+fn rfc3339(t: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,203 @@
+//! Processors by name: the built-in ones, and any a library user adds.
+//! [`Registry::build`] turns a [`CrawlConfig`] into a [`Pipeline`],
+//! reporting every configuration problem at once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use url::Url;
+
+use crate::config::{ConfigError, CrawlConfig};
+use crate::extract::{Extractor, HtmlExtractor};
+use crate::fetch::{Fetcher, HttpFetcher};
+use crate::normalize::Normalizer;
+use crate::pipeline::Pipeline;
+use crate::scope::{
+    DepthScoper, HostScoper, PatternScoper, SchemeScoper, ScopeChain, Scoper, UrlLengthScoper,
+};
+
+/// What a processor factory may look at.
+#[derive(Debug, Clone, Copy)]
+pub struct BuildContext<'a> {
+    /// The crawl's configuration.
+    pub config: &'a CrawlConfig,
+    /// The crawl's seeds, normalised.
+    pub seeds: &'a [Url],
+}
+
+/// Builds an extractor; the error explains a bad configuration.
+pub type ExtractorFactory =
+    Box<dyn Fn(&BuildContext<'_>) -> Result<Box<dyn Extractor>, String> + Send + Sync>;
+/// Builds a scoper; the error explains a bad configuration.
+pub type ScoperFactory =
+    Box<dyn Fn(&BuildContext<'_>) -> Result<Box<dyn Scoper>, String> + Send + Sync>;
+/// Builds the fetcher.
+pub type FetcherFactory =
+    Box<dyn Fn(&BuildContext<'_>) -> Result<Arc<dyn Fetcher>, String> + Send + Sync>;
+
+/// The processors a pipeline can be built from, by name.
+pub struct Registry {
+    fetcher: FetcherFactory,
+    extractors: BTreeMap<String, ExtractorFactory>,
+    scopers: BTreeMap<String, ScoperFactory>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl Registry {
+    /// The built-in processors: the `html` extractor and the `scheme`,
+    /// `url-length`, `host`, `depth` and `pattern` scopers, and the HTTP fetcher.
+    pub fn builtin() -> Self {
+        let mut r = Self {
+            fetcher: Box::new(|ctx| {
+                HttpFetcher::new(&ctx.config.fetch)
+                    .map(|f| Arc::new(f) as Arc<dyn Fetcher>)
+                    .map_err(|e| e.to_string())
+            }),
+            extractors: BTreeMap::new(),
+            scopers: BTreeMap::new(),
+        };
+        r.add_extractor("html", |_| Ok(Box::new(HtmlExtractor::new())));
+        r.add_scoper("scheme", |_| Ok(Box::new(SchemeScoper)));
+        r.add_scoper("url-length", |ctx| {
+            Ok(Box::new(UrlLengthScoper {
+                max: ctx.config.scope.max_url_length,
+            }))
+        });
+        r.add_scoper("depth", |ctx| {
+            Ok(Box::new(DepthScoper {
+                max: ctx.config.scope.max_depth,
+            }))
+        });
+        r.add_scoper("host", |ctx| {
+            Ok(Box::new(HostScoper::new(
+                ctx.config.scope.hosts,
+                ctx.seeds.iter().filter_map(Url::host_str),
+                &ctx.config.scope.allow_hosts,
+            )))
+        });
+        r.add_scoper("pattern", |ctx| {
+            PatternScoper::new(&ctx.config.scope.include, &ctx.config.scope.exclude)
+                .map(|p| Box::new(p) as Box<dyn Scoper>)
+                .map_err(|e| format!("bad include/exclude pattern: {e}"))
+        });
+        r
+    }
+
+    /// Adds (or replaces) the extractor called `name`.
+    pub fn add_extractor<F>(&mut self, name: &str, factory: F)
+    where
+        F: Fn(&BuildContext<'_>) -> Result<Box<dyn Extractor>, String> + Send + Sync + 'static,
+    {
+        self.extractors.insert(name.to_owned(), Box::new(factory));
+    }
+
+    /// Adds (or replaces) the scoper called `name`.
+    pub fn add_scoper<F>(&mut self, name: &str, factory: F)
+    where
+        F: Fn(&BuildContext<'_>) -> Result<Box<dyn Scoper>, String> + Send + Sync + 'static,
+    {
+        self.scopers.insert(name.to_owned(), Box::new(factory));
+    }
+
+    /// Replaces the fetcher.
+    pub fn set_fetcher<F>(&mut self, factory: F)
+    where
+        F: Fn(&BuildContext<'_>) -> Result<Arc<dyn Fetcher>, String> + Send + Sync + 'static,
+    {
+        self.fetcher = Box::new(factory);
+    }
+
+    /// Builds the pipeline `config` names, or every problem found.
+    pub fn build(&self, config: &CrawlConfig, seeds: &[Url]) -> Result<Pipeline, ConfigError> {
+        let mut problems = match config.validate() {
+            Ok(()) => Vec::new(),
+            Err(e) => e.problems,
+        };
+        let ctx = BuildContext { config, seeds };
+        let fetcher = (self.fetcher)(&ctx).map_err(|e| problems.push(e)).ok();
+        let mut extractors = Vec::new();
+        for name in &config.pipeline.extractors {
+            match self.extractors.get(name) {
+                Some(f) => match f(&ctx) {
+                    Ok(x) => extractors.push(x),
+                    Err(e) => problems.push(format!("extractor '{name}': {e}")),
+                },
+                None => problems.push(format!(
+                    "unknown extractor '{name}' (known: {})",
+                    join_keys(&self.extractors)
+                )),
+            }
+        }
+        let mut scopers = Vec::new();
+        for name in &config.pipeline.scopers {
+            match self.scopers.get(name) {
+                Some(f) => match f(&ctx) {
+                    Ok(s) => scopers.push(s),
+                    Err(e) => problems.push(format!("scoper '{name}': {e}")),
+                },
+                None => problems.push(format!(
+                    "unknown scoper '{name}' (known: {})",
+                    join_keys(&self.scopers)
+                )),
+            }
+        }
+        match fetcher {
+            Some(fetcher) if problems.is_empty() => Ok(Pipeline {
+                fetcher,
+                extractors,
+                scope: ScopeChain::new(scopers),
+                normalizer: Normalizer::new(&config.scope.strip_params),
+                follow: config.scope.follow,
+                max_redirects: config.engine.max_redirects,
+            }),
+            _ => Err(ConfigError { problems }),
+        }
+    }
+}
+
+fn join_keys<V>(map: &BTreeMap<String, V>) -> String {
+    map.keys()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_builds() {
+        let seeds = [Url::parse("http://a.test/").unwrap()];
+        let p = Registry::builtin()
+            .build(&CrawlConfig::default(), &seeds)
+            .unwrap();
+        assert_eq!(
+            p.scope.names(),
+            ["scheme", "url-length", "host", "depth", "pattern"]
+        );
+        assert_eq!(p.extractors.len(), 1);
+    }
+
+    #[test]
+    fn unknown_names_and_bad_patterns_are_all_reported() {
+        let mut c = CrawlConfig::default();
+        c.pipeline.extractors.push("pdf".into());
+        c.pipeline.scopers.push("nope".into());
+        c.scope.exclude.push("(".into());
+        c.engine.per_host = 0;
+        let Err(err) = Registry::builtin().build(&c, &[]) else {
+            panic!("expected an error");
+        };
+        assert_eq!(err.problems.len(), 4, "{err}");
+        assert!(
+            err.to_string()
+                .contains("unknown extractor 'pdf' (known: html)")
+        );
+    }
+}

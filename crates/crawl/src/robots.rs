@@ -1,0 +1,147 @@
+//! robots.txt (RFC 9309): fetched once per authority before its first
+//! request, cached for the crawl, matched with our product token.
+
+use std::sync::Arc;
+
+use crawlkeeper_model::{Authority, ErrorKind, RecordError};
+use texting_robots::Robot;
+use tracing::{debug, warn};
+use url::Url;
+
+use crate::fetch::Fetcher;
+
+/// The product token robots.txt groups are matched against.
+pub const PRODUCT_TOKEN: &str = "crawlkeeper";
+/// RFC 9309 asks crawlers to parse at least 500 KiB; we stop there.
+pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
+/// Redirect hops followed when fetching robots.txt (RFC 9309: at least five).
+pub const MAX_ROBOTS_REDIRECTS: usize = 5;
+
+/// What robots.txt says about one authority.
+#[derive(Debug, Clone)]
+pub enum RobotsRules {
+    /// Everything is allowed (no robots.txt, a 4xx, or `--ignore-robots`).
+    AllowAll,
+    /// Rules from a robots.txt.
+    Parsed(Arc<Robot>),
+    /// robots.txt was unreachable or answered 5xx: nothing is allowed.
+    Unavailable(String),
+}
+
+impl RobotsRules {
+    /// Whether `url` may be fetched; the error says why not.
+    pub fn check(&self, url: &Url) -> Result<(), RecordError> {
+        match self {
+            Self::AllowAll => Ok(()),
+            Self::Parsed(robot) => {
+                // Match on path and query only: the authority is ours by construction.
+                let target = match url.query() {
+                    Some(q) => format!("{}?{q}", url.path()),
+                    None => url.path().to_owned(),
+                };
+                if target == "/robots.txt" || robot.allowed(&target) {
+                    Ok(())
+                } else {
+                    Err(RecordError::new(
+                        ErrorKind::RobotsDenied,
+                        "disallowed by robots.txt",
+                    ))
+                }
+            }
+            Self::Unavailable(why) => Err(RecordError::new(
+                ErrorKind::RobotsUnavailable,
+                format!("robots.txt unavailable ({why}); treated as disallow-all"),
+            )),
+        }
+    }
+
+    /// The `Crawl-delay` for our agent, if robots.txt gave one.
+    pub fn crawl_delay(&self) -> Option<f32> {
+        match self {
+            Self::Parsed(robot) => robot.delay,
+            _ => None,
+        }
+    }
+
+    /// Rules from the body of a robots.txt served with a 2xx status.
+    pub fn parse(body: &[u8]) -> Self {
+        let body = &body[..body.len().min(MAX_ROBOTS_BYTES)];
+        match Robot::new(PRODUCT_TOKEN, body) {
+            Ok(robot) => Self::Parsed(Arc::new(robot)),
+            Err(e) => {
+                // An unparsable file carries no rule we can follow; RFC 9309
+                // says to use what can be parsed, which here is nothing.
+                warn!(error = %e, "robots.txt could not be parsed; allowing all");
+                Self::AllowAll
+            }
+        }
+    }
+
+    /// Fetches and parses the robots.txt of `authority`, following up to
+    /// five redirects. 4xx means allow all; 5xx or no answer means disallow all.
+    pub async fn fetch(fetcher: &dyn Fetcher, authority: &Authority) -> Self {
+        let mut url = authority.robots_url();
+        for _ in 0..=MAX_ROBOTS_REDIRECTS {
+            let response = match fetcher.fetch(&url).await {
+                Ok(r) => r,
+                Err(e) => {
+                    debug!(%authority, error = %e, "robots.txt unreachable");
+                    return Self::Unavailable(e.message);
+                }
+            };
+            match response.status {
+                200..=299 => return Self::parse(&response.body),
+                300..=399 => match response.location().and_then(|l| url.join(l).ok()) {
+                    Some(next) => url = next,
+                    None => return Self::AllowAll,
+                },
+                400..=499 => return Self::AllowAll,
+                status => return Self::Unavailable(format!("status {status}")),
+            }
+        }
+        // RFC 9309: past the redirect limit, treat as unavailable (4xx-like).
+        Self::AllowAll
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(path: &str) -> Url {
+        Url::parse(&format!("http://a.test{path}")).unwrap()
+    }
+
+    #[test]
+    fn disallow_rules_apply_to_our_token() {
+        let rules = RobotsRules::parse(
+            b"User-agent: other\nDisallow: /\n\nUser-agent: crawlkeeper\nDisallow: /private\nCrawl-delay: 2\n",
+        );
+        assert!(rules.check(&url("/public")).is_ok());
+        let err = rules.check(&url("/private/x")).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::RobotsDenied);
+        assert_eq!(rules.crawl_delay(), Some(2.0));
+    }
+
+    #[test]
+    fn wildcard_group_applies_when_no_group_names_us() {
+        let rules = RobotsRules::parse(b"User-agent: *\nDisallow: /*?session=\n");
+        assert!(rules.check(&url("/a?x=1")).is_ok());
+        assert!(rules.check(&url("/a?session=1")).is_err());
+    }
+
+    #[test]
+    fn garbage_is_not_a_rule() {
+        let rules = RobotsRules::parse(b"\xff\xfe garbage \x00 <html>");
+        assert!(rules.check(&url("/anything")).is_ok());
+    }
+
+    #[test]
+    fn unavailable_denies_everything_with_its_own_kind() {
+        let rules = RobotsRules::Unavailable("status 503".into());
+        assert_eq!(
+            rules.check(&url("/")).unwrap_err().kind,
+            ErrorKind::RobotsUnavailable
+        );
+    }
+}

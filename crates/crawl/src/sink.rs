@@ -1,0 +1,85 @@
+//! Where records go. A [`Sink`] is owned by the engine task and called for
+//! every record, in the order results arrive.
+
+use std::io::{self, BufWriter, Write};
+
+use crawlkeeper_model::CrawlRecord;
+
+/// Receives every record of a crawl.
+pub trait Sink: Send {
+    /// Writes one record.
+    fn write(&mut self, record: &CrawlRecord) -> Result<(), SinkError>;
+    /// Makes everything written so far durable (or at least handed to the OS).
+    fn flush(&mut self) -> Result<(), SinkError>;
+}
+
+/// A sink failed; the crawl cannot go on without losing records.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// The underlying writer failed.
+    #[error("cannot write records: {0}")]
+    Io(#[from] io::Error),
+    /// A record could not be serialised.
+    #[error("cannot serialise a record: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// JSON Lines: one record per line.
+pub struct JsonlSink<W: Write + Send> {
+    out: BufWriter<W>,
+}
+
+impl<W: Write + Send> JsonlSink<W> {
+    /// A sink writing to `out`, buffered.
+    pub fn new(out: W) -> Self {
+        Self {
+            out: BufWriter::with_capacity(64 * 1024, out),
+        }
+    }
+}
+
+impl<W: Write + Send> Sink for JsonlSink<W> {
+    fn write(&mut self, record: &CrawlRecord) -> Result<(), SinkError> {
+        serde_json::to_writer(&mut self.out, record)?;
+        self.out.write_all(b"\n")?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// Keeps records in memory: for tests and library users who want them.
+#[derive(Debug, Default)]
+pub struct MemorySink {
+    records: std::sync::Arc<std::sync::Mutex<Vec<CrawlRecord>>>,
+}
+
+impl MemorySink {
+    /// A new empty sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A handle that sees the records written so far.
+    pub fn records(&self) -> std::sync::Arc<std::sync::Mutex<Vec<CrawlRecord>>> {
+        self.records.clone()
+    }
+}
+
+impl Sink for MemorySink {
+    fn write(&mut self, record: &CrawlRecord) -> Result<(), SinkError> {
+        // A poisoned lock only means a reader panicked; the data is intact.
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(record.clone());
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+}

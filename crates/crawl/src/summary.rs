@@ -1,0 +1,187 @@
+//! Per-authority counts of a crawl and the table printed at its end.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, RecordError};
+
+/// Counts for one authority.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuthorityStats {
+    /// Requests sent (robots.txt excluded).
+    pub requests: u64,
+    /// Responses by status class.
+    pub status_2xx: u64,
+    /// 3xx responses.
+    pub status_3xx: u64,
+    /// 4xx responses.
+    pub status_4xx: u64,
+    /// 5xx responses.
+    pub status_5xx: u64,
+    /// Records with an error other than robots.
+    pub errors: u64,
+    /// URLs not requested because of robots.txt.
+    pub robots_denied: u64,
+    /// Sum of response times, for the mean.
+    pub response_ms_total: u64,
+    /// The most recent error, for the operator.
+    pub last_error: Option<RecordError>,
+}
+
+impl AuthorityStats {
+    /// Counts one record.
+    pub fn add(&mut self, r: &CrawlRecord) {
+        if let Some(e) = &r.error
+            && e.kind.is_robots()
+        {
+            self.robots_denied += 1;
+            return;
+        }
+        self.requests += 1;
+        self.response_ms_total += r.response_ms.unwrap_or(0);
+        match r.status {
+            Some(200..=299) => self.status_2xx += 1,
+            Some(300..=399) => self.status_3xx += 1,
+            Some(400..=499) => self.status_4xx += 1,
+            Some(500..=599) => self.status_5xx += 1,
+            _ => {}
+        }
+        if let Some(e) = &r.error {
+            self.errors += 1;
+            self.last_error = Some(e.clone());
+        }
+    }
+
+    /// Mean response time in milliseconds.
+    pub fn mean_response_ms(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.response_ms_total as f64 / self.requests as f64
+        }
+    }
+
+    fn merge(&mut self, o: &AuthorityStats) {
+        self.requests += o.requests;
+        self.status_2xx += o.status_2xx;
+        self.status_3xx += o.status_3xx;
+        self.status_4xx += o.status_4xx;
+        self.status_5xx += o.status_5xx;
+        self.errors += o.errors;
+        self.robots_denied += o.robots_denied;
+        self.response_ms_total += o.response_ms_total;
+    }
+}
+
+/// Why a crawl ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// Nothing left to fetch.
+    Finished,
+    /// The run timeout expired.
+    Timeout,
+    /// A shutdown was requested (Ctrl-C, SIGTERM).
+    Interrupted,
+}
+
+/// The result of a crawl.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// Counts per authority, sorted.
+    pub authorities: BTreeMap<Authority, AuthorityStats>,
+    /// Wall-clock time of the crawl.
+    pub elapsed: Duration,
+    /// Why it ended.
+    pub stop: StopReason,
+    /// URLs still queued when it ended.
+    pub pending: u64,
+}
+
+impl Summary {
+    /// All authorities added up.
+    pub fn total(&self) -> AuthorityStats {
+        let mut t = AuthorityStats::default();
+        for s in self.authorities.values() {
+            t.merge(s);
+        }
+        t
+    }
+
+    /// Requests per second over the whole crawl.
+    pub fn rate(&self) -> f64 {
+        self.total().requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// True when no authority got a single response without error.
+    pub fn all_failed(&self) -> bool {
+        !self.authorities.is_empty()
+            && self
+                .authorities
+                .values()
+                .all(|s| s.requests == s.errors && s.robots_denied == 0)
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self
+            .authorities
+            .keys()
+            .map(|a| a.to_string().len())
+            .max()
+            .unwrap_or(0)
+            .max(9);
+        writeln!(
+            f,
+            "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8}",
+            "authority", "requests", "2xx", "3xx", "4xx", "5xx", "errors", "robots", "mean ms"
+        )?;
+        let row = |f: &mut fmt::Formatter<'_>, name: &str, s: &AuthorityStats| {
+            writeln!(
+                f,
+                "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8.1}",
+                name,
+                s.requests,
+                s.status_2xx,
+                s.status_3xx,
+                s.status_4xx,
+                s.status_5xx,
+                s.errors,
+                s.robots_denied,
+                s.mean_response_ms()
+            )
+        };
+        for (a, s) in &self.authorities {
+            row(f, &a.to_string(), s)?;
+        }
+        if self.authorities.len() > 1 {
+            row(f, "total", &self.total())?;
+        }
+        for (a, s) in &self.authorities {
+            if let Some(e) = &s.last_error {
+                writeln!(
+                    f,
+                    "last error at {a}: {} ({})",
+                    e.message,
+                    kind_name(e.kind)
+                )?;
+            }
+        }
+        write!(
+            f,
+            "{} requests in {:.1}s ({:.0}/s), {} still queued",
+            self.total().requests,
+            self.elapsed.as_secs_f64(),
+            self.rate(),
+            self.pending
+        )
+    }
+}
+
+fn kind_name(kind: ErrorKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}

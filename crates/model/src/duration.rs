@@ -1,0 +1,185 @@
+//! Durations written the way people and the seed documents write them:
+//! `500ms`, `2s`, `1.5s`, `1m`, `6h`, `1h30m`, `2d`.
+
+use std::time::Duration;
+
+/// Why a duration string was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DurationError {
+    /// The string is empty.
+    #[error("empty duration (expected e.g. 500ms, 2s, 1m, 6h)")]
+    Empty,
+    /// A number is missing or malformed.
+    #[error(
+        "invalid duration '{0}': expected a number followed by ms, s, m, h or d (e.g. 90s, 6h)"
+    )]
+    Malformed(String),
+    /// The unit is not one of ms, s, m, h, d.
+    #[error("invalid duration '{input}': unknown unit '{unit}' (use ms, s, m, h or d)")]
+    UnknownUnit {
+        /// The whole input.
+        input: String,
+        /// The unit that was not understood.
+        unit: String,
+    },
+    /// The value does not fit in a duration.
+    #[error("duration '{0}' is too large")]
+    Overflow(String),
+}
+
+/// Parses `500ms`, `2s`, `0.5s`, `1m`, `6h`, `1h30m`, `2d`.
+///
+/// Every number needs a unit; segments add up. Negative values are refused.
+pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
+    let s = input.trim();
+    if s.is_empty() {
+        return Err(DurationError::Empty);
+    }
+    let malformed = || DurationError::Malformed(input.to_owned());
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(malformed());
+        }
+        let value: f64 = rest[..num_len].parse().map_err(|_| malformed())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let seconds_per_unit = match unit {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "d" => 86_400.0,
+            "" => return Err(malformed()),
+            other => {
+                return Err(DurationError::UnknownUnit {
+                    input: input.to_owned(),
+                    unit: other.to_owned(),
+                });
+            }
+        };
+        let part = Duration::try_from_secs_f64(value * seconds_per_unit)
+            .map_err(|_| DurationError::Overflow(input.to_owned()))?;
+        total = total
+            .checked_add(part)
+            .ok_or_else(|| DurationError::Overflow(input.to_owned()))?;
+    }
+    Ok(total)
+}
+
+/// Writes a duration in the largest unit that represents it exactly:
+/// `500ms`, `2s`, `1m`, `6h`; sub-millisecond parts are dropped.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return "0s".to_owned();
+    }
+    for (unit, size) in [
+        ("d", 86_400_000u128),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+    ] {
+        if ms % size == 0 {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_unit() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("6h"), Ok(Duration::from_secs(6 * 3600)));
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(2 * 86_400)));
+        assert_eq!(parse_duration("0.5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+    }
+
+    #[test]
+    fn refuses_bad_input_with_clear_errors() {
+        assert_eq!(parse_duration(""), Err(DurationError::Empty));
+        assert!(matches!(
+            parse_duration("10"),
+            Err(DurationError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_duration("-1s"),
+            Err(DurationError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_duration("s"),
+            Err(DurationError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_duration("1.2.3s"),
+            Err(DurationError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_duration("5 weeks"),
+            Err(DurationError::Malformed(_))
+        ));
+        let err = parse_duration("5w").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid duration '5w': unknown unit 'w' (use ms, s, m, h or d)"
+        );
+        assert!(matches!(
+            parse_duration("99999999999999999999999d"),
+            Err(DurationError::Overflow(_))
+        ));
+    }
+
+    #[test]
+    fn formats_in_largest_exact_unit() {
+        assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(format_duration(Duration::from_secs(2)), "2s");
+        assert_eq!(format_duration(Duration::from_secs(60)), "1m");
+        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(format_duration(Duration::from_secs(6 * 3600)), "6h");
+        assert_eq!(format_duration(Duration::ZERO), "0s");
+    }
+
+    #[test]
+    fn format_then_parse_is_identity_to_the_millisecond() {
+        for ms in [1u64, 999, 1000, 1500, 60_000, 61_000, 3_600_000, 86_400_000] {
+            let d = Duration::from_millis(ms);
+            assert_eq!(parse_duration(&format_duration(d)), Ok(d));
+        }
+    }
+}
+
+/// Serde support: a `Duration` written as a string like `30s`.
+///
+/// Use with `#[serde(with = "crawlkeeper_model::duration::text")]`.
+pub mod text {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    /// Writes `d` like `500ms` or `6h`.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_duration(*d))
+    }
+
+    /// Reads a duration string, with the parser's message on error.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        super::parse_duration(&s).map_err(D::Error::custom)
+    }
+}

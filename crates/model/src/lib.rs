@@ -1,0 +1,15 @@
+//! Plain data shared by every crawlkeeper crate. Nothing here does I/O.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`authority`] | scheme + host + port: the unit of politeness and scheduling |
+//! | [`record`] | the record written for every URL the crawler requested |
+//! | [`duration`] | durations written like `500ms`, `2s`, `1m`, `6h` |
+
+pub mod authority;
+pub mod duration;
+pub mod record;
+
+pub use authority::Authority;
+pub use duration::{DurationError, format_duration, parse_duration};
+pub use record::{CrawlRecord, ErrorKind, RecordError};

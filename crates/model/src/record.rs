@@ -1,0 +1,144 @@
+//! The record written for every URL the crawler requested, or decided not
+//! to request after it was queued (robots, an unreachable robots.txt).
+
+use serde::{Deserialize, Serialize};
+
+use crate::Authority;
+
+/// One line of the JSON Lines output: what happened to one URL.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CrawlRecord {
+    /// The normalised URL that was requested.
+    pub url: String,
+    /// Where the response points: the resolved `Location` of a redirect,
+    /// otherwise the requested URL.
+    pub final_url: String,
+    /// The HTTP status, `None` when no response arrived.
+    pub status: Option<u16>,
+    /// Links followed from a seed to reach this URL (seeds are 0; a
+    /// redirect target keeps the depth of the URL that redirected).
+    pub depth: u32,
+    /// The page that linked (or redirected) to this URL; `None` for seeds.
+    pub parent: Option<String>,
+    /// Scheme, host and port of `url`.
+    pub authority: Authority,
+    /// When the request was sent, RFC 3339 in UTC.
+    pub fetched_at: String,
+    /// Time from sending the request to the end of the body, in
+    /// milliseconds; `None` when nothing was sent.
+    pub response_ms: Option<u64>,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// Bytes of body read, after decompression.
+    pub bytes: u64,
+    /// The page title, for HTML pages that have one.
+    pub title: Option<String>,
+    /// Number of distinct in-scope links found on the page.
+    pub links: u32,
+    /// True when the body was cut at the maximum body size.
+    pub truncated: bool,
+    /// What went wrong, or `None`.
+    pub error: Option<RecordError>,
+}
+
+/// What went wrong with one URL: a machine-readable kind and a message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordError {
+    /// The kind, stable across versions, for scripts.
+    pub kind: ErrorKind,
+    /// A short human-readable explanation.
+    pub message: String,
+}
+
+/// The machine-readable kinds of per-URL errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The connect or whole-request timeout expired.
+    Timeout,
+    /// The connection could not be made (refused, DNS, TLS handshake).
+    Connect,
+    /// The body was larger than the maximum body size and was cut.
+    TooLarge,
+    /// A redirect pointed back into its own chain.
+    RedirectLoop,
+    /// A redirect chain was longer than the maximum number of hops.
+    TooManyRedirects,
+    /// A 3xx response had no usable `Location`.
+    BadRedirect,
+    /// The URL could not be parsed or requested.
+    InvalidUrl,
+    /// robots.txt disallows the URL; it was not requested.
+    RobotsDenied,
+    /// robots.txt could not be fetched (5xx or unreachable); by RFC 9309
+    /// the authority is treated as fully disallowed, so the URL was not requested.
+    RobotsUnavailable,
+    /// The body could not be read or decoded (reset, bad compression).
+    Body,
+    /// Any other protocol error.
+    Http,
+}
+
+impl RecordError {
+    /// A new error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl ErrorKind {
+    /// True when the URL was never requested because of robots.txt.
+    pub fn is_robots(self) -> bool {
+        matches!(self, Self::RobotsDenied | Self::RobotsUnavailable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_serialises_with_the_documented_field_names() {
+        let record = CrawlRecord {
+            url: "http://a.test:80/x".into(),
+            final_url: "http://a.test:80/x".into(),
+            status: None,
+            depth: 2,
+            parent: Some("http://a.test/".into()),
+            authority: "http://a.test:80".to_owned().try_into().unwrap(),
+            fetched_at: "2026-11-21T00:00:00.000Z".into(),
+            response_ms: Some(12),
+            content_type: None,
+            bytes: 0,
+            title: None,
+            links: 0,
+            truncated: false,
+            error: Some(RecordError::new(ErrorKind::RedirectLoop, "x -> y -> x")),
+        };
+        let json = serde_json::to_value(&record).unwrap();
+        for field in [
+            "url",
+            "final_url",
+            "status",
+            "depth",
+            "parent",
+            "authority",
+            "fetched_at",
+            "response_ms",
+            "content_type",
+            "bytes",
+            "title",
+            "links",
+            "error",
+        ] {
+            assert!(json.get(field).is_some(), "missing field {field}");
+        }
+        assert_eq!(json["error"]["kind"], "redirect_loop");
+        assert_eq!(json["status"], serde_json::Value::Null);
+        let back: CrawlRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, record);
+    }
+}
