@@ -1,1 +1,60 @@
-fn main() {}
+//! `crawlkeeper`: parses arguments, sets up logging, runs a command and
+//! maps its outcome to an exit code. The work is in the library crates.
+
+mod args;
+mod crawl_cmd;
+mod demo;
+mod exit;
+mod seeds;
+mod signals;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let quiet = match &cli.command {
+        Command::Crawl(a) => a.quiet,
+        Command::Demo(a) => a.quiet,
+    };
+    let default_filter = if quiet {
+        "error"
+    } else {
+        "warn,crawlkeeper_crawl=info,crawlkeeper=info"
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Crawl(a) => crawl_cmd::run(a).await,
+            Command::Demo(a) => demo::run(a).await,
+        }
+    });
+    // Do not wait for request tasks that were abandoned at the deadline.
+    runtime.shutdown_background();
+    match result {
+        Ok(outcome) => outcome.code(),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            e.code()
+        }
+    }
+}

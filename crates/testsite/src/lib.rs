@@ -1,1 +1,25 @@
+//! A deterministic synthetic web site on loopback, for tests, benchmarks
+//! and `crawlkeeper demo`. Nothing here reaches beyond loopback (127.0.0.0/8).
+//!
+//! | module | job |
+//! |---|---|
+//! | [`site`] | the site's shape: hosts, pages, links, special pages; and the oracle of what a crawl must reach |
+//! | [`server`] | serving the site with hyper, one listener per host |
+//! | [`log`] | the request log tests judge a crawl by |
+//!
+//! Each host is a listener on its own loopback address (127.0.0.1,
+//! 127.0.0.2, …: a host and an authority of its own). Host pages `/p/0 … /p/{n-1}` link to each other in every form
+//! a crawler meets (absolute, root-relative, relative, `../`, fragments,
+//! tracking parameters); a host with `special` pages also serves robots
+//! rules, redirects and loops, 404s, non-HTML files, a slow page, a huge
+//! page, a compressed page, an endless link trap and the traps a crawler
+//! must not fall into (links in scripts, comments, `nofollow`). Every path
+//! under `/never/` is one a correct crawler never requests.
 
+pub mod log;
+pub mod server;
+pub mod site;
+
+pub use log::{LogEntry, RequestLog};
+pub use server::TestSite;
+pub use site::{HostConfig, SiteConfig};

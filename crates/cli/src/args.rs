@@ -1,0 +1,251 @@
+//! The command line, parsed once into typed arguments.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use crawlkeeper_crawl::config::{CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, ResolveOverride};
+use crawlkeeper_model::parse_duration;
+
+/// A web crawler that runs on one machine or as a fault-tolerant cluster.
+#[derive(Parser, Debug)]
+#[command(name = "crawlkeeper", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Crawl URLs, or follow links from them with --follow.
+    Crawl(CrawlArgs),
+    /// Start the bundled test site on 127.0.0.1 and crawl it (works offline).
+    Demo(DemoArgs),
+}
+
+/// Where links may lead.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum ScopeArg {
+    /// Only the seeds' hosts.
+    SameHost,
+    /// Hosts sharing a registrable domain with a seed.
+    SameDomain,
+    /// Any host.
+    Any,
+}
+
+/// Options of `crawlkeeper crawl`.
+#[derive(Args, Debug)]
+pub struct CrawlArgs {
+    /// URLs, or files of URLs one per line (`-` reads standard input).
+    #[arg(required = true, value_name = "SEED")]
+    pub seeds: Vec<String>,
+    /// Follow links found on pages (without it only the seeds are fetched).
+    #[arg(long)]
+    pub follow: bool,
+    /// Maximum link depth from a seed.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub depth: u32,
+    /// Stop queueing after this many URLs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_pages: Option<u64>,
+    /// Which hosts links may lead to.
+    #[arg(long, value_enum, default_value = "same-host")]
+    pub scope: ScopeArg,
+    /// A host that is always in scope (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+    /// Only URLs matching this regex (repeatable: any may match).
+    #[arg(long, value_name = "RE")]
+    pub include: Vec<String>,
+    /// Never URLs matching this regex (repeatable).
+    #[arg(long, value_name = "RE")]
+    pub exclude: Vec<String>,
+    /// Write JSON Lines records here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The User-Agent header.
+    #[arg(long, value_name = "S")]
+    pub user_agent: Option<String>,
+    /// Do not fetch or obey robots.txt.
+    #[arg(long)]
+    pub ignore_robots: bool,
+    /// Requests in flight across all hosts.
+    #[arg(long, env = "CRAWLKEEPER_MAX_WORKERS", default_value_t = DEFAULT_MAX_WORKERS,
+          value_name = "N", value_parser = positive_usize)]
+    pub max_workers: usize,
+    /// Requests in flight per host.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = positive_usize)]
+    pub per_host: usize,
+    /// Stop the whole run after this long (e.g. 90s, 6h) and exit 124.
+    #[arg(long, env = "CRAWLKEEPER_RUN_TIMEOUT", value_name = "DURATION",
+          default_value = "6h", value_parser = duration)]
+    pub timeout: Duration,
+    /// Time allowed for one request, body included.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = duration)]
+    pub request_timeout: Duration,
+    /// Time allowed to connect.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = duration)]
+    pub connect_timeout: Duration,
+    /// Bodies longer than this many bytes are cut (after decompression).
+    #[arg(long, default_value_t = 10 * 1024 * 1024, value_name = "BYTES")]
+    pub max_body: u64,
+    /// Query parameter removed from URLs (repeatable; `name*` is a prefix).
+    /// Replaces the default list utm_*, fbclid, gclid.
+    #[arg(long = "strip-param", value_name = "NAME")]
+    pub strip_params: Vec<String>,
+    /// Keep every query parameter.
+    #[arg(long, conflicts_with = "strip_params")]
+    pub keep_params: bool,
+    /// Resolve HOST to IP instead of asking DNS (repeatable), like curl's --resolve.
+    #[arg(long, value_name = "HOST=IP", value_parser = resolve_override)]
+    pub resolve: Vec<ResolveOverride>,
+    /// No progress logs and no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Options of `crawlkeeper demo`.
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Write JSON Lines records here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// No progress logs and no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn positive_usize(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn resolve_override(s: &str) -> Result<ResolveOverride, String> {
+    let (host, ip) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected HOST=IP, got '{s}'"))?;
+    let ip: std::net::IpAddr = ip
+        .parse()
+        .map_err(|e| format!("bad IP address '{ip}': {e}"))?;
+    if host.is_empty() {
+        return Err("empty host name".to_owned());
+    }
+    Ok(ResolveOverride {
+        host: host.to_ascii_lowercase(),
+        addr: std::net::SocketAddr::new(ip, 0),
+    })
+}
+
+impl CrawlArgs {
+    /// The crawl configuration these arguments describe.
+    pub fn to_config(&self) -> CrawlConfig {
+        let mut c = CrawlConfig::default();
+        c.scope.follow = self.follow;
+        c.scope.max_depth = self.depth;
+        c.scope.max_pages = self.max_pages;
+        c.scope.hosts = match self.scope {
+            ScopeArg::SameHost => HostScope::SameHost,
+            ScopeArg::SameDomain => HostScope::SameDomain,
+            ScopeArg::Any => HostScope::Any,
+        };
+        c.scope.allow_hosts = self.allow_hosts.clone();
+        c.scope.include = self.include.clone();
+        c.scope.exclude = self.exclude.clone();
+        c.scope.respect_robots = !self.ignore_robots;
+        if self.keep_params {
+            c.scope.strip_params.clear();
+        } else if !self.strip_params.is_empty() {
+            c.scope.strip_params = self.strip_params.clone();
+        }
+        if let Some(ua) = &self.user_agent {
+            c.fetch.user_agent = ua.clone();
+        }
+        c.fetch.request_timeout = self.request_timeout;
+        c.fetch.connect_timeout = self.connect_timeout;
+        c.fetch.max_body_bytes = self.max_body;
+        c.fetch.resolve = self.resolve.clone();
+        c.engine.max_workers = self.max_workers;
+        c.engine.per_host = self.per_host;
+        c.engine.run_timeout = self.timeout;
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("crawlkeeper").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn crawl_defaults() {
+        let Command::Crawl(a) = parse(&["crawl", "http://a.test/"]).unwrap().command else {
+            panic!("crawl expected");
+        };
+        let c = a.to_config();
+        assert!(!c.scope.follow);
+        assert_eq!(c.scope.max_depth, 5);
+        assert_eq!(c.engine.per_host, 1);
+        assert_eq!(c.engine.run_timeout, Duration::from_secs(6 * 3600));
+        assert_eq!(c.scope.strip_params, ["utm_*", "fbclid", "gclid"]);
+    }
+
+    #[test]
+    fn options_map_to_config() {
+        let Command::Crawl(a) = parse(&[
+            "crawl",
+            "--follow",
+            "--depth",
+            "2",
+            "--scope",
+            "same-domain",
+            "--timeout",
+            "90s",
+            "--per-host",
+            "4",
+            "--max-workers",
+            "8",
+            "--resolve",
+            "www.a.test=127.0.0.1",
+            "--strip-param",
+            "sid",
+            "--ignore-robots",
+            "http://a.test/",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("crawl expected");
+        };
+        let c = a.to_config();
+        assert!(c.scope.follow);
+        assert_eq!(c.scope.max_depth, 2);
+        assert_eq!(c.scope.hosts, HostScope::SameDomain);
+        assert_eq!(c.engine.run_timeout, Duration::from_secs(90));
+        assert_eq!((c.engine.per_host, c.engine.max_workers), (4, 8));
+        assert_eq!(c.fetch.resolve[0].host, "www.a.test");
+        assert_eq!(c.scope.strip_params, ["sid"]);
+        assert!(!c.scope.respect_robots);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(parse(&["crawl", "--timeout", "soon", "http://a.test/"]).is_err());
+        assert!(parse(&["crawl", "--per-host", "0", "http://a.test/"]).is_err());
+        assert!(parse(&["crawl", "--resolve", "nohost", "http://a.test/"]).is_err());
+        assert!(parse(&["crawl", "--bogus", "http://a.test/"]).is_err());
+        assert!(parse(&["crawl"]).is_err());
+    }
+}

@@ -1,0 +1,37 @@
+//! `crawlkeeper demo`: the bundled test site on loopback, crawled with the
+//! default engine. A real crawl that needs no network and no setup.
+
+use std::time::Duration;
+
+use crawlkeeper_testsite::{SiteConfig, TestSite};
+use url::Url;
+
+use crate::args::DemoArgs;
+use crate::crawl_cmd::crawl;
+use crate::exit::{CliError, Outcome};
+
+/// Runs `crawlkeeper demo`.
+pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {
+    let mut site_config = SiteConfig::showcase();
+    site_config.slow = Duration::from_secs(10);
+    let site = TestSite::start(site_config)
+        .await
+        .map_err(|e| CliError::Fatal(anyhow::anyhow!("cannot start the demo site: {e}")))?;
+    let seed = Url::parse(&site.url(0, "/")).map_err(|e| CliError::Fatal(e.into()))?;
+    if !args.quiet {
+        eprintln!(
+            "demo site on {} and {}; crawling {seed}",
+            site.origin(0),
+            site.origin(1)
+        );
+    }
+    let mut config = crawlkeeper_crawl::CrawlConfig::default();
+    config.scope.follow = true;
+    config.fetch.request_timeout = Duration::from_secs(2);
+    config.engine.per_host = 4;
+    let outcome = crawl(config, vec![seed], args.out.as_deref(), args.quiet).await?;
+    if !args.quiet {
+        eprintln!("the site received {} requests", site.log().len());
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,103 @@
+//! The request log: every request the site received, in arrival order,
+//! and per-host concurrency.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// Index of the host (listener) that received it.
+    pub host: usize,
+    /// Path and query as requested.
+    pub target: String,
+    /// When it arrived.
+    pub at: Instant,
+    /// The `User-Agent` header.
+    pub user_agent: String,
+}
+
+#[derive(Debug, Default)]
+struct HostGauge {
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+/// Shared, append-only record of requests.
+#[derive(Debug, Clone, Default)]
+pub struct RequestLog {
+    entries: Arc<Mutex<Vec<LogEntry>>>,
+    gauges: Arc<Vec<HostGauge>>,
+}
+
+/// Decrements a host's in-flight gauge when the response is done.
+pub struct InFlight {
+    gauges: Arc<Vec<HostGauge>>,
+    host: usize,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gauges[self.host]
+            .in_flight
+            .fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl RequestLog {
+    /// A log for `hosts` hosts.
+    pub fn new(hosts: usize) -> Self {
+        Self {
+            entries: Arc::default(),
+            gauges: Arc::new((0..hosts).map(|_| HostGauge::default()).collect()),
+        }
+    }
+
+    /// Records a request and counts it in flight until the guard drops.
+    pub fn record(&self, entry: LogEntry) -> InFlight {
+        let g = &self.gauges[entry.host];
+        let now = g.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        g.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let host = entry.host;
+        self.lock().push(entry);
+        InFlight {
+            gauges: self.gauges.clone(),
+            host,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<LogEntry>> {
+        // A panic while pushing cannot leave the Vec inconsistent.
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A copy of every entry so far.
+    pub fn entries(&self) -> Vec<LogEntry> {
+        self.lock().clone()
+    }
+
+    /// The targets requested from `host`, in order.
+    pub fn targets(&self, host: usize) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|e| e.host == host)
+            .map(|e| e.target.clone())
+            .collect()
+    }
+
+    /// Number of requests received.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// True when no request arrived.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The most requests `host` ever had in flight at once.
+    pub fn max_in_flight(&self, host: usize) -> usize {
+        self.gauges[host].max_in_flight.load(Ordering::SeqCst)
+    }
+}

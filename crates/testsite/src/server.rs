@@ -1,0 +1,295 @@
+//! Serving the site: one hyper HTTP/1.1 listener per host, each on its own loopback address.
+
+use std::convert::Infallible;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_ENCODING, CONTENT_TYPE, LOCATION, USER_AGENT};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tracing::debug;
+
+use crate::log::{LogEntry, RequestLog};
+use crate::site::{
+    HUGE_BYTES, HostConfig, RobotsMode, Route, SiteConfig, origin, render_index, render_leaf,
+    render_page, render_robots,
+};
+
+const HTML: &str = "text/html; charset=utf-8";
+
+/// The loopback address of host `i`: 127.0.0.1, 127.0.0.2, … (250 per
+/// /24, then 127.0.1.1 …), so that every host is a host of its own.
+pub fn loopback_ip(i: usize) -> std::net::Ipv4Addr {
+    let third = u8::try_from(i / 250).expect("at most 64,000 hosts");
+    std::net::Ipv4Addr::new(127, 0, third, 1 + (i % 250) as u8)
+}
+
+/// A running site. Dropping it stops its listeners.
+pub struct TestSite {
+    addrs: Vec<SocketAddr>,
+    origins: Vec<String>,
+    log: RequestLog,
+    accept_loops: Vec<JoinHandle<()>>,
+}
+
+struct Shared {
+    config: SiteConfig,
+    origins: Vec<String>,
+    log: RequestLog,
+    gzip_page: Bytes,
+    huge_page: OnceLock<Bytes>,
+}
+
+impl TestSite {
+    /// Binds every host on its loopback address and starts serving.
+    pub async fn start(config: SiteConfig) -> std::io::Result<Self> {
+        let mut listeners = Vec::new();
+        let mut addrs = Vec::new();
+        let mut origins = Vec::new();
+        for (i, host) in config.hosts.iter().enumerate() {
+            let ip = loopback_ip(i);
+            let listener = TcpListener::bind((ip, host.port.unwrap_or(0))).await?;
+            let addr = listener.local_addr()?;
+            let name = host.name.clone().unwrap_or_else(|| ip.to_string());
+            origins.push(origin(&name, addr.port()));
+            addrs.push(addr);
+            listeners.push(listener);
+        }
+        let log = RequestLog::new(config.hosts.len());
+        let shared = Arc::new(Shared {
+            gzip_page: gzip(&render_leaf(
+                "Compressed",
+                "",
+                "<a href=\"/from-gzip\">inside the gzip</a>",
+            )),
+            config,
+            origins: origins.clone(),
+            log: log.clone(),
+            huge_page: OnceLock::new(),
+        });
+        let accept_loops = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(host, listener)| tokio::spawn(accept_loop(listener, host, shared.clone())))
+            .collect();
+        Ok(Self {
+            addrs,
+            origins,
+            log,
+            accept_loops,
+        })
+    }
+
+    /// The socket address of host `i`.
+    pub fn addr(&self, i: usize) -> SocketAddr {
+        self.addrs[i]
+    }
+
+    /// The origin of host `i` as its links write it (`http://127.0.0.2:port`).
+    pub fn origin(&self, i: usize) -> &str {
+        &self.origins[i]
+    }
+
+    /// The URL of `path` on host `i`.
+    pub fn url(&self, i: usize, path: &str) -> String {
+        format!("{}{path}", self.origins[i])
+    }
+
+    /// Number of hosts.
+    pub fn hosts(&self) -> usize {
+        self.addrs.len()
+    }
+
+    /// The request log.
+    pub fn log(&self) -> &RequestLog {
+        &self.log
+    }
+}
+
+impl Drop for TestSite {
+    fn drop(&mut self) {
+        for l in &self.accept_loops {
+            l.abort();
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, host: usize, shared: Arc<Shared>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let shared = shared.clone();
+                async move { Ok::<_, Infallible>(respond(&shared, host, req).await) }
+            });
+            if let Err(e) = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+}
+
+fn html(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    typed(status, HTML, Bytes::from(body))
+}
+
+fn typed(status: StatusCode, content_type: &str, body: Bytes) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        content_type.parse().expect("static content type"),
+    );
+    r
+}
+
+async fn respond(shared: &Shared, host: usize, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let target = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    let user_agent = req
+        .headers()
+        .get(USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let _in_flight = shared.log.record(LogEntry {
+        host,
+        target: target.clone(),
+        at: Instant::now(),
+        user_agent,
+    });
+    let config: &HostConfig = &shared.config.hosts[host];
+    let route = config.route(&target);
+    if route != Route::Robots && !config.delay.is_zero() {
+        tokio::time::sleep(config.delay).await;
+    }
+    let me = &shared.origins[host];
+    let next = (config.cross_links && shared.origins.len() > 1)
+        .then(|| shared.origins[(host + 1) % shared.origins.len()].as_str());
+    match route {
+        Route::Robots => match config.robots {
+            RobotsMode::Rules => typed(StatusCode::OK, "text/plain", render_robots(config).into()),
+            RobotsMode::Missing => html(StatusCode::NOT_FOUND, "no robots".into()),
+            RobotsMode::Unavailable => html(StatusCode::SERVICE_UNAVAILABLE, "down".into()),
+        },
+        Route::Index => html(StatusCode::OK, render_index(config, me, next)),
+        Route::Page(i) => html(StatusCode::OK, render_page(config, i, me, next)),
+        Route::Redirect(status, to) => {
+            let mut r = html(
+                StatusCode::from_u16(status).expect("valid redirect status"),
+                render_leaf(
+                    "Moved",
+                    "",
+                    &format!("<a href=\"/never/redirect-body\">{to}</a>"),
+                ),
+            );
+            r.headers_mut().insert(
+                LOCATION,
+                to.parse().expect("redirect targets are ASCII paths"),
+            );
+            r
+        }
+        Route::Html(links) => {
+            let body: String = links
+                .iter()
+                .map(|l| format!("<a href=\"{l}\">{l}</a>"))
+                .collect();
+            html(StatusCode::OK, render_leaf("Leaf", "", &body))
+        }
+        Route::MetaNofollow => html(
+            StatusCode::OK,
+            render_leaf(
+                "No follow",
+                "<meta name=\"robots\" content=\"noindex, nofollow\">",
+                "<a href=\"/never/meta-nofollow\">x</a>",
+            ),
+        ),
+        Route::Base => html(
+            StatusCode::OK,
+            render_leaf(
+                "Base",
+                "<base href=\"/p/\">",
+                "<a href=\"2\">page 2 via base</a>",
+            ),
+        ),
+        Route::Refresh => html(
+            StatusCode::OK,
+            render_leaf(
+                "Refresh",
+                "<meta http-equiv=\"refresh\" content=\"0; url=/p/3\">",
+                "",
+            ),
+        ),
+        Route::Trap(n) => html(
+            StatusCode::OK,
+            render_leaf(
+                "Trap",
+                "",
+                &format!("<a href=\"/trap/{}\">next day</a>", n + 1),
+            ),
+        ),
+        Route::File(content_type) => typed(
+            StatusCode::OK,
+            content_type,
+            Bytes::from_static(b"%PDF-1.4 {\"x\": \"<a href=\\\"/never/file-link\\\">\"}"),
+        ),
+        Route::Slow => {
+            tokio::time::sleep(shared.config.slow).await;
+            html(StatusCode::OK, render_leaf("Slow", "", "finally"))
+        }
+        Route::Huge => typed(
+            StatusCode::OK,
+            HTML,
+            shared.huge_page.get_or_init(huge_page).clone(),
+        ),
+        Route::Gzip => {
+            let mut r = typed(StatusCode::OK, HTML, shared.gzip_page.clone());
+            r.headers_mut()
+                .insert(CONTENT_ENCODING, "gzip".parse().expect("static header"));
+            r
+        }
+        Route::NotFound => html(
+            StatusCode::NOT_FOUND,
+            render_leaf("Not found", "", "<a href=\"/never/from-404\">x</a>"),
+        ),
+    }
+}
+
+/// A page larger than the crawler's body limit, with a link at its very end.
+fn huge_page() -> Bytes {
+    let mut page = String::with_capacity(HUGE_BYTES + 200);
+    page.push_str("<html><head><title>Huge</title></head><body>");
+    let line =
+        "<p>0123456789 abcdefghijklmnopqrstuvwxyz 0123456789 abcdefghijklmnopqrstuvwxyz</p>\n";
+    while page.len() < HUGE_BYTES {
+        page.push_str(line);
+    }
+    page.push_str("<a href=\"/never/after-huge\">end</a></body></html>");
+    Bytes::from(page)
+}
+
+fn gzip(s: &str) -> Bytes {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing to a Vec cannot fail.
+    enc.write_all(s.as_bytes()).expect("in-memory write");
+    Bytes::from(enc.finish().expect("in-memory write"))
+}
