@@ -20,8 +20,8 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Crawl URLs, or follow links from them with --follow.
-    Crawl(CrawlArgs),
-    /// Start the bundled test site on 127.0.0.1 and crawl it (works offline).
+    Crawl(Box<CrawlArgs>),
+    /// Start the bundled test site on loopback and crawl it (works offline).
     Demo(DemoArgs),
 }
 

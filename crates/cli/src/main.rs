@@ -11,12 +11,16 @@ mod signals;
 use std::process::ExitCode;
 
 use clap::Parser;
+use clap::error::ErrorKind;
 use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let quiet = match &cli.command {
         Command::Crawl(a) => a.quiet,
         Command::Demo(a) => a.quiet,
@@ -44,7 +48,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Crawl(a) => crawl_cmd::run(a).await,
+            Command::Crawl(a) => crawl_cmd::run(*a).await,
             Command::Demo(a) => demo::run(a).await,
         }
     });
@@ -55,6 +59,22 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e:#}");
             e.code()
+        }
+    }
+}
+
+/// Help and version print as clap writes them; any other argument error is
+/// one line on stderr and exit 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("error: bad arguments");
+            eprintln!("{first} (see --help)");
+            ExitCode::from(2)
         }
     }
 }

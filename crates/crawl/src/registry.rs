@@ -83,7 +83,6 @@ impl Registry {
         r.add_scoper("pattern", |ctx| {
             PatternScoper::new(&ctx.config.scope.include, &ctx.config.scope.exclude)
                 .map(|p| Box::new(p) as Box<dyn Scoper>)
-                .map_err(|e| format!("bad include/exclude pattern: {e}"))
         });
         r
     }

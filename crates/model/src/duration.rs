@@ -88,7 +88,7 @@ pub fn format_duration(d: Duration) -> String {
         ("m", 60_000),
         ("s", 1_000),
     ] {
-        if ms % size == 0 {
+        if ms.is_multiple_of(size) {
             return format!("{}{unit}", ms / size);
         }
     }

@@ -153,7 +153,7 @@ impl Frontier {
     }
 
     /// The next thing to start, round-robin over ready authorities.
-    pub fn next(&mut self) -> Option<Next> {
+    pub fn next_start(&mut self) -> Option<Next> {
         while let Some(slot) = self.ready.pop_front() {
             let s = &mut self.slots[slot];
             s.scheduled = false;
@@ -229,7 +229,7 @@ mod tests {
     }
 
     fn take_page(f: &mut Frontier) -> (Slot, String) {
-        match f.next() {
+        match f.next_start() {
             Some(Next::Page { slot, job, .. }) => (slot, job.url.to_string()),
             Some(Next::Robots { .. }) => panic!("expected a page, got robots"),
             None => panic!("expected a page, got nothing"),
@@ -251,14 +251,17 @@ mod tests {
         let mut f = Frontier::new(1, None, true);
         offer(&mut f, "http://a.test/1");
         offer(&mut f, "http://a.test/2");
-        let Some(Next::Robots { slot, .. }) = f.next() else {
+        let Some(Next::Robots { slot, .. }) = f.next_start() else {
             panic!("robots.txt comes first");
         };
-        assert!(f.next().is_none(), "nothing else until robots is known");
+        assert!(
+            f.next_start().is_none(),
+            "nothing else until robots is known"
+        );
         f.robots_known(slot, RobotsRules::AllowAll);
         let (slot, url) = take_page(&mut f);
         assert_eq!(url, "http://a.test/1");
-        assert!(f.next().is_none(), "per_host = 1");
+        assert!(f.next_start().is_none(), "per_host = 1");
         f.finished(slot);
         assert_eq!(take_page(&mut f).1, "http://a.test/2");
     }
@@ -280,7 +283,7 @@ mod tests {
                 "http://b.test/1"
             ]
         );
-        assert!(f.next().is_none(), "both authorities at per_host = 2");
+        assert!(f.next_start().is_none(), "both authorities at per_host = 2");
         assert_eq!(f.pending(), 2);
     }
 }

@@ -48,8 +48,14 @@ pub enum EngineError {
 }
 
 enum TaskOutput {
-    Robots { slot: Slot, rules: RobotsRules },
-    Page { slot: Slot, processed: Processed },
+    Robots {
+        slot: Slot,
+        rules: RobotsRules,
+    },
+    Page {
+        slot: Slot,
+        processed: Box<Processed>,
+    },
 }
 
 /// A configured crawl, ready to run.
@@ -156,7 +162,7 @@ impl Engine {
     /// Starts requests while there are free workers and ready authorities.
     fn dispatch(&mut self, tasks: &mut JoinSet<TaskOutput>) {
         while tasks.len() < self.config.engine.max_workers {
-            let Some(next) = self.frontier.next() else {
+            let Some(next) = self.frontier.next_start() else {
                 break;
             };
             let pipeline = self.pipeline.clone();
@@ -178,7 +184,10 @@ impl Engine {
                                 .unwrap_or_default();
                             internal_error(&job, &why)
                         });
-                        TaskOutput::Page { slot, processed }
+                        TaskOutput::Page {
+                            slot,
+                            processed: Box::new(processed),
+                        }
                     });
                 }
             }

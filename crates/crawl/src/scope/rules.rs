@@ -132,13 +132,24 @@ pub struct PatternScoper {
 }
 
 impl PatternScoper {
-    /// Compiles the patterns; the error names the first bad one.
-    pub fn new(include: &[String], exclude: &[String]) -> Result<Self, regex::Error> {
-        let compile = |patterns: &[String]| -> Result<Option<RegexSet>, regex::Error> {
+    /// Compiles the patterns; the one-line error names the first bad one.
+    pub fn new(include: &[String], exclude: &[String]) -> Result<Self, String> {
+        let compile = |patterns: &[String]| -> Result<Option<RegexSet>, String> {
+            for p in patterns {
+                if let Err(e) = regex::Regex::new(p) {
+                    let text = e.to_string();
+                    let why = text
+                        .lines()
+                        .last()
+                        .unwrap_or("invalid")
+                        .trim_start_matches("error: ");
+                    return Err(format!("invalid regex '{p}': {why}"));
+                }
+            }
             if patterns.is_empty() {
                 Ok(None)
             } else {
-                RegexSet::new(patterns).map(Some)
+                RegexSet::new(patterns).map(Some).map_err(|e| e.to_string())
             }
         };
         Ok(Self {
@@ -250,6 +261,9 @@ mod tests {
             check(&p, "http://a.test/blog/", 0),
             Verdict::Reject(ScopeReason::Pattern)
         );
-        assert!(PatternScoper::new(&["(".into()], &[]).is_err());
+        assert_eq!(
+            PatternScoper::new(&["ok".into()], &["(".into()]).unwrap_err(),
+            "invalid regex '(': unclosed group"
+        );
     }
 }

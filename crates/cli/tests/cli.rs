@@ -1,0 +1,231 @@
+//! End-to-end tests of the `crawlkeeper` binary against the test site.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crawlkeeper_model::CrawlRecord;
+use crawlkeeper_testsite::{SiteConfig, TestSite};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+async fn run(args: &[&str], stdin: Option<&str>) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .args(args)
+        .env_remove("CRAWLKEEPER_MAX_WORKERS")
+        .env_remove("CRAWLKEEPER_RUN_TIMEOUT")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        input.write_all(s.as_bytes()).await.unwrap();
+    }
+    drop(input);
+    let out = child.wait_with_output().await.unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn records(jsonl: &str) -> Vec<CrawlRecord> {
+    jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l:?}: {e}")))
+        .collect()
+}
+
+fn temp_path(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("crawlkeeper-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_crawl_writes_one_valid_record_per_request() {
+    let site = TestSite::start(SiteConfig::uniform(2, 30)).await.unwrap();
+    let out = temp_path("follow.jsonl");
+    let seed = site.url(0, "/");
+    let r = run(
+        &[
+            "crawl",
+            "--follow",
+            "--per-host",
+            "4",
+            "--out",
+            out.to_str().unwrap(),
+            &seed,
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "records go to --out");
+    let recs = records(&std::fs::read_to_string(&out).unwrap());
+    let requests = site
+        .log()
+        .targets(0)
+        .iter()
+        .filter(|t| *t != "/robots.txt")
+        .count();
+    assert_eq!(recs.len(), 31);
+    assert_eq!(requests, 31);
+    assert!(
+        recs.iter()
+            .all(|r| r.status == Some(200) && r.error.is_none())
+    );
+    let raw: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    for field in [
+        "url",
+        "final_url",
+        "status",
+        "depth",
+        "parent",
+        "authority",
+        "fetched_at",
+        "response_ms",
+        "content_type",
+        "bytes",
+        "title",
+        "links",
+        "error",
+    ] {
+        assert!(raw.get(field).is_some(), "missing {field}");
+    }
+    assert!(
+        r.stderr.contains("authority"),
+        "summary table on stderr: {}",
+        r.stderr
+    );
+    assert!(r.stderr.contains(site.origin(0)), "{}", r.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_crawl_reads_seeds_from_stdin_and_files() {
+    let site = TestSite::start(SiteConfig::uniform(1, 30)).await.unwrap();
+    let file = temp_path("seeds.txt");
+    std::fs::write(&file, format!("# seeds\n{}\n\n", site.url(0, "/p/2"))).unwrap();
+    let stdin = format!("{}\n{}\n", site.url(0, "/p/5"), site.url(0, "/p/6"));
+    let r = run(
+        &["crawl", "--quiet", file.to_str().unwrap(), "-"],
+        Some(&stdin),
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.is_empty(), "--quiet prints nothing: {}", r.stderr);
+    let mut urls: Vec<String> = records(&r.stdout).into_iter().map(|r| r.url).collect();
+    urls.sort();
+    assert_eq!(
+        urls,
+        [
+            site.url(0, "/p/2"),
+            site.url(0, "/p/5"),
+            site.url(0, "/p/6")
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_a_one_line_error_with_exit_2() {
+    let cases: [&[&str]; 6] = [
+        &["crawl", "http://[::1"],
+        &["crawl", "/no/such/seed-file.txt"],
+        &["crawl", "--no-such-option", "http://127.0.0.1:9/"],
+        &["crawl", "--include", "(", "http://127.0.0.1:9/"],
+        &["crawl", "--timeout", "soon", "http://127.0.0.1:9/"],
+        &[
+            "crawl",
+            "--out",
+            "/no/such/dir/out.jsonl",
+            "http://127.0.0.1:9/",
+        ],
+    ];
+    for args in cases {
+        let r = run(args, None).await;
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.starts_with("error"), "{args:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty());
+    }
+    let r = run(&["crawl", "-"], Some("http://127.0.0.1:9/\nnot a url\n")).await;
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("line 2"), "{}", r.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_hosts_only_exit_1_with_error_records() {
+    // Port 9 (discard) on a loopback address where nothing listens.
+    let r = run(&["crawl", "--ignore-robots", "http://127.0.0.1:9/"], None).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let recs = records(&r.stdout);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(
+        recs[0].error.as_ref().unwrap().kind,
+        crawlkeeper_model::ErrorKind::Connect
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_timeout_exits_124_with_complete_output() {
+    let mut config = SiteConfig::uniform(1, 2000);
+    config.hosts[0].delay = Duration::from_millis(100);
+    let site = TestSite::start(config).await.unwrap();
+    let out = temp_path("timeout.jsonl");
+    let started = Instant::now();
+    let seed = site.url(0, "/");
+    let r = run(
+        &[
+            "crawl",
+            "--follow",
+            "--timeout",
+            "1s",
+            "--out",
+            out.to_str().unwrap(),
+            &seed,
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(r.code, 124, "{}", r.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        r.stderr.contains("run timeout of 1s exceeded"),
+        "{}",
+        r.stderr
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.ends_with('\n'));
+    let recs = records(&text);
+    assert!(!recs.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_crawls_the_bundled_site() {
+    let out = temp_path("demo.jsonl");
+    let r = run(&["demo", "--out", out.to_str().unwrap()], None).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let recs = records(&std::fs::read_to_string(&out).unwrap());
+    assert!(recs.len() > 80, "{}", recs.len());
+    assert!(r.stderr.contains("requests in"), "{}", r.stderr);
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace. Installs and starts what the tests need
+# (later issues add ZooKeeper and PostgreSQL here); fails when any test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: cargo is not installed (install Rust with rustup first)" >&2
+  exit 1
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+echo "== cargo test"
+cargo test --workspace --all-targets "$@"
