@@ -416,7 +416,11 @@ mod tests {
         assert!(!expected.contains_key("/private/secret"));
         assert!(expected.contains_key("/trap/4"));
         assert!(!expected.contains_key("/trap/5"), "depth 6");
-        assert_eq!(expected.get("/chain/2"), Some(&1), "redirect targets keep the depth");
+        assert_eq!(
+            expected.get("/chain/2"),
+            Some(&1),
+            "redirect targets keep the depth"
+        );
     }
 
     #[test]
