@@ -65,7 +65,7 @@ fn main() -> Result<()> {
         for _ in 0..args.runs {
             runs.push(run_once(&dir, &scenario, args.page_bytes, &args.crawl_arg)?);
         }
-        runs.sort_by(|a, b| a.wall.cmp(&b.wall));
+        runs.sort_by_key(|m| m.wall);
         let m = runs[runs.len() / 2];
         let rate = m.pages as f64 / m.wall.as_secs_f64();
         println!(
