@@ -102,6 +102,31 @@ pub struct CrawlArgs {
     /// Resolve HOST to IP instead of asking DNS (repeatable), like curl's --resolve.
     #[arg(long, value_name = "HOST=IP", value_parser = resolve_override)]
     pub resolve: Vec<ResolveOverride>,
+    /// Percent of the time (1-100) the crawler may keep one host busy; the
+    /// delay between requests adapts to response times. 100: no delay.
+    #[arg(long, default_value_t = 50, value_name = "L",
+          value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub max_load: u8,
+    /// The least delay between two requests to one host.
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = duration)]
+    pub delay: Duration,
+    /// A random extra delay per request, with this mean.
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = duration)]
+    pub random_delay: Duration,
+    /// The longest robots.txt Crawl-delay obeyed.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = duration)]
+    pub max_crawl_delay: Duration,
+    /// Retries after a timeout, connection error, 429 or 5xx.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub retries: u32,
+    /// Backoff before the first retry (doubled each time, with jitter).
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
+    pub retry_base: Duration,
+    /// Give up a host after this many failures in a row; its URLs are
+    /// recorded as skipped.
+    #[arg(long, default_value_t = 20, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_host_errors: u32,
     /// No progress logs and no summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -177,6 +202,13 @@ impl CrawlArgs {
         c.engine.max_workers = self.max_workers;
         c.engine.per_host = self.per_host;
         c.engine.run_timeout = self.timeout;
+        c.politeness.max_load = self.max_load;
+        c.politeness.delay = self.delay;
+        c.politeness.random_delay = self.random_delay;
+        c.politeness.max_crawl_delay = self.max_crawl_delay;
+        c.politeness.retries = self.retries;
+        c.politeness.retry_base = self.retry_base;
+        c.politeness.max_host_errors = self.max_host_errors;
         c
     }
 }
@@ -200,6 +232,10 @@ mod tests {
         assert_eq!(c.engine.per_host, 1);
         assert_eq!(c.engine.run_timeout, Duration::from_secs(6 * 3600));
         assert_eq!(c.scope.strip_params, ["utm_*", "fbclid", "gclid"]);
+        assert_eq!(
+            c.politeness,
+            crawlkeeper_crawl::config::PolitenessConfig::default()
+        );
     }
 
     #[test]
@@ -246,6 +282,9 @@ mod tests {
         assert!(parse(&["crawl", "--per-host", "0", "http://a.test/"]).is_err());
         assert!(parse(&["crawl", "--resolve", "nohost", "http://a.test/"]).is_err());
         assert!(parse(&["crawl", "--bogus", "http://a.test/"]).is_err());
+        assert!(parse(&["crawl", "--max-load", "0", "http://a.test/"]).is_err());
+        assert!(parse(&["crawl", "--max-load", "101", "http://a.test/"]).is_err());
+        assert!(parse(&["crawl", "--max-host-errors", "0", "http://a.test/"]).is_err());
         assert!(parse(&["crawl"]).is_err());
     }
 }

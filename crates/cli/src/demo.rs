@@ -29,6 +29,8 @@ pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {
     config.scope.follow = true;
     config.fetch.request_timeout = Duration::from_secs(2);
     config.engine.per_host = 4;
+    config.politeness.retries = 1;
+    config.politeness.retry_base = Duration::from_millis(200);
     let outcome = crawl(config, vec![seed], args.out.as_deref(), args.quiet).await?;
     if !args.quiet {
         eprintln!("the site received {} requests", site.log().len());

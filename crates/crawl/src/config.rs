@@ -33,6 +33,16 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Query parameters removed during normalisation by default
 /// (a trailing `*` matches any suffix).
 pub const DEFAULT_STRIP_PARAMS: [&str; 3] = ["utm_*", "fbclid", "gclid"];
+/// Default `max_load` (percent of time the crawler may keep a host busy).
+pub const DEFAULT_MAX_LOAD: u8 = 50;
+/// Longest `Crawl-delay` obeyed by default.
+pub const DEFAULT_MAX_CRAWL_DELAY: Duration = Duration::from_secs(30);
+/// Default number of retries of a URL after a retryable failure.
+pub const DEFAULT_RETRIES: u32 = 3;
+/// Default first retry backoff (doubled each attempt, with jitter).
+pub const DEFAULT_RETRY_BASE: Duration = Duration::from_secs(1);
+/// Default consecutive failures after which an authority is abandoned.
+pub const DEFAULT_MAX_HOST_ERRORS: u32 = 20;
 /// Default extractor chain.
 pub const DEFAULT_EXTRACTORS: [&str; 1] = ["html"];
 /// Default scoper chain, in order.
@@ -48,6 +58,8 @@ pub struct CrawlConfig {
     pub scope: ScopeConfig,
     /// How many requests run at once, and for how long.
     pub engine: EngineConfig,
+    /// How gently each authority is treated: delays, retries, giving up.
+    pub politeness: PolitenessConfig,
     /// Which processors run, by name and in order.
     pub pipeline: PipelineConfig,
 }
@@ -139,6 +151,34 @@ pub struct EngineConfig {
     pub max_redirects: u32,
 }
 
+/// Politeness per authority, after ScraperUtils: delays computed from
+/// response times, robots.txt `Crawl-delay`, retries with backoff.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolitenessConfig {
+    /// Percent of the time (1 to 100) requests may keep an authority busy;
+    /// the adaptive delay is `response_time × (100 − L) / L`. 100 means no
+    /// adaptive delay. Default 50.
+    pub max_load: u8,
+    /// The least delay between requests to one authority. Default 0.
+    #[serde(with = "duration::text")]
+    pub delay: Duration,
+    /// Mean of a random extra delay (uniform from 0 to twice this). Default 0.
+    #[serde(with = "duration::text")]
+    pub random_delay: Duration,
+    /// The longest robots.txt `Crawl-delay` obeyed. Default 30 s.
+    #[serde(with = "duration::text")]
+    pub max_crawl_delay: Duration,
+    /// Retries of a URL after a timeout, connection error, 429 or 5xx. Default 3.
+    pub retries: u32,
+    /// Backoff before the first retry; doubled each time, jittered. Default 1 s.
+    #[serde(with = "duration::text")]
+    pub retry_base: Duration,
+    /// Consecutive failures after which an authority is abandoned and its
+    /// remaining URLs recorded as skipped. Default 20.
+    pub max_host_errors: u32,
+}
+
 /// The processors of the pipeline, by registered name, in order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -191,6 +231,20 @@ impl Default for EngineConfig {
     }
 }
 
+impl Default for PolitenessConfig {
+    fn default() -> Self {
+        Self {
+            max_load: DEFAULT_MAX_LOAD,
+            delay: Duration::ZERO,
+            random_delay: Duration::ZERO,
+            max_crawl_delay: DEFAULT_MAX_CRAWL_DELAY,
+            retries: DEFAULT_RETRIES,
+            retry_base: DEFAULT_RETRY_BASE,
+            max_host_errors: DEFAULT_MAX_HOST_ERRORS,
+        }
+    }
+}
+
 impl Default for PipelineConfig {
     fn default() -> Self {
         Self {
@@ -238,6 +292,15 @@ impl CrawlConfig {
         if self.scope.max_pages == Some(0) {
             problems.push("max_pages must be at least 1".to_owned());
         }
+        if !(1..=100).contains(&self.politeness.max_load) {
+            problems.push(format!(
+                "max_load must be from 1 to 100, not {}",
+                self.politeness.max_load
+            ));
+        }
+        if self.politeness.max_host_errors == 0 {
+            problems.push("max_host_errors must be at least 1".to_owned());
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -263,6 +326,10 @@ mod tests {
         assert_eq!(c.engine.per_host, 1);
         assert_eq!(c.engine.max_redirects, 10);
         assert_eq!(c.engine.run_timeout, Duration::from_secs(6 * 3600));
+        assert_eq!(c.politeness.max_load, 50);
+        assert_eq!(c.politeness.retries, 3);
+        assert_eq!(c.politeness.max_host_errors, 20);
+        assert_eq!(c.politeness.max_crawl_delay, Duration::from_secs(30));
         assert!(c.validate().is_ok());
     }
 
@@ -272,8 +339,9 @@ mod tests {
         c.engine.max_workers = 0;
         c.engine.per_host = 0;
         c.scope.max_pages = Some(0);
+        c.politeness.max_load = 0;
         let err = c.validate().unwrap_err();
-        assert_eq!(err.problems.len(), 3, "{err}");
+        assert_eq!(err.problems.len(), 4, "{err}");
     }
 
     #[test]

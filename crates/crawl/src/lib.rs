@@ -10,6 +10,7 @@
 //! | [`extract`] | the [`Extractor`] trait and the streaming HTML extractor |
 //! | [`scope`] | the [`Scoper`] trait, the built-in rules, dispositions |
 //! | [`pipeline`] | one job through robots, fetch, extract and scope |
+//! | [`politeness`] | delays between requests, retry backoff, `Retry-After` |
 //! | [`registry`] | processors by name; builds a pipeline from a config |
 //! | [`engine`] | the frontier and the run loop |
 //! | [`sink`] | where records go (JSON Lines, memory) |
@@ -26,6 +27,7 @@ pub mod extract;
 pub mod fetch;
 pub mod normalize;
 pub mod pipeline;
+pub mod politeness;
 pub mod registry;
 pub mod robots;
 pub mod scope;

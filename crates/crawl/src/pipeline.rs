@@ -12,6 +12,7 @@ use url::Url;
 use crate::extract::{Extracted, Extractor, Page};
 use crate::fetch::{FetchResponse, Fetcher};
 use crate::normalize::Normalizer;
+use crate::politeness::parse_retry_after;
 use crate::robots::RobotsRules;
 use crate::scope::{Candidate, ScopeChain, Verdict};
 
@@ -27,6 +28,8 @@ pub struct Job {
     /// The URLs that redirected, hop by hop, to this one (empty unless this
     /// URL is a redirect target).
     pub redirect_chain: Vec<Arc<str>>,
+    /// Requests already made for this URL (retries).
+    pub attempts: u32,
 }
 
 impl Job {
@@ -37,6 +40,7 @@ impl Job {
             depth: 0,
             parent: None,
             redirect_chain: Vec::new(),
+            attempts: 0,
         }
     }
 }
@@ -58,6 +62,16 @@ pub struct Processed {
     /// In-scope URLs to offer the frontier (links when following, and
     /// redirect targets).
     pub discovered: Vec<Discovered>,
+    /// Set when the failure is worth a retry (timeouts, connection errors,
+    /// 429, 5xx), with the server's `Retry-After` if it sent one.
+    pub retry: Option<RetryHint>,
+}
+
+/// A failure that may succeed later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryHint {
+    /// The wait the server asked for, capped.
+    pub after: Option<std::time::Duration>,
 }
 
 /// The dedup key of a normalised URL: a 128-bit hash, so the seen set
@@ -95,6 +109,7 @@ impl Pipeline {
             return Processed {
                 record,
                 discovered: Vec::new(),
+                retry: None,
             };
         }
         match self.fetcher.fetch(&job.url).await {
@@ -102,9 +117,11 @@ impl Pipeline {
                 record.fetched_at = rfc3339(e.started_at);
                 record.response_ms = Some(millis(e.elapsed));
                 record.error = Some(e.to_record_error());
+                let retry = (e.kind != ErrorKind::InvalidUrl).then_some(RetryHint { after: None });
                 Processed {
                     record,
                     discovered: Vec::new(),
+                    retry,
                 }
             }
             Ok(response) => self.interpret(job, record, &response),
@@ -125,12 +142,25 @@ impl Pipeline {
             ));
         }
         let mut discovered = Vec::new();
+        let mut retry = None;
         match r.status {
             300..=399 => self.redirect(job, r, &mut record, &mut discovered),
             200..=299 => self.links(job, r, &mut record, &mut discovered),
+            429 | 500..=599 => {
+                let after = r
+                    .headers
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
+                retry = Some(RetryHint { after });
+            }
             _ => {}
         }
-        Processed { record, discovered }
+        Processed {
+            record,
+            discovered,
+            retry,
+        }
     }
 
     fn redirect(
@@ -194,6 +224,7 @@ impl Pipeline {
                 depth: job.depth,
                 parent: Some(here),
                 redirect_chain: chain,
+                attempts: 0,
             },
         });
     }
@@ -240,6 +271,7 @@ impl Pipeline {
                         depth,
                         parent: Some(parent.clone()),
                         redirect_chain: Vec::new(),
+                        attempts: 0,
                     },
                 });
             }

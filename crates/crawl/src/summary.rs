@@ -23,6 +23,14 @@ pub struct AuthorityStats {
     pub errors: u64,
     /// URLs not requested because of robots.txt.
     pub robots_denied: u64,
+    /// Requests retried after a retryable failure (each retry counts).
+    pub retries: u64,
+    /// URLs not requested because the authority was abandoned.
+    pub skipped: u64,
+    /// True when the authority was abandoned after too many failures in a row.
+    pub abandoned: bool,
+    /// When the first error was seen (RFC 3339).
+    pub first_error_at: Option<String>,
     /// Sum of response times, for the mean.
     pub response_ms_total: u64,
     /// The most recent error, for the operator.
@@ -32,11 +40,15 @@ pub struct AuthorityStats {
 impl AuthorityStats {
     /// Counts one record.
     pub fn add(&mut self, r: &CrawlRecord) {
-        if let Some(e) = &r.error
-            && e.kind.is_robots()
-        {
-            self.robots_denied += 1;
-            return;
+        if let Some(e) = &r.error {
+            if e.kind.is_robots() {
+                self.robots_denied += 1;
+                return;
+            }
+            if e.kind == ErrorKind::Skipped {
+                self.skipped += 1;
+                return;
+            }
         }
         self.requests += 1;
         self.response_ms_total += r.response_ms.unwrap_or(0);
@@ -50,6 +62,9 @@ impl AuthorityStats {
         if let Some(e) = &r.error {
             self.errors += 1;
             self.last_error = Some(e.clone());
+            if self.first_error_at.is_none() {
+                self.first_error_at = Some(r.fetched_at.clone());
+            }
         }
     }
 
@@ -70,6 +85,8 @@ impl AuthorityStats {
         self.status_5xx += o.status_5xx;
         self.errors += o.errors;
         self.robots_denied += o.robots_denied;
+        self.retries += o.retries;
+        self.skipped += o.skipped;
         self.response_ms_total += o.response_ms_total;
     }
 }
@@ -119,7 +136,7 @@ impl Summary {
             && self
                 .authorities
                 .values()
-                .all(|s| s.requests == s.errors && s.robots_denied == 0)
+                .all(|s| s.abandoned || (s.requests == s.errors && s.robots_denied == 0))
     }
 }
 
@@ -134,13 +151,23 @@ impl fmt::Display for Summary {
             .max(9);
         writeln!(
             f,
-            "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8}",
-            "authority", "requests", "2xx", "3xx", "4xx", "5xx", "errors", "robots", "mean ms"
+            "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8}",
+            "authority",
+            "requests",
+            "2xx",
+            "3xx",
+            "4xx",
+            "5xx",
+            "errors",
+            "retries",
+            "robots",
+            "skipped",
+            "mean ms"
         )?;
         let row = |f: &mut fmt::Formatter<'_>, name: &str, s: &AuthorityStats| {
             writeln!(
                 f,
-                "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8.1}",
+                "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8.1}",
                 name,
                 s.requests,
                 s.status_2xx,
@@ -148,7 +175,9 @@ impl fmt::Display for Summary {
                 s.status_4xx,
                 s.status_5xx,
                 s.errors,
+                s.retries,
                 s.robots_denied,
+                s.skipped,
                 s.mean_response_ms()
             )
         };
@@ -162,9 +191,12 @@ impl fmt::Display for Summary {
             if let Some(e) = &s.last_error {
                 writeln!(
                     f,
-                    "last error at {a}: {} ({})",
+                    "{a}: {} errors since {}; last: {} ({}){}",
+                    s.errors,
+                    s.first_error_at.as_deref().unwrap_or("?"),
                     e.message,
-                    kind_name(e.kind)
+                    kind_name(e.kind),
+                    if s.abandoned { "; abandoned" } else { "" }
                 )?;
             }
         }

@@ -23,6 +23,9 @@ fn follow_config() -> CrawlConfig {
     c.scope.follow = true;
     c.fetch.request_timeout = Duration::from_secs(1);
     c.engine.per_host = 4;
+    // No politeness delay and no retries: these tests are about the pipeline.
+    c.politeness.max_load = 100;
+    c.politeness.retries = 0;
     c
 }
 

@@ -77,6 +77,9 @@ pub enum ErrorKind {
     Body,
     /// Any other protocol error.
     Http,
+    /// Not requested: its authority was abandoned after too many
+    /// consecutive failures.
+    Skipped,
 }
 
 impl RecordError {

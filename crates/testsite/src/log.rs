@@ -86,6 +86,14 @@ impl RequestLog {
             .collect()
     }
 
+    /// How many times `target` was requested from `host`.
+    pub fn count(&self, host: usize, target: &str) -> usize {
+        self.lock()
+            .iter()
+            .filter(|e| e.host == host && e.target == target)
+            .count()
+    }
+
     /// Number of requests received.
     pub fn len(&self) -> usize {
         self.lock().len()

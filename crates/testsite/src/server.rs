@@ -9,7 +9,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_ENCODING, CONTENT_TYPE, LOCATION, USER_AGENT};
+use hyper::header::{CONTENT_ENCODING, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
@@ -267,6 +267,34 @@ async fn respond(shared: &Shared, host: usize, req: Request<Incoming>) -> Respon
                 .insert(CONTENT_ENCODING, "gzip".parse().expect("static header"));
             r
         }
+        Route::Flaky(k) => {
+            // The request being answered is already in the log.
+            if shared.log.count(host, &target) <= k as usize {
+                html(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    render_leaf("Try again", "", ""),
+                )
+            } else {
+                html(StatusCode::OK, render_leaf("Recovered", "", ""))
+            }
+        }
+        Route::Busy => {
+            if shared.log.count(host, &target) <= 1 {
+                let mut r = html(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    render_leaf("Slow down", "", ""),
+                );
+                r.headers_mut()
+                    .insert(RETRY_AFTER, "1".parse().expect("static header"));
+                r
+            } else {
+                html(StatusCode::OK, render_leaf("Welcome back", "", ""))
+            }
+        }
+        Route::Fail => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            render_leaf("Broken", "", "<a href=\"/p/0\">x</a>"),
+        ),
         Route::NotFound => html(
             StatusCode::NOT_FOUND,
             render_leaf("Not found", "", "<a href=\"/never/from-404\">x</a>"),

@@ -45,6 +45,8 @@ pub struct HostConfig {
     pub cross_links: bool,
     /// Fixed port, or `None` for any free port.
     pub port: Option<u16>,
+    /// Answer every request but robots.txt with 500.
+    pub fail_all: bool,
 }
 
 /// What `/robots.txt` answers.
@@ -71,6 +73,7 @@ impl Default for HostConfig {
             name: None,
             cross_links: false,
             port: None,
+            fail_all: false,
         }
     }
 }
@@ -141,6 +144,12 @@ pub enum Route {
     Huge,
     /// `/gzip`: a gzip-encoded HTML page.
     Gzip,
+    /// `/flaky/{k}`: 503 for the first `k` requests, then a page.
+    Flaky(u32),
+    /// `/busy`: 429 with `Retry-After: 1` on the first request, then a page.
+    Busy,
+    /// 500, on a host that fails everything.
+    Fail,
     /// 404.
     NotFound,
 }
@@ -151,6 +160,9 @@ impl HostConfig {
         let path = target.split('?').next().unwrap_or(target);
         if path == "/robots.txt" {
             return Route::Robots;
+        }
+        if self.fail_all {
+            return Route::Fail;
         }
         if path == "/" {
             return Route::Index;
@@ -180,7 +192,14 @@ impl HostConfig {
             "/slow" => Route::Slow,
             "/huge" => Route::Huge,
             "/gzip" => Route::Gzip,
+            "/busy" => Route::Busy,
             _ => {
+                if let Some(k) = path
+                    .strip_prefix("/flaky/")
+                    .and_then(|n| n.parse::<u32>().ok())
+                {
+                    return Route::Flaky(k);
+                }
                 if let Some(n) = path
                     .strip_prefix("/chain/")
                     .and_then(|n| n.parse::<u32>().ok())

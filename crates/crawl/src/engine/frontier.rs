@@ -1,13 +1,21 @@
-//! The frontier: per-authority queues, the seen set and the ready ring.
-//! Pure data owned by the engine task; no I/O, no clock.
+//! The frontier: one state machine per authority (its queue, robots rules,
+//! timing and error count), the seen set, and the two places an authority
+//! waits its turn: the ready ring (may start now) and the timer heap (may
+//! start at an instant). Pure data owned by the engine task: time comes in
+//! as `now`, randomness from a seeded generator.
 
+use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::time::Duration;
 
 use crawlkeeper_model::Authority;
+use tokio::time::Instant;
 
+use crate::config::PolitenessConfig;
 use crate::pipeline::{Discovered, Job};
+use crate::politeness::{Timing, retry_backoff};
 use crate::robots::RobotsRules;
 use crate::scope::Disposition;
 
@@ -42,12 +50,55 @@ enum RobotsState {
     Known(RobotsRules),
 }
 
+/// Where an authority is queued for its next start.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// In neither queue: busy, empty, or abandoned.
+    None,
+    /// In the ready ring.
+    Ready,
+    /// In the timer heap.
+    Waiting,
+}
+
 struct AuthoritySlot {
     authority: Authority,
     queue: VecDeque<Job>,
+    retries: Vec<(Instant, Job)>,
     in_flight: usize,
     robots: RobotsState,
-    scheduled: bool,
+    turn: Turn,
+    not_before: Option<Instant>,
+    timing: Timing,
+    consecutive_failures: u32,
+    abandoned: bool,
+}
+
+impl AuthoritySlot {
+    /// When this authority could start its next request, if it has one.
+    fn next_at(&self, now: Instant) -> Option<Instant> {
+        let gate = self.not_before.unwrap_or(now);
+        if !self.queue.is_empty() {
+            return Some(gate);
+        }
+        let due = self.retries.iter().map(|(at, _)| *at).min()?;
+        Some(gate.max(due))
+    }
+
+    /// The job to start now: a due retry first, then the queue.
+    fn take_job(&mut self, now: Instant) -> Option<Job> {
+        let due = self
+            .retries
+            .iter()
+            .enumerate()
+            .filter(|(_, (at, _))| *at <= now)
+            .min_by_key(|(_, (at, _))| *at)
+            .map(|(i, _)| i);
+        match due {
+            Some(i) => Some(self.retries.swap_remove(i).1),
+            None => self.queue.pop_front(),
+        }
+    }
 }
 
 /// What the engine should start next.
@@ -70,35 +121,59 @@ pub enum Next {
     },
 }
 
-/// Per-authority queues with fair round-robin dispatch.
+/// How a request ended, as far as politeness is concerned.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestReport {
+    /// How long the response took, if one arrived.
+    pub response_time: Option<Duration>,
+    /// True for a failure worth a retry (timeout, connection, 429, 5xx).
+    pub failed: bool,
+}
+
+/// Per-authority queues with fair round-robin dispatch and politeness.
 pub struct Frontier {
     slots: Vec<AuthoritySlot>,
     index: HashMap<Authority, Slot>,
     ready: VecDeque<Slot>,
+    waiting: BinaryHeap<Reverse<(Instant, Slot)>>,
     seen: SeenSet,
     admitted: u64,
     max_pages: Option<u64>,
     per_host: usize,
     respect_robots: bool,
+    politeness: PolitenessConfig,
+    skipped: Vec<(Slot, Job)>,
+    rng: fastrand::Rng,
 }
 
 impl Frontier {
     /// An empty frontier.
-    pub fn new(per_host: usize, max_pages: Option<u64>, respect_robots: bool) -> Self {
+    pub fn new(
+        per_host: usize,
+        max_pages: Option<u64>,
+        respect_robots: bool,
+        politeness: PolitenessConfig,
+        seed: u64,
+    ) -> Self {
         Self {
             slots: Vec::new(),
             index: HashMap::new(),
             ready: VecDeque::new(),
+            waiting: BinaryHeap::new(),
             seen: SeenSet::default(),
             admitted: 0,
             max_pages,
             per_host,
             respect_robots,
+            politeness,
+            skipped: Vec::new(),
+            rng: fastrand::Rng::with_seed(seed),
         }
     }
 
-    /// Offers a URL: queued if it is new and under the page limit.
-    pub fn offer(&mut self, d: Discovered) -> Disposition {
+    /// Offers a URL: queued if it is new and under the page limit. A new
+    /// URL of an abandoned authority is kept for a skipped record.
+    pub fn offer(&mut self, d: Discovered, now: Instant) -> Disposition {
         if self.seen.contains(&d.key) {
             return Disposition::Duplicate;
         }
@@ -111,8 +186,12 @@ impl Frontier {
         self.seen.insert(d.key);
         self.admitted += 1;
         let slot = self.slot_of(authority);
+        if self.slots[slot].abandoned {
+            self.skipped.push((slot, d.job));
+            return Disposition::Skipped;
+        }
         self.slots[slot].queue.push_back(d.job);
-        self.wake(slot);
+        self.wake(slot, now);
         Disposition::Queued
     }
 
@@ -124,13 +203,18 @@ impl Frontier {
                 self.slots.push(AuthoritySlot {
                     authority: e.key().clone(),
                     queue: VecDeque::new(),
+                    retries: Vec::new(),
                     in_flight: 0,
                     robots: if self.respect_robots {
                         RobotsState::Unknown
                     } else {
                         RobotsState::Known(RobotsRules::AllowAll)
                     },
-                    scheduled: false,
+                    turn: Turn::None,
+                    not_before: None,
+                    timing: Timing::default(),
+                    consecutive_failures: 0,
+                    abandoned: false,
                 });
                 e.insert(slot);
                 slot
@@ -138,25 +222,58 @@ impl Frontier {
         }
     }
 
-    /// Puts `slot` in the ready ring if it has work it may start now.
-    fn wake(&mut self, slot: Slot) {
+    /// Gives `slot` its turn: in the ready ring if it may start now, in
+    /// the timer heap if it must wait, nowhere if it has nothing to start.
+    fn wake(&mut self, slot: Slot, now: Instant) {
         let s = &mut self.slots[slot];
-        let can_start = match s.robots {
+        if s.turn != Turn::None || s.abandoned {
+            return;
+        }
+        let has_room = match s.robots {
             RobotsState::Pending => false,
             RobotsState::Unknown => s.in_flight == 0,
             RobotsState::Known(_) => s.in_flight < self.per_host,
         };
-        if !s.scheduled && !s.queue.is_empty() && can_start {
-            s.scheduled = true;
+        let Some(at) = s.next_at(now).filter(|_| has_room) else {
+            return;
+        };
+        if at <= now {
+            s.turn = Turn::Ready;
             self.ready.push_back(slot);
+        } else {
+            s.turn = Turn::Waiting;
+            self.waiting.push(Reverse((at, slot)));
         }
     }
 
+    /// Moves authorities whose wait is over to the ready ring.
+    pub fn release_due(&mut self, now: Instant) {
+        while let Some(Reverse((at, slot))) = self.waiting.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.waiting.pop();
+            self.slots[slot].turn = Turn::None;
+            self.wake(slot, now);
+        }
+    }
+
+    /// The next instant an authority's wait ends.
+    pub fn next_wake(&self) -> Option<Instant> {
+        self.waiting.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// True when no authority can ever start anything without a request
+    /// finishing first.
+    pub fn is_idle(&self) -> bool {
+        self.ready.is_empty() && self.waiting.is_empty()
+    }
+
     /// The next thing to start, round-robin over ready authorities.
-    pub fn next_start(&mut self) -> Option<Next> {
+    pub fn next_start(&mut self, now: Instant) -> Option<Next> {
         while let Some(slot) = self.ready.pop_front() {
             let s = &mut self.slots[slot];
-            s.scheduled = false;
+            s.turn = Turn::None;
             match &s.robots {
                 RobotsState::Unknown => {
                     s.robots = RobotsState::Pending;
@@ -169,11 +286,16 @@ impl Frontier {
                 RobotsState::Pending => continue,
                 RobotsState::Known(rules) => {
                     let rules = rules.clone();
-                    let Some(job) = s.queue.pop_front() else {
+                    if s.abandoned || s.not_before.is_some_and(|t| t > now) {
+                        self.wake(slot, now);
+                        continue;
+                    }
+                    let Some(job) = s.take_job(now) else {
+                        self.wake(slot, now);
                         continue;
                     };
                     s.in_flight += 1;
-                    self.wake(slot);
+                    self.wake(slot, now);
                     return Some(Next::Page {
                         slot,
                         job,
@@ -185,17 +307,74 @@ impl Frontier {
         None
     }
 
-    /// A request of `slot` finished.
-    pub fn finished(&mut self, slot: Slot) {
+    /// A page request of `slot` ended: updates the delay before its next
+    /// request and its run of failures, abandoning it at the limit.
+    pub fn request_done(&mut self, slot: Slot, now: Instant, report: RequestReport) {
+        let random = self.rng.f64();
         let s = &mut self.slots[slot];
         s.in_flight = s.in_flight.saturating_sub(1);
-        self.wake(slot);
+        if let Some(rt) = report.response_time {
+            let delay = s.timing.after_response(&self.politeness, rt, random);
+            s.not_before = Some(s.not_before.map_or(now + delay, |t| t.max(now + delay)));
+        }
+        if report.failed {
+            s.consecutive_failures += 1;
+            if s.consecutive_failures >= self.politeness.max_host_errors && !s.abandoned {
+                s.abandoned = true;
+                let jobs: Vec<Job> = s
+                    .queue
+                    .drain(..)
+                    .chain(s.retries.drain(..).map(|(_, j)| j))
+                    .collect();
+                self.skipped.extend(jobs.into_iter().map(|j| (slot, j)));
+            }
+        } else {
+            s.consecutive_failures = 0;
+        }
+        self.wake(slot, now);
+    }
+
+    /// Queues `job` again after a retryable failure, unless its retries are
+    /// used up or its authority was abandoned; then it is handed back.
+    /// `after` is the server's `Retry-After`: it holds back the whole authority.
+    pub fn retry(
+        &mut self,
+        slot: Slot,
+        mut job: Job,
+        now: Instant,
+        after: Option<Duration>,
+    ) -> Result<(), Job> {
+        if self.slots[slot].abandoned || job.attempts >= self.politeness.retries {
+            return Err(job);
+        }
+        job.attempts += 1;
+        let backoff = retry_backoff(self.politeness.retry_base, job.attempts, self.rng.f64());
+        let s = &mut self.slots[slot];
+        if let Some(after) = after {
+            let until = now + after;
+            s.not_before = Some(s.not_before.map_or(until, |t| t.max(until)));
+        }
+        s.retries
+            .push((now + backoff.max(after.unwrap_or_default()), job));
+        if s.turn == Turn::None {
+            self.wake(slot, now);
+        }
+        Ok(())
     }
 
     /// The robots.txt request of `slot` finished with `rules`.
-    pub fn robots_known(&mut self, slot: Slot, rules: RobotsRules) {
-        self.slots[slot].robots = RobotsState::Known(rules);
-        self.finished(slot);
+    pub fn robots_known(&mut self, slot: Slot, rules: RobotsRules, now: Instant) {
+        let s = &mut self.slots[slot];
+        s.timing
+            .set_crawl_delay(rules.crawl_delay(), &self.politeness);
+        s.robots = RobotsState::Known(rules);
+        s.in_flight = s.in_flight.saturating_sub(1);
+        self.wake(slot, now);
+    }
+
+    /// URLs given up with their authority, since the last call.
+    pub fn take_skipped(&mut self) -> Vec<(Slot, Job)> {
+        std::mem::take(&mut self.skipped)
     }
 
     /// The authority of `slot`.
@@ -203,9 +382,17 @@ impl Frontier {
         &self.slots[slot].authority
     }
 
-    /// URLs queued and not yet started.
+    /// Whether `slot` was abandoned.
+    pub fn is_abandoned(&self, slot: Slot) -> bool {
+        self.slots[slot].abandoned
+    }
+
+    /// URLs queued (or waiting to be retried) and not yet started.
     pub fn pending(&self) -> u64 {
-        self.slots.iter().map(|s| s.queue.len() as u64).sum()
+        self.slots
+            .iter()
+            .map(|s| (s.queue.len() + s.retries.len()) as u64)
+            .sum()
     }
 
     /// Distinct URLs seen so far.
@@ -215,75 +402,4 @@ impl Frontier {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pipeline::url_key;
-    use url::Url;
-
-    fn offer(f: &mut Frontier, url: &str) -> Disposition {
-        let url = Url::parse(url).unwrap();
-        f.offer(Discovered {
-            key: url_key(&url),
-            job: Job::seed(url),
-        })
-    }
-
-    fn take_page(f: &mut Frontier) -> (Slot, String) {
-        match f.next_start() {
-            Some(Next::Page { slot, job, .. }) => (slot, job.url.to_string()),
-            Some(Next::Robots { .. }) => panic!("expected a page, got robots"),
-            None => panic!("expected a page, got nothing"),
-        }
-    }
-
-    #[test]
-    fn duplicates_and_limits() {
-        let mut f = Frontier::new(1, Some(2), false);
-        assert_eq!(offer(&mut f, "http://a.test/1"), Disposition::Queued);
-        assert_eq!(offer(&mut f, "http://a.test/1"), Disposition::Duplicate);
-        assert_eq!(offer(&mut f, "http://a.test/2"), Disposition::Queued);
-        assert_eq!(offer(&mut f, "http://a.test/3"), Disposition::OverLimit);
-        assert_eq!(f.seen(), 2);
-    }
-
-    #[test]
-    fn robots_first_then_one_request_at_a_time_per_host() {
-        let mut f = Frontier::new(1, None, true);
-        offer(&mut f, "http://a.test/1");
-        offer(&mut f, "http://a.test/2");
-        let Some(Next::Robots { slot, .. }) = f.next_start() else {
-            panic!("robots.txt comes first");
-        };
-        assert!(
-            f.next_start().is_none(),
-            "nothing else until robots is known"
-        );
-        f.robots_known(slot, RobotsRules::AllowAll);
-        let (slot, url) = take_page(&mut f);
-        assert_eq!(url, "http://a.test/1");
-        assert!(f.next_start().is_none(), "per_host = 1");
-        f.finished(slot);
-        assert_eq!(take_page(&mut f).1, "http://a.test/2");
-    }
-
-    #[test]
-    fn authorities_take_turns() {
-        let mut f = Frontier::new(2, None, false);
-        for i in 0..3 {
-            offer(&mut f, &format!("http://a.test/{i}"));
-            offer(&mut f, &format!("http://b.test/{i}"));
-        }
-        let order: Vec<String> = (0..4).map(|_| take_page(&mut f).1).collect();
-        assert_eq!(
-            order,
-            [
-                "http://a.test/0",
-                "http://b.test/0",
-                "http://a.test/1",
-                "http://b.test/1"
-            ]
-        );
-        assert!(f.next_start().is_none(), "both authorities at per_host = 2");
-        assert_eq!(f.pending(), 2);
-    }
-}
+mod tests;

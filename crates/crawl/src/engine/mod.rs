@@ -1,11 +1,13 @@
 //! The engine: owns the frontier, the sink and the counts, starts requests
-//! up to the limits, and stops in order on completion, timeout or shutdown.
+//! up to the limits and as politeness allows, and stops in order on
+//! completion, timeout or shutdown.
 //!
 //! One task (the caller of [`Engine::run`]) owns all mutable crawl state.
 //! Requests run as spawned tasks that own nothing but their job and report
 //! back through a `JoinSet`.
 
 mod frontier;
+mod records;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -13,14 +15,14 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, RecordError};
+use crawlkeeper_model::Authority;
 use futures_util::FutureExt;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 use url::Url;
 
-pub use frontier::{Frontier, KeyHasher};
+pub use frontier::{Frontier, KeyHasher, RequestReport};
 
 use crate::config::{ConfigError, CrawlConfig};
 use crate::pipeline::{Discovered, Job, Pipeline, Processed, url_key};
@@ -54,6 +56,7 @@ enum TaskOutput {
     },
     Page {
         slot: Slot,
+        job: Job,
         processed: Box<Processed>,
     },
 }
@@ -82,16 +85,22 @@ impl Engine {
             config.engine.per_host,
             config.scope.max_pages,
             config.scope.respect_robots,
+            config.politeness.clone(),
+            fastrand::u64(..),
         );
+        let now = Instant::now();
         for mut url in seeds {
             if !matches!(url.scheme(), "http" | "https") || Authority::of(&url).is_err() {
                 return Err(EngineError::BadSeed(url.to_string()));
             }
             pipeline.normalizer().normalize(&mut url);
-            frontier.offer(Discovered {
-                key: url_key(&url),
-                job: Job::seed(url),
-            });
+            frontier.offer(
+                Discovered {
+                    key: url_key(&url),
+                    job: Job::seed(url),
+                },
+                now,
+            );
         }
         Ok(Self {
             config,
@@ -113,15 +122,19 @@ impl Engine {
         let mut progress = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
         tokio::pin!(shutdown);
         let stop = loop {
-            self.dispatch(&mut tasks);
-            if tasks.is_empty() {
+            let now = Instant::now();
+            self.frontier.release_due(now);
+            self.dispatch(&mut tasks, now);
+            if tasks.is_empty() && self.frontier.is_idle() {
                 break StopReason::Finished;
             }
+            let wake = self.frontier.next_wake();
             tokio::select! {
                 biased;
                 () = &mut shutdown => break StopReason::Interrupted,
                 () = sleep_until(deadline) => break StopReason::Timeout,
                 Some(joined) = tasks.join_next() => self.complete(joined)?,
+                () = sleep_until(wake.unwrap_or(deadline)), if wake.is_some() => {}
                 _ = progress.tick() => self.log_progress(started),
             }
         };
@@ -160,9 +173,9 @@ impl Engine {
     }
 
     /// Starts requests while there are free workers and ready authorities.
-    fn dispatch(&mut self, tasks: &mut JoinSet<TaskOutput>) {
+    fn dispatch(&mut self, tasks: &mut JoinSet<TaskOutput>, now: Instant) {
         while tasks.len() < self.config.engine.max_workers {
-            let Some(next) = self.frontier.next_start() else {
+            let Some(next) = self.frontier.next_start(now) else {
                 break;
             };
             let pipeline = self.pipeline.clone();
@@ -182,10 +195,11 @@ impl Engine {
                                 .map(|s| (*s).to_owned())
                                 .or_else(|| panic.downcast_ref::<String>().cloned())
                                 .unwrap_or_default();
-                            internal_error(&job, &why)
+                            records::internal_error(&job, &why)
                         });
                         TaskOutput::Page {
                             slot,
+                            job,
                             processed: Box::new(processed),
                         }
                     });
@@ -206,20 +220,73 @@ impl Engine {
                 return Ok(());
             }
         };
+        let now = Instant::now();
         match output {
-            TaskOutput::Robots { slot, rules } => self.frontier.robots_known(slot, rules),
-            TaskOutput::Page { slot, processed } => {
-                self.frontier.finished(slot);
-                self.sink.write(&processed.record)?;
-                if self.stats.len() <= slot {
-                    self.stats.resize(slot + 1, AuthorityStats::default());
+            TaskOutput::Robots { slot, rules } => self.frontier.robots_known(slot, rules, now),
+            TaskOutput::Page {
+                slot,
+                job,
+                processed,
+            } => {
+                let Processed {
+                    record,
+                    discovered,
+                    retry,
+                } = *processed;
+                let report = RequestReport {
+                    response_time: record.response_ms.map(Duration::from_millis),
+                    failed: retry.is_some(),
+                };
+                self.frontier.request_done(slot, now, report);
+                if let Some(hint) = retry {
+                    match self.frontier.retry(slot, job, now, hint.after) {
+                        Ok(()) => {
+                            self.stats_of(slot).retries += 1;
+                            return self.write_skipped();
+                        }
+                        Err(_exhausted) => {}
+                    }
                 }
-                self.stats[slot].add(&processed.record);
-                self.done += 1;
-                for d in processed.discovered {
-                    self.frontier.offer(d);
+                self.write(slot, &record)?;
+                for d in discovered {
+                    self.frontier.offer(d, now);
                 }
             }
+        }
+        self.write_skipped()
+    }
+
+    fn stats_of(&mut self, slot: Slot) -> &mut AuthorityStats {
+        if self.stats.len() <= slot {
+            self.stats.resize(slot + 1, AuthorityStats::default());
+        }
+        &mut self.stats[slot]
+    }
+
+    fn write(
+        &mut self,
+        slot: Slot,
+        record: &crawlkeeper_model::CrawlRecord,
+    ) -> Result<(), SinkError> {
+        self.sink.write(record)?;
+        self.stats_of(slot).add(record);
+        self.done += 1;
+        Ok(())
+    }
+
+    /// Writes a skipped record for every URL of an abandoned authority.
+    fn write_skipped(&mut self) -> Result<(), SinkError> {
+        for (slot, job) in self.frontier.take_skipped() {
+            let limit = self.config.politeness.max_host_errors;
+            if !self.stats_of(slot).abandoned {
+                self.stats_of(slot).abandoned = true;
+                warn!(
+                    authority = %self.frontier.authority(slot),
+                    failures = limit,
+                    "abandoning authority after consecutive failures"
+                );
+            }
+            self.write(slot, &records::skipped(&job, limit))?;
         }
         Ok(())
     }
@@ -233,32 +300,5 @@ impl Engine {
             rate = format!("{:.0}/s", self.done as f64 / secs),
             "progress"
         );
-    }
-}
-
-fn internal_error(job: &Job, why: &str) -> Processed {
-    error!(url = %job.url, panic = why, "processing panicked; recording an error");
-    Processed {
-        record: CrawlRecord {
-            url: job.url.to_string(),
-            final_url: job.url.to_string(),
-            status: None,
-            depth: job.depth,
-            parent: job.parent.as_deref().map(str::to_owned),
-            // Jobs only hold http(s) URLs with a host.
-            authority: Authority::of(&job.url).expect("job URLs have an authority"),
-            fetched_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-            response_ms: None,
-            content_type: None,
-            bytes: 0,
-            title: None,
-            links: 0,
-            truncated: false,
-            error: Some(RecordError::new(
-                ErrorKind::Http,
-                format!("internal error: {why}"),
-            )),
-        },
-        discovered: Vec::new(),
     }
 }

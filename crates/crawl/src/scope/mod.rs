@@ -78,6 +78,8 @@ pub enum Disposition {
     OutOfScope(ScopeReason),
     /// In scope but over `max_pages`.
     OverLimit,
+    /// Its authority was abandoned; it gets a skipped record.
+    Skipped,
 }
 
 /// The scopers of a crawl, in order.

@@ -1,0 +1,247 @@
+use std::time::Duration;
+
+use tokio::time::Instant;
+use url::Url;
+
+use super::*;
+use crate::pipeline::url_key;
+
+fn politeness(max_load: u8) -> PolitenessConfig {
+    PolitenessConfig {
+        max_load,
+        retry_base: Duration::from_millis(100),
+        max_host_errors: 3,
+        ..PolitenessConfig::default()
+    }
+}
+
+fn frontier(per_host: usize, max_pages: Option<u64>, robots: bool) -> Frontier {
+    Frontier::new(per_host, max_pages, robots, politeness(100), 7)
+}
+
+fn offer(f: &mut Frontier, url: &str, now: Instant) -> Disposition {
+    let url = Url::parse(url).unwrap();
+    f.offer(
+        Discovered {
+            key: url_key(&url),
+            job: Job::seed(url),
+        },
+        now,
+    )
+}
+
+fn take_page(f: &mut Frontier, now: Instant) -> (Slot, Job) {
+    match f.next_start(now) {
+        Some(Next::Page { slot, job, .. }) => (slot, job),
+        Some(Next::Robots { .. }) => panic!("expected a page, got robots"),
+        None => panic!("expected a page, got nothing"),
+    }
+}
+
+fn ok(ms: u64) -> RequestReport {
+    RequestReport {
+        response_time: Some(Duration::from_millis(ms)),
+        failed: false,
+    }
+}
+
+fn failed() -> RequestReport {
+    RequestReport {
+        response_time: Some(Duration::from_millis(10)),
+        failed: true,
+    }
+}
+
+#[test]
+fn duplicates_and_limits() {
+    let now = Instant::now();
+    let mut f = frontier(1, Some(2), false);
+    assert_eq!(offer(&mut f, "http://a.test/1", now), Disposition::Queued);
+    assert_eq!(
+        offer(&mut f, "http://a.test/1", now),
+        Disposition::Duplicate
+    );
+    assert_eq!(offer(&mut f, "http://a.test/2", now), Disposition::Queued);
+    assert_eq!(
+        offer(&mut f, "http://a.test/3", now),
+        Disposition::OverLimit
+    );
+    assert_eq!(f.seen(), 2);
+}
+
+#[test]
+fn robots_first_then_one_request_at_a_time_per_host() {
+    let now = Instant::now();
+    let mut f = frontier(1, None, true);
+    offer(&mut f, "http://a.test/1", now);
+    offer(&mut f, "http://a.test/2", now);
+    let Some(Next::Robots { slot, .. }) = f.next_start(now) else {
+        panic!("robots.txt comes first");
+    };
+    assert!(
+        f.next_start(now).is_none(),
+        "nothing else until robots is known"
+    );
+    f.robots_known(slot, RobotsRules::AllowAll, now);
+    let (slot, job) = take_page(&mut f, now);
+    assert_eq!(job.url.as_str(), "http://a.test/1");
+    assert!(f.next_start(now).is_none(), "per_host = 1");
+    f.request_done(slot, now, ok(5));
+    assert_eq!(take_page(&mut f, now).1.url.as_str(), "http://a.test/2");
+}
+
+#[test]
+fn authorities_take_turns() {
+    let now = Instant::now();
+    let mut f = frontier(2, None, false);
+    for i in 0..3 {
+        offer(&mut f, &format!("http://a.test/{i}"), now);
+        offer(&mut f, &format!("http://b.test/{i}"), now);
+    }
+    let order: Vec<String> = (0..4)
+        .map(|_| take_page(&mut f, now).1.url.to_string())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "http://a.test/0",
+            "http://b.test/0",
+            "http://a.test/1",
+            "http://b.test/1"
+        ]
+    );
+    assert!(
+        f.next_start(now).is_none(),
+        "both authorities at per_host = 2"
+    );
+    assert_eq!(f.pending(), 2);
+}
+
+#[test]
+fn adaptive_delay_holds_an_authority_back_without_spinning() {
+    let t0 = Instant::now();
+    let mut f = Frontier::new(1, None, false, politeness(50), 1);
+    offer(&mut f, "http://a.test/1", t0);
+    offer(&mut f, "http://a.test/2", t0);
+    offer(&mut f, "http://b.test/1", t0);
+    let (a, _) = take_page(&mut f, t0);
+    let (_, b) = take_page(&mut f, t0);
+    assert_eq!(b.url.as_str(), "http://b.test/1");
+    // a answered in 400 ms: with L = 50 the next request waits 100 ms.
+    let t1 = t0 + Duration::from_millis(400);
+    f.request_done(a, t1, ok(400));
+    assert!(
+        f.next_start(t1).is_none(),
+        "a is waiting, and is not handed out"
+    );
+    assert_eq!(f.next_wake(), Some(t1 + Duration::from_millis(100)));
+    f.release_due(t1 + Duration::from_millis(99));
+    assert!(f.next_start(t1 + Duration::from_millis(99)).is_none());
+    let t2 = t1 + Duration::from_millis(100);
+    f.release_due(t2);
+    assert_eq!(take_page(&mut f, t2).1.url.as_str(), "http://a.test/2");
+}
+
+#[test]
+fn crawl_delay_from_robots_spaces_requests() {
+    let t0 = Instant::now();
+    let mut f = Frontier::new(1, None, true, politeness(100), 1);
+    offer(&mut f, "http://a.test/1", t0);
+    offer(&mut f, "http://a.test/2", t0);
+    let Some(Next::Robots { slot, .. }) = f.next_start(t0) else {
+        panic!("robots first")
+    };
+    f.robots_known(
+        slot,
+        RobotsRules::parse(b"User-agent: *\nCrawl-delay: 1\n"),
+        t0,
+    );
+    let (slot, _) = take_page(&mut f, t0);
+    f.request_done(slot, t0, ok(5));
+    assert_eq!(f.next_wake(), Some(t0 + Duration::from_secs(1)));
+}
+
+#[test]
+fn retries_back_off_and_retry_after_holds_the_authority() {
+    let t0 = Instant::now();
+    let mut f = frontier(1, None, false);
+    offer(&mut f, "http://a.test/1", t0);
+    offer(&mut f, "http://a.test/2", t0);
+    let (slot, job) = take_page(&mut f, t0);
+    f.request_done(slot, t0, failed());
+    f.retry(slot, job, t0, Some(Duration::from_secs(5)))
+        .unwrap();
+    assert!(
+        f.next_start(t0).is_none(),
+        "Retry-After holds back every URL of the authority"
+    );
+    assert_eq!(f.next_wake(), Some(t0 + Duration::from_secs(5)));
+    let t1 = t0 + Duration::from_secs(5);
+    f.release_due(t1);
+    let (slot, job) = take_page(&mut f, t1);
+    assert_eq!(
+        (job.url.as_str(), job.attempts),
+        ("http://a.test/1", 1),
+        "the retry goes first"
+    );
+    // Without Retry-After only the URL waits its backoff; the next URL goes ahead.
+    f.request_done(slot, t1, failed());
+    f.retry(slot, job, t1, None).unwrap();
+    let (_, next) = take_page(&mut f, t1);
+    assert_eq!(next.url.as_str(), "http://a.test/2");
+}
+
+#[test]
+fn retries_are_bounded() {
+    let t0 = Instant::now();
+    let mut f = frontier(1, None, false);
+    offer(&mut f, "http://a.test/1", t0);
+    let (slot, mut job) = take_page(&mut f, t0);
+    job.attempts = 3;
+    assert!(f.retry(slot, job, t0, None).is_err(), "3 retries were made");
+}
+
+#[test]
+fn an_authority_failing_in_a_row_is_abandoned_and_its_urls_skipped() {
+    let t0 = Instant::now();
+    let mut f = frontier(1, None, false);
+    for i in 0..5 {
+        offer(&mut f, &format!("http://a.test/{i}"), t0);
+    }
+    offer(&mut f, "http://b.test/", t0);
+    for _ in 0..3 {
+        let (slot, job) = take_page(&mut f, t0);
+        if job.url.host_str() == Some("b.test") {
+            f.request_done(slot, t0, ok(1));
+            let (slot, _) = take_page(&mut f, t0);
+            f.request_done(slot, t0, failed());
+        } else {
+            f.request_done(slot, t0, failed());
+        }
+    }
+    assert!(f.is_abandoned(0));
+    let skipped = f.take_skipped();
+    assert_eq!(skipped.len(), 2, "the two URLs never tried");
+    assert_eq!(
+        offer(&mut f, "http://a.test/new", t0),
+        Disposition::Skipped,
+        "later URLs are skipped too"
+    );
+    assert_eq!(f.take_skipped().len(), 1);
+    assert!(f.next_start(t0).is_none());
+    assert!(f.is_idle());
+}
+
+#[test]
+fn a_success_resets_the_failure_run() {
+    let t0 = Instant::now();
+    let mut f = frontier(1, None, false);
+    for i in 0..6 {
+        offer(&mut f, &format!("http://a.test/{i}"), t0);
+    }
+    for report in [failed(), failed(), ok(1), failed(), failed()] {
+        let (slot, _) = take_page(&mut f, t0);
+        f.request_done(slot, t0, report);
+    }
+    assert!(!f.is_abandoned(0));
+}
