@@ -29,11 +29,11 @@ pub struct AuthorityStats {
     pub skipped: u64,
     /// True when the authority was abandoned after too many failures in a row.
     pub abandoned: bool,
-    /// When the first error was seen (RFC 3339).
+    /// When the first error or failed request was seen (RFC 3339).
     pub first_error_at: Option<String>,
     /// Sum of response times, for the mean.
     pub response_ms_total: u64,
-    /// The most recent error, for the operator.
+    /// The most recent error or failed request, for the operator.
     pub last_error: Option<RecordError>,
 }
 
@@ -59,12 +59,25 @@ impl AuthorityStats {
             Some(500..=599) => self.status_5xx += 1,
             _ => {}
         }
-        if let Some(e) = &r.error {
+        if r.error.is_some() {
             self.errors += 1;
-            self.last_error = Some(e.clone());
-            if self.first_error_at.is_none() {
-                self.first_error_at = Some(r.fetched_at.clone());
+            self.note_failure(r);
+        }
+    }
+
+    /// Keeps a failed request (an error, or a 429/5xx answer, retried or
+    /// not) as the authority's last error, and the time of its first.
+    pub fn note_failure(&mut self, r: &CrawlRecord) {
+        let error = match (&r.error, r.status) {
+            (Some(e), _) => e.clone(),
+            (None, Some(status)) => {
+                RecordError::new(ErrorKind::Http, format!("HTTP status {status}"))
             }
+            (None, None) => return,
+        };
+        self.last_error = Some(error);
+        if self.first_error_at.is_none() {
+            self.first_error_at = Some(r.fetched_at.clone());
         }
     }
 
@@ -191,8 +204,9 @@ impl fmt::Display for Summary {
             if let Some(e) = &s.last_error {
                 writeln!(
                     f,
-                    "{a}: {} errors since {}; last: {} ({}){}",
+                    "{a}: {} errors, {} retries since {}; last: {} ({}){}",
                     s.errors,
+                    s.retries,
                     s.first_error_at.as_deref().unwrap_or("?"),
                     e.message,
                     kind_name(e.kind),

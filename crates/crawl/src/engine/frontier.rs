@@ -334,8 +334,9 @@ impl Frontier {
         self.wake(slot, now);
     }
 
-    /// Queues `job` again after a retryable failure, unless its retries are
-    /// used up or its authority was abandoned; then it is handed back.
+    /// Queues `job` again after a retryable failure and returns `None`;
+    /// hands it back when its retries are used up or its authority was
+    /// abandoned.
     /// `after` is the server's `Retry-After`: it holds back the whole authority.
     pub fn retry(
         &mut self,
@@ -343,9 +344,9 @@ impl Frontier {
         mut job: Job,
         now: Instant,
         after: Option<Duration>,
-    ) -> Result<(), Job> {
+    ) -> Option<Job> {
         if self.slots[slot].abandoned || job.attempts >= self.politeness.retries {
-            return Err(job);
+            return Some(job);
         }
         job.attempts += 1;
         let backoff = retry_backoff(self.politeness.retry_base, job.attempts, self.rng.f64());
@@ -359,7 +360,7 @@ impl Frontier {
         if s.turn == Turn::None {
             self.wake(slot, now);
         }
-        Ok(())
+        None
     }
 
     /// The robots.txt request of `slot` finished with `rules`.

@@ -238,14 +238,14 @@ impl Engine {
                     failed: retry.is_some(),
                 };
                 self.frontier.request_done(slot, now, report);
-                if let Some(hint) = retry {
-                    match self.frontier.retry(slot, job, now, hint.after) {
-                        Ok(()) => {
-                            self.stats_of(slot).retries += 1;
-                            return self.write_skipped();
-                        }
-                        Err(_exhausted) => {}
-                    }
+                if report.failed {
+                    self.stats_of(slot).note_failure(&record);
+                }
+                if let Some(hint) = retry
+                    && self.frontier.retry(slot, job, now, hint.after).is_none()
+                {
+                    self.stats_of(slot).retries += 1;
+                    return self.write_skipped();
                 }
                 self.write(slot, &record)?;
                 for d in discovered {

@@ -1,0 +1,5 @@
+//! End-to-end tests of the crawl engine against the test site.
+
+mod common;
+mod pipeline;
+mod politeness;
