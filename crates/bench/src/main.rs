@@ -15,8 +15,14 @@ use clap::Parser;
 /// Benchmark the crawl engine against the synthetic site.
 #[derive(Parser, Debug)]
 struct Args {
-    /// Scenarios to run: one-host (1 × 20,000 pages), fifty-hosts (50 × 400).
-    #[arg(long, default_value = "one-host,fifty-hosts", value_delimiter = ',')]
+    /// Scenarios to run: one-host (1 × 20,000 pages), fifty-hosts (50 × 400),
+    /// politeness (1,000 hosts × 20 pages, 50 ms per response, one request
+    /// in flight per host, 50 workers).
+    #[arg(
+        long,
+        default_value = "one-host,fifty-hosts,politeness",
+        value_delimiter = ','
+    )]
     scenario: Vec<String>,
     /// Repetitions of each scenario (the median is reported).
     #[arg(long, default_value_t = 3)]
@@ -33,7 +39,30 @@ struct Scenario {
     name: &'static str,
     hosts: usize,
     pages: u32,
+    /// Server delay per response.
+    delay_ms: u64,
+    /// Concurrency options given to the crawler.
+    crawl_args: &'static [&'static str],
+    /// Pages/s a perfect scheduler reaches, if the scenario has a bound.
+    ideal_rate: Option<f64>,
 }
+
+const FAST: &[&str] = &[
+    "--per-host",
+    "64",
+    "--max-workers",
+    "64",
+    "--max-load",
+    "100",
+];
+const POLITE: &[&str] = &[
+    "--per-host",
+    "1",
+    "--max-workers",
+    "50",
+    "--max-load",
+    "100",
+];
 
 /// What one run measured.
 #[derive(Debug, Clone, Copy)]
@@ -53,13 +82,27 @@ fn main() -> Result<()> {
                 name: "one-host",
                 hosts: 1,
                 pages: 20_000,
+                delay_ms: 0,
+                crawl_args: FAST,
+                ideal_rate: None,
             },
             "fifty-hosts" => Scenario {
                 name: "fifty-hosts",
                 hosts: 50,
                 pages: 400,
+                delay_ms: 0,
+                crawl_args: FAST,
+                ideal_rate: None,
             },
-            other => bail!("unknown scenario '{other}' (one-host, fifty-hosts)"),
+            "politeness" => Scenario {
+                name: "politeness",
+                hosts: 1000,
+                pages: 20,
+                delay_ms: 50,
+                crawl_args: POLITE,
+                ideal_rate: Some(50.0 / 0.05),
+            },
+            other => bail!("unknown scenario '{other}' (one-host, fifty-hosts, politeness)"),
         };
         let mut runs = Vec::new();
         for _ in 0..args.runs {
@@ -81,6 +124,13 @@ fn main() -> Result<()> {
             m.max_rss_kb as f64 / 1024.0,
             runs.len()
         );
+        if let Some(ideal) = scenario.ideal_rate {
+            println!(
+                "{:<12} {:.2} of the ideal {ideal:.0} pages/s",
+                scenario.name,
+                rate / ideal
+            );
+        }
     }
     Ok(())
 }
@@ -111,6 +161,8 @@ fn run_once(dir: &Path, s: &Scenario, page_bytes: usize, extra: &[String]) -> Re
             "20",
             "--page-bytes",
             &page_bytes.to_string(),
+            "--delay-ms",
+            &s.delay_ms.to_string(),
         ])
         .stdout(Stdio::piped())
         .spawn()
@@ -118,19 +170,11 @@ fn run_once(dir: &Path, s: &Scenario, page_bytes: usize, extra: &[String]) -> Re
     let origins = read_origins(&mut site)?;
     let out = std::env::temp_dir().join(format!("crawlkeeper-bench-{}.jsonl", std::process::id()));
     let mut cmd = Command::new(dir.join("crawlkeeper"));
-    cmd.args([
-        "crawl",
-        "--follow",
-        "--per-host",
-        "64",
-        "--max-workers",
-        "64",
-        "--quiet",
-        "--out",
-    ])
-    .arg(&out)
-    .args(extra)
-    .args(origins.iter().map(|o| format!("{o}/")));
+    cmd.args(["crawl", "--follow", "--quiet", "--out"])
+        .arg(&out)
+        .args(s.crawl_args)
+        .args(extra)
+        .args(origins.iter().map(|o| format!("{o}/")));
     let started = Instant::now();
     let crawler = cmd.spawn().context("starting the crawler")?;
     let (status, cpu, max_rss_kb) = wait_with_rusage(crawler.id())?;
@@ -140,11 +184,14 @@ fn run_once(dir: &Path, s: &Scenario, page_bytes: usize, extra: &[String]) -> Re
         bail!("crawler exited with status {status}");
     }
     let pages = BufReader::new(std::fs::File::open(&out)?).lines().count() as u64;
-    std::fs::remove_file(&out).ok();
     let expected = u64::from(s.pages + 1) * s.hosts as u64;
     if pages != expected {
-        bail!("crawled {pages} pages, expected {expected}");
+        bail!(
+            "crawled {pages} pages, expected {expected} (records kept in {})",
+            out.display()
+        );
     }
+    std::fs::remove_file(&out).ok();
     Ok(Measure {
         pages,
         wall,

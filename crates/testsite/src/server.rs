@@ -179,8 +179,9 @@ async fn respond(shared: &Shared, host: usize, req: Request<Incoming>) -> Respon
     });
     let config: &HostConfig = &shared.config.hosts[host];
     let route = config.route(&target);
-    if route != Route::Robots && !config.delay.is_zero() {
-        tokio::time::sleep(config.delay).await;
+    let delay = config.delay_for(&route);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
     }
     let me = &shared.origins[host];
     let next = (config.cross_links && shared.origins.len() > 1)

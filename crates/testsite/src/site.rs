@@ -47,6 +47,9 @@ pub struct HostConfig {
     pub port: Option<u16>,
     /// Answer every request but robots.txt with 500.
     pub fail_all: bool,
+    /// Extra delay of up to this much per page, fixed for each page but
+    /// different between pages, so responses finish out of order.
+    pub delay_spread: Duration,
 }
 
 /// What `/robots.txt` answers.
@@ -74,6 +77,7 @@ impl Default for HostConfig {
             cross_links: false,
             port: None,
             fail_all: false,
+            delay_spread: Duration::ZERO,
         }
     }
 }
@@ -300,6 +304,21 @@ impl HostConfig {
             }
         }
         seen
+    }
+}
+
+impl HostConfig {
+    /// The delay before answering `route`: the host's delay plus, for a
+    /// page, its share of `delay_spread` (a fixed pseudo-random fraction).
+    pub fn delay_for(&self, route: &Route) -> Duration {
+        match route {
+            Route::Robots => Duration::ZERO,
+            Route::Page(i) => {
+                let fraction = (u64::from(*i).wrapping_mul(2_654_435_761) % 1000) as u32;
+                self.delay + self.delay_spread * fraction / 1000
+            }
+            _ => self.delay,
+        }
     }
 }
 

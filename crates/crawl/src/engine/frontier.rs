@@ -13,6 +13,7 @@ use std::time::Duration;
 use crawlkeeper_model::Authority;
 use tokio::time::Instant;
 
+use super::depth_queue::{DepthQueue, Queued};
 use crate::config::PolitenessConfig;
 use crate::pipeline::{Discovered, Job};
 use crate::politeness::{Timing, retry_backoff};
@@ -43,6 +44,8 @@ impl Hasher for KeyHasher {
 }
 
 type SeenSet = HashSet<u128, BuildHasherDefault<KeyHasher>>;
+/// Smallest depth each queued (not yet started) URL was offered at.
+type DepthMap = HashMap<u128, u32, BuildHasherDefault<KeyHasher>>;
 
 enum RobotsState {
     Unknown,
@@ -63,7 +66,7 @@ enum Turn {
 
 struct AuthoritySlot {
     authority: Authority,
-    queue: VecDeque<Job>,
+    queue: DepthQueue,
     retries: Vec<(Instant, Job)>,
     in_flight: usize,
     robots: RobotsState,
@@ -72,9 +75,32 @@ struct AuthoritySlot {
     timing: Timing,
     consecutive_failures: u32,
     abandoned: bool,
+    /// Jobs of this authority not yet finished (queued, waiting for a
+    /// retry, or in flight), by depth.
+    outstanding: Vec<u32>,
+    /// URLs found on this authority's pages, held until no shallower job of
+    /// the authority is outstanding: (depth of the page, what it found).
+    held: Vec<(u32, Vec<Discovered>)>,
 }
 
 impl AuthoritySlot {
+    fn count(&mut self, depth: u32, up: bool) {
+        let d = depth as usize;
+        if self.outstanding.len() <= d {
+            self.outstanding.resize(d + 1, 0);
+        }
+        if up {
+            self.outstanding[d] += 1;
+        } else {
+            self.outstanding[d] = self.outstanding[d].saturating_sub(1);
+        }
+    }
+
+    /// True while a job shallower than `depth` is outstanding.
+    fn blocks(&self, depth: u32) -> bool {
+        self.outstanding.iter().take(depth as usize).any(|&n| n > 0)
+    }
+
     /// When this authority could start its next request, if it has one.
     fn next_at(&self, now: Instant) -> Option<Instant> {
         let gate = self.not_before.unwrap_or(now);
@@ -85,8 +111,9 @@ impl AuthoritySlot {
         Some(gate.max(due))
     }
 
-    /// The job to start now: a due retry first, then the queue.
-    fn take_job(&mut self, now: Instant) -> Option<Job> {
+    /// The job to start now: a due retry first, then the queue. A queued
+    /// job takes the smallest depth it was offered at.
+    fn take_job(&mut self, now: Instant, queued_depth: &mut DepthMap) -> Option<Job> {
         let due = self
             .retries
             .iter()
@@ -96,7 +123,12 @@ impl AuthoritySlot {
             .map(|(i, _)| i);
         match due {
             Some(i) => Some(self.retries.swap_remove(i).1),
-            None => self.queue.pop_front(),
+            None => self.queue.pop().map(|Queued { key, mut job }| {
+                if let Some(depth) = queued_depth.remove(&key) {
+                    job.depth = job.depth.min(depth);
+                }
+                job
+            }),
         }
     }
 }
@@ -137,6 +169,7 @@ pub struct Frontier {
     ready: VecDeque<Slot>,
     waiting: BinaryHeap<Reverse<(Instant, Slot)>>,
     seen: SeenSet,
+    queued_depth: DepthMap,
     admitted: u64,
     max_pages: Option<u64>,
     per_host: usize,
@@ -161,6 +194,7 @@ impl Frontier {
             ready: VecDeque::new(),
             waiting: BinaryHeap::new(),
             seen: SeenSet::default(),
+            queued_depth: DepthMap::default(),
             admitted: 0,
             max_pages,
             per_host,
@@ -172,9 +206,24 @@ impl Frontier {
     }
 
     /// Offers a URL: queued if it is new and under the page limit. A new
-    /// URL of an abandoned authority is kept for a skipped record.
+    /// URL of an abandoned authority is kept for a skipped record. A URL
+    /// still queued that is found again closer to a seed takes the smaller
+    /// depth, so that depth limits do not depend on the order responses
+    /// arrive in.
     pub fn offer(&mut self, d: Discovered, now: Instant) -> Disposition {
         if self.seen.contains(&d.key) {
+            if let Some(depth) = self.queued_depth.get_mut(&d.key)
+                && d.job.depth < *depth
+            {
+                let old = std::mem::replace(depth, d.job.depth);
+                let slot = Authority::of(&d.job.url)
+                    .ok()
+                    .and_then(|a| self.index.get(&a).copied());
+                if let Some(slot) = slot {
+                    self.slots[slot].count(old, false);
+                    self.slots[slot].count(d.job.depth, true);
+                }
+            }
             return Disposition::Duplicate;
         }
         if self.max_pages.is_some_and(|max| self.admitted >= max) {
@@ -190,7 +239,9 @@ impl Frontier {
             self.skipped.push((slot, d.job));
             return Disposition::Skipped;
         }
-        self.slots[slot].queue.push_back(d.job);
+        self.queued_depth.insert(d.key, d.job.depth);
+        self.slots[slot].count(d.job.depth, true);
+        self.slots[slot].queue.push(d.key, d.job);
         self.wake(slot, now);
         Disposition::Queued
     }
@@ -202,7 +253,7 @@ impl Frontier {
                 let slot = self.slots.len();
                 self.slots.push(AuthoritySlot {
                     authority: e.key().clone(),
-                    queue: VecDeque::new(),
+                    queue: DepthQueue::default(),
                     retries: Vec::new(),
                     in_flight: 0,
                     robots: if self.respect_robots {
@@ -215,6 +266,8 @@ impl Frontier {
                     timing: Timing::default(),
                     consecutive_failures: 0,
                     abandoned: false,
+                    outstanding: Vec::new(),
+                    held: Vec::new(),
                 });
                 e.insert(slot);
                 slot
@@ -290,7 +343,7 @@ impl Frontier {
                         self.wake(slot, now);
                         continue;
                     }
-                    let Some(job) = s.take_job(now) else {
+                    let Some(job) = s.take_job(now, &mut self.queued_depth) else {
                         self.wake(slot, now);
                         continue;
                     };
@@ -321,11 +374,16 @@ impl Frontier {
             s.consecutive_failures += 1;
             if s.consecutive_failures >= self.politeness.max_host_errors && !s.abandoned {
                 s.abandoned = true;
-                let jobs: Vec<Job> = s
-                    .queue
-                    .drain(..)
-                    .chain(s.retries.drain(..).map(|(_, j)| j))
-                    .collect();
+                let queued: Vec<Queued> = s.queue.drain().collect();
+                let mut jobs = Vec::with_capacity(queued.len() + s.retries.len());
+                for Queued { key, job } in queued {
+                    self.queued_depth.remove(&key);
+                    jobs.push(job);
+                }
+                jobs.extend(s.retries.drain(..).map(|(_, j)| j));
+                for j in &jobs {
+                    s.count(j.depth, false);
+                }
                 self.skipped.extend(jobs.into_iter().map(|j| (slot, j)));
             }
         } else {
@@ -363,6 +421,43 @@ impl Frontier {
         None
     }
 
+    /// URLs found on a page of `slot` at `depth`. They are offered at once
+    /// unless a shallower job of the authority is still outstanding: then
+    /// they wait for it, so that every URL is admitted at its smallest depth
+    /// even when responses arrive out of order (breadth-first admission).
+    pub fn offer_batch(&mut self, slot: Slot, depth: u32, batch: Vec<Discovered>, now: Instant) {
+        if batch.is_empty() {
+            return;
+        }
+        if self.slots[slot].blocks(depth) {
+            self.slots[slot].held.push((depth, batch));
+        } else {
+            for d in batch {
+                self.offer(d, now);
+            }
+        }
+    }
+
+    /// A job of `slot` at `depth` is finished (its record is written):
+    /// batches that waited for it are offered.
+    pub fn job_finished(&mut self, slot: Slot, depth: u32, now: Instant) {
+        self.slots[slot].count(depth, false);
+        self.release_held(slot, now);
+    }
+
+    fn release_held(&mut self, slot: Slot, now: Instant) {
+        loop {
+            let s = &mut self.slots[slot];
+            let Some(i) = s.held.iter().position(|(depth, _)| !s.blocks(*depth)) else {
+                return;
+            };
+            let (_, batch) = s.held.swap_remove(i);
+            for d in batch {
+                self.offer(d, now);
+            }
+        }
+    }
+
     /// The robots.txt request of `slot` finished with `rules`.
     pub fn robots_known(&mut self, slot: Slot, rules: RobotsRules, now: Instant) {
         let s = &mut self.slots[slot];
@@ -388,11 +483,14 @@ impl Frontier {
         self.slots[slot].abandoned
     }
 
-    /// URLs queued (or waiting to be retried) and not yet started.
+    /// URLs queued, waiting to be retried, or found and held back, not yet started.
     pub fn pending(&self) -> u64 {
         self.slots
             .iter()
-            .map(|s| (s.queue.len() + s.retries.len()) as u64)
+            .map(|s| {
+                let held: usize = s.held.iter().map(|(_, b)| b.len()).sum();
+                (s.queue.len() + s.retries.len() + held) as u64
+            })
             .sum()
     }
 

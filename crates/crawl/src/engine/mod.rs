@@ -6,6 +6,7 @@
 //! Requests run as spawned tasks that own nothing but their job and report
 //! back through a `JoinSet`.
 
+mod depth_queue;
 mod frontier;
 mod records;
 
@@ -241,6 +242,7 @@ impl Engine {
                 if report.failed {
                     self.stats_of(slot).note_failure(&record);
                 }
+                let depth = job.depth;
                 if let Some(hint) = retry
                     && self.frontier.retry(slot, job, now, hint.after).is_none()
                 {
@@ -248,9 +250,9 @@ impl Engine {
                     return self.write_skipped();
                 }
                 self.write(slot, &record)?;
-                for d in discovered {
-                    self.frontier.offer(d, now);
-                }
+                // Its own links first: they are shallower than any it releases.
+                self.frontier.offer_batch(slot, depth, discovered, now);
+                self.frontier.job_finished(slot, depth, now);
             }
         }
         self.write_skipped()

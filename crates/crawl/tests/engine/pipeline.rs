@@ -414,3 +414,20 @@ async fn run_timeout_stops_in_order_and_keeps_what_was_done() {
     assert!(counts.values().all(|&n| n == 1));
     assert!(!recorded.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn depth_limit_is_exact_under_high_concurrency() {
+    // 3,000 pages, 8 links each: the tree's last level sits at the depth
+    // limit, and back links offer the same pages again at greater depths.
+    let mut config = SiteConfig::uniform(1, 3000);
+    config.hosts[0].links = 8;
+    config.hosts[0].delay_spread = Duration::from_millis(30);
+    let site = TestSite::start(config.clone()).await.unwrap();
+    let mut crawl_config = follow_config();
+    crawl_config.engine.per_host = 32;
+    crawl_config.engine.max_workers = 32;
+    crawl_config.scope.max_depth = 4;
+    crawl(crawl_config, &[site.url(0, "/")]).await;
+    let expected: BTreeSet<String> = config.hosts[0].expected(4).into_keys().collect();
+    assert_eq!(page_requests(&site, 0), expected);
+}

@@ -250,3 +250,62 @@ fn a_success_resets_the_failure_run() {
     }
     assert!(!f.is_abandoned(0));
 }
+
+#[test]
+fn a_queued_url_found_closer_to_a_seed_takes_the_smaller_depth() {
+    let now = Instant::now();
+    let mut f = frontier(1, None, false);
+    let url = Url::parse("http://a.test/x").unwrap();
+    let at = |depth| {
+        let mut job = Job::seed(url.clone());
+        job.depth = depth;
+        Discovered {
+            key: url_key(&url),
+            job,
+        }
+    };
+    offer(&mut f, "http://a.test/first", now);
+    assert_eq!(f.offer(at(3), now), Disposition::Queued);
+    assert_eq!(f.offer(at(1), now), Disposition::Duplicate);
+    assert_eq!(f.offer(at(2), now), Disposition::Duplicate);
+    let (slot, _) = take_page(&mut f, now);
+    f.request_done(slot, now, ok(1));
+    let (_, job) = take_page(&mut f, now);
+    assert_eq!((job.url.as_str(), job.depth), ("http://a.test/x", 1));
+}
+
+#[test]
+fn links_from_deeper_pages_wait_for_shallower_jobs_of_the_authority() {
+    let now = Instant::now();
+    let mut f = frontier(2, None, false);
+    let at = |path: &str, depth| {
+        let url = Url::parse(&format!("http://a.test{path}")).unwrap();
+        let mut job = Job::seed(url.clone());
+        job.depth = depth;
+        Discovered {
+            key: url_key(&url),
+            job,
+        }
+    };
+    // A depth-1 page and a depth-2 page in flight; the deeper one finishes first.
+    f.offer(at("/slow", 1), now);
+    f.offer(at("/deep", 2), now);
+    let (slot, _) = take_page(&mut f, now);
+    let (_, deep) = take_page(&mut f, now);
+    f.request_done(slot, now, ok(1));
+    f.job_finished(slot, deep.depth, now);
+    // Its link may be one /slow also has, one level closer to the seed.
+    f.offer_batch(slot, 2, vec![at("/x", 3)], now);
+    assert_eq!(f.pending(), 1, "held while /slow (depth 1) is outstanding");
+    assert!(f.next_start(now).is_none());
+    // /slow finishes and links to /x at depth 2: /x is admitted at depth 2.
+    f.request_done(slot, now, ok(1));
+    f.job_finished(slot, 1, now);
+    f.offer_batch(slot, 1, vec![at("/x", 2)], now);
+    let (_, x) = take_page(&mut f, now);
+    assert_eq!((x.url.path(), x.depth), ("/x", 2));
+    assert!(
+        f.next_start(now).is_none(),
+        "the held duplicate was dropped"
+    );
+}
