@@ -240,3 +240,50 @@ async fn demo_crawls_the_bundled_site() {
     assert!(recs.len() > 80, "{}", recs.len());
     assert!(r.stderr.contains("requests in"), "{}", r.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_and_sigterm_stop_in_order_with_130_and_143() {
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let mut config = SiteConfig::uniform(1, 2000);
+        config.hosts[0].delay = Duration::from_millis(50);
+        let site = TestSite::start(config).await.unwrap();
+        let out = temp_path(&format!("signal{code}.jsonl"));
+        let child = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+            .args(["crawl", "--follow", "--per-host", "4", "--out"])
+            .arg(&out)
+            .arg(site.url(0, "/"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        site.log().wait_for(10).await;
+        let pid = child.id().unwrap().to_string();
+        let killed = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let output = child.wait_with_output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{stderr}");
+        assert!(
+            stderr.contains("still queued"),
+            "the summary is printed: {stderr}"
+        );
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.ends_with('\n'));
+        let recs = records(&text);
+        assert!(recs.len() >= 9, "{} records", recs.len());
+        let requested = site
+            .log()
+            .targets(0)
+            .iter()
+            .filter(|t| *t != "/robots.txt")
+            .count();
+        assert_eq!(
+            recs.len(),
+            requested,
+            "in-flight requests finished and were written"
+        );
+    }
+}

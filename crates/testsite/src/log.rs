@@ -29,6 +29,7 @@ struct HostGauge {
 pub struct RequestLog {
     entries: Arc<Mutex<Vec<LogEntry>>>,
     gauges: Arc<Vec<HostGauge>>,
+    arrived: Arc<tokio::sync::Notify>,
 }
 
 /// Decrements a host's in-flight gauge when the response is done.
@@ -51,6 +52,7 @@ impl RequestLog {
         Self {
             entries: Arc::default(),
             gauges: Arc::new((0..hosts).map(|_| HostGauge::default()).collect()),
+            arrived: Arc::default(),
         }
     }
 
@@ -61,6 +63,7 @@ impl RequestLog {
         g.max_in_flight.fetch_max(now, Ordering::SeqCst);
         let host = entry.host;
         self.lock().push(entry);
+        self.arrived.notify_waiters();
         InFlight {
             gauges: self.gauges.clone(),
             host,
@@ -92,6 +95,20 @@ impl RequestLog {
             .iter()
             .filter(|e| e.host == host && e.target == target)
             .count()
+    }
+
+    /// Completes once at least `n` requests have arrived: a test waits for
+    /// the crawl to be under way without sleeping.
+    pub async fn wait_for(&self, n: usize) {
+        loop {
+            let arrived = self.arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            if self.len() >= n {
+                return;
+            }
+            arrived.await;
+        }
     }
 
     /// Number of requests received.
