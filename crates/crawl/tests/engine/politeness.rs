@@ -180,3 +180,58 @@ async fn a_host_that_always_fails_is_abandoned_and_its_urls_recorded() {
     assert!(!summary.all_failed(), "the other host was fine");
     assert_eq!(arrivals(&site, 1).len(), 1);
 }
+
+/// A fetcher on tokio's clock: every response takes 400 ms and has no links.
+struct ClockFetcher {
+    starts: std::sync::Arc<std::sync::Mutex<Vec<tokio::time::Instant>>>,
+}
+
+#[async_trait::async_trait]
+impl crawlkeeper_crawl::Fetcher for ClockFetcher {
+    async fn fetch(
+        &self,
+        _url: &url::Url,
+    ) -> Result<crawlkeeper_crawl::FetchResponse, crawlkeeper_crawl::FetchError> {
+        self.starts
+            .lock()
+            .unwrap()
+            .push(tokio::time::Instant::now());
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::CONTENT_TYPE, "text/html".parse().unwrap());
+        Ok(crawlkeeper_crawl::FetchResponse {
+            started_at: std::time::SystemTime::now(),
+            elapsed: Duration::from_millis(400),
+            status: 200,
+            headers,
+            body: bytes::Bytes::from_static(b"<title>t</title>"),
+            truncated: false,
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn engine_spacing_is_exact_on_a_paused_clock() {
+    let starts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut registry = crawlkeeper_crawl::Registry::builtin();
+    let shared = starts.clone();
+    registry.set_fetcher(move |_| {
+        Ok(std::sync::Arc::new(ClockFetcher {
+            starts: shared.clone(),
+        }))
+    });
+    let mut config = polite_config();
+    config.scope.respect_robots = false;
+    let seeds: Vec<String> = (0..4).map(|i| format!("http://a.test/{i}")).collect();
+    let (_, records) = crawl_with(&registry, config, &seeds).await;
+    assert_eq!(records.len(), 4);
+    let starts = starts.lock().unwrap().clone();
+    let gaps: Vec<u128> = starts
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_millis())
+        .collect();
+    // 400 ms responses with L = 50: delays 100, 175, 231.25 ms (a quarter
+    // of the way from the previous delay to the response time each time);
+    // tokio's timer fires on the next whole millisecond.
+    assert_eq!(gaps, [500, 575, 632]);
+}
