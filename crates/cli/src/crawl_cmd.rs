@@ -42,7 +42,7 @@ pub async fn crawl(
     let run_timeout = config.engine.run_timeout;
     let engine = Engine::new(config, seeds, &Registry::builtin(), sink).map_err(|e| match e {
         EngineError::Config(_) | EngineError::BadSeed(_) => CliError::Usage(e.to_string()),
-        EngineError::Sink(_) => CliError::Fatal(e.into()),
+        EngineError::Sink(_) | EngineError::State(_) => CliError::Fatal(e.into()),
     })?;
     let shutdown = Shutdown::install().map_err(|e| CliError::Fatal(e.into()))?;
     let summary = engine

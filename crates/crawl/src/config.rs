@@ -33,6 +33,10 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Query parameters removed during normalisation by default
 /// (a trailing `*` matches any suffix).
 pub const DEFAULT_STRIP_PARAMS: [&str; 3] = ["utm_*", "fbclid", "gclid"];
+/// Default number of URL keys remembered in memory.
+pub const DEFAULT_SEEN_CACHE: usize = 1_000_000;
+/// Default number of URLs queued in memory.
+pub const DEFAULT_MAX_QUEUED: usize = 100_000;
 /// Default `max_load` (percent of time the crawler may keep a host busy).
 pub const DEFAULT_MAX_LOAD: u8 = 50;
 /// Longest `Crawl-delay` obeyed by default.
@@ -149,6 +153,11 @@ pub struct EngineConfig {
     pub shutdown_grace: Duration,
     /// Maximum redirect hops in one chain. Default 10.
     pub max_redirects: u32,
+    /// Most URL keys remembered in memory to skip store lookups (16 bytes
+    /// each, plus table overhead). Past it, the store answers. Default 1,000,000.
+    pub seen_cache: usize,
+    /// Most URLs queued in memory; more wait in the store. Default 100,000.
+    pub max_queued: usize,
 }
 
 /// Politeness per authority, after ScraperUtils: delays computed from
@@ -227,6 +236,8 @@ impl Default for EngineConfig {
             run_timeout: DEFAULT_RUN_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_redirects: DEFAULT_MAX_REDIRECTS,
+            seen_cache: DEFAULT_SEEN_CACHE,
+            max_queued: DEFAULT_MAX_QUEUED,
         }
     }
 }
@@ -270,6 +281,9 @@ impl CrawlConfig {
         let mut problems = Vec::new();
         if self.engine.max_workers == 0 {
             problems.push("max_workers must be at least 1".to_owned());
+        }
+        if self.engine.max_queued == 0 {
+            problems.push("max_queued must be at least 1".to_owned());
         }
         if self.engine.per_host == 0 {
             problems.push("per_host must be at least 1".to_owned());

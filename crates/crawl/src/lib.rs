@@ -14,6 +14,7 @@
 //! | [`registry`] | processors by name; builds a pipeline from a config |
 //! | [`engine`] | the frontier and the run loop |
 //! | [`sink`] | where records go (JSON Lines, memory) |
+//! | [`state`] | durable crawl state: the port a store implements, the worker that commits |
 //! | [`summary`] | per-authority counts and the end-of-run table |
 //!
 //! A library user adds a processor by implementing [`Extractor`] or
@@ -32,6 +33,7 @@ pub mod registry;
 pub mod robots;
 pub mod scope;
 pub mod sink;
+pub mod state;
 pub mod summary;
 
 pub use config::CrawlConfig;

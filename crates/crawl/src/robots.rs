@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crawlkeeper_model::{Authority, ErrorKind, RecordError};
+use crawlkeeper_model::{Authority, ErrorKind, RecordError, RobotsSnapshot};
 use texting_robots::Robot;
 use tracing::{debug, warn};
 use url::Url;
@@ -77,30 +77,47 @@ impl RobotsRules {
         }
     }
 
+    /// Rules from a snapshot kept by an earlier run.
+    pub fn from_snapshot(snapshot: &RobotsSnapshot) -> Self {
+        match snapshot {
+            RobotsSnapshot::AllowAll => Self::AllowAll,
+            RobotsSnapshot::Body(body) => Self::parse(body.as_bytes()),
+        }
+    }
+
     /// Fetches and parses the robots.txt of `authority`, following up to
-    /// five redirects. 4xx means allow all; 5xx or no answer means disallow all.
-    pub async fn fetch(fetcher: &dyn Fetcher, authority: &Authority) -> Self {
+    /// five redirects. 4xx means allow all; 5xx or no answer means disallow
+    /// all. The snapshot is what a later run may reuse (none for an
+    /// unavailable robots.txt, which is fetched again).
+    pub async fn fetch(
+        fetcher: &dyn Fetcher,
+        authority: &Authority,
+    ) -> (Self, Option<RobotsSnapshot>) {
         let mut url = authority.robots_url();
         for _ in 0..=MAX_ROBOTS_REDIRECTS {
             let response = match fetcher.fetch(&url).await {
                 Ok(r) => r,
                 Err(e) => {
                     debug!(%authority, error = %e, "robots.txt unreachable");
-                    return Self::Unavailable(e.message);
+                    return (Self::Unavailable(e.message), None);
                 }
             };
             match response.status {
-                200..=299 => return Self::parse(&response.body),
+                200..=299 => {
+                    let body = &response.body[..response.body.len().min(MAX_ROBOTS_BYTES)];
+                    let text = String::from_utf8_lossy(body).into_owned();
+                    return (Self::parse(body), Some(RobotsSnapshot::Body(text)));
+                }
                 300..=399 => match response.location().and_then(|l| url.join(l).ok()) {
                     Some(next) => url = next,
-                    None => return Self::AllowAll,
+                    None => return (Self::AllowAll, Some(RobotsSnapshot::AllowAll)),
                 },
-                400..=499 => return Self::AllowAll,
-                status => return Self::Unavailable(format!("status {status}")),
+                400..=499 => return (Self::AllowAll, Some(RobotsSnapshot::AllowAll)),
+                status => return (Self::Unavailable(format!("status {status}")), None),
             }
         }
         // RFC 9309: past the redirect limit, treat as unavailable (4xx-like).
-        Self::AllowAll
+        (Self::AllowAll, Some(RobotsSnapshot::AllowAll))
     }
 }
 

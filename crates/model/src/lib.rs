@@ -5,11 +5,14 @@
 //! | [`authority`] | scheme + host + port: the unit of politeness and scheduling |
 //! | [`record`] | the record written for every URL the crawler requested |
 //! | [`duration`] | durations written like `500ms`, `2s`, `1m`, `6h` |
+//! | [`state`] | durable crawl state: frontier entries, finished URLs, per-authority state |
 
 pub mod authority;
 pub mod duration;
 pub mod record;
+pub mod state;
 
 pub use authority::Authority;
 pub use duration::{DurationError, format_duration, parse_duration};
 pub use record::{CrawlRecord, ErrorKind, RecordError};
+pub use state::{AuthorityState, FinishedUrl, FrontierEntry, JobCounts, RobotsSnapshot};

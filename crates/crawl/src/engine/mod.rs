@@ -1,14 +1,16 @@
-//! The engine: owns the frontier, the sink and the counts, starts requests
-//! up to the limits and as politeness allows, and stops in order on
-//! completion, timeout or shutdown.
+//! The engine: owns the frontier and the counts, starts requests up to the
+//! limits and as politeness allows, hands results and discovered URLs to
+//! the state worker, and stops in order on completion, timeout or shutdown.
 //!
-//! One task (the caller of [`Engine::run`]) owns all mutable crawl state.
-//! Requests run as spawned tasks that own nothing but their job and report
-//! back through a `JoinSet`.
+//! One task (the caller of [`Engine::run`]) owns all scheduling state.
+//! Requests run as spawned tasks that own nothing but their job; the state
+//! worker owns the store and the sink. Both report back as events.
 
+mod admission;
 mod depth_queue;
 mod frontier;
 mod records;
+mod slot;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -16,22 +18,26 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crawlkeeper_model::Authority;
+use crawlkeeper_model::{Authority, CrawlRecord, FinishedUrl};
 use futures_util::FutureExt;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until};
 use tracing::{error, info, warn};
 use url::Url;
 
-pub use frontier::{Frontier, KeyHasher, RequestReport};
+pub use frontier::{Frontier, FrontierLimits, RequestReport};
+pub use slot::{KeyHasher, Slot};
 
 use crate::config::{ConfigError, CrawlConfig};
 use crate::pipeline::{Discovered, Job, Pipeline, Processed, url_key};
 use crate::registry::Registry;
 use crate::robots::RobotsRules;
 use crate::sink::{Sink, SinkError};
+use crate::state::{
+    AdmitItem, Command, CrawlState, MemoryState, Reply, StateError, StateHandle, spawn_worker,
+};
 use crate::summary::{AuthorityStats, StopReason, Summary};
-use frontier::{Next, Slot};
+use frontier::Next;
 
 /// How often progress is logged.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
@@ -48,12 +54,16 @@ pub enum EngineError {
     /// Records could not be written.
     #[error(transparent)]
     Sink(#[from] SinkError),
+    /// The crawl state could not be read or written.
+    #[error(transparent)]
+    State(#[from] StateError),
 }
 
 enum TaskOutput {
     Robots {
         slot: Slot,
         rules: RobotsRules,
+        snapshot: Option<crawlkeeper_model::RobotsSnapshot>,
     },
     Page {
         slot: Slot,
@@ -67,66 +77,107 @@ pub struct Engine {
     config: CrawlConfig,
     pipeline: Arc<Pipeline>,
     frontier: Frontier,
-    sink: Box<dyn Sink>,
+    seeds: Vec<Url>,
+    state: Option<(Box<dyn CrawlState>, Box<dyn Sink>)>,
     stats: Vec<AuthorityStats>,
     done: u64,
+    committing: usize,
+    pending_finish: Vec<(Slot, Job, CrawlRecord)>,
+    pending_saves: Vec<Slot>,
 }
 
 impl Engine {
-    /// Builds the pipeline from `registry` and queues the seeds. Every
-    /// configuration problem is reported at once.
+    /// A crawl whose state lives in memory, writing records to `sink`.
     pub fn new(
         config: CrawlConfig,
         seeds: Vec<Url>,
         registry: &Registry,
         sink: Box<dyn Sink>,
     ) -> Result<Self, EngineError> {
+        Self::with_state(config, seeds, registry, Box::new(MemoryState::new()), sink)
+    }
+
+    /// A crawl that keeps its state in `state` (resuming what is there)
+    /// and writes each record to `sink` once it is durable. Every
+    /// configuration problem is reported at once.
+    pub fn with_state(
+        config: CrawlConfig,
+        seeds: Vec<Url>,
+        registry: &Registry,
+        state: Box<dyn CrawlState>,
+        sink: Box<dyn Sink>,
+    ) -> Result<Self, EngineError> {
         let pipeline = registry.build(&config, &seeds)?;
-        let mut frontier = Frontier::new(
-            config.engine.per_host,
-            config.scope.max_pages,
-            config.scope.respect_robots,
+        let frontier = Frontier::new(
+            FrontierLimits {
+                per_host: config.engine.per_host,
+                max_pages: config.scope.max_pages,
+                respect_robots: config.scope.respect_robots,
+                seen_cache: config.engine.seen_cache,
+                max_queued: config.engine.max_queued,
+            },
             config.politeness.clone(),
             fastrand::u64(..),
         );
-        let now = Instant::now();
+        let mut normalized = Vec::with_capacity(seeds.len());
         for mut url in seeds {
             if !matches!(url.scheme(), "http" | "https") || Authority::of(&url).is_err() {
                 return Err(EngineError::BadSeed(url.to_string()));
             }
             pipeline.normalizer().normalize(&mut url);
-            frontier.offer(
-                Discovered {
-                    key: url_key(&url),
-                    job: Job::seed(url),
-                },
-                now,
-            );
+            normalized.push(url);
         }
         Ok(Self {
             config,
             pipeline: Arc::new(pipeline),
             frontier,
-            sink,
+            seeds: normalized,
+            state: Some((state, sink)),
             stats: Vec::new(),
             done: 0,
+            committing: 0,
+            pending_finish: Vec::new(),
+            pending_saves: Vec::new(),
         })
     }
 
     /// Runs the crawl until nothing is left, the run timeout expires or
     /// `shutdown` completes. In-flight requests get the shutdown grace to
-    /// finish; every record received is written and flushed.
+    /// finish; every record received is made durable and written out.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<Summary, EngineError> {
         let started = Instant::now();
         let deadline = started + self.config.engine.run_timeout;
+        let (state, sink) = self.state.take().expect("run is called once");
+        let mut store = spawn_worker(state, sink);
+        match store.rx.recv().await {
+            Some(Reply::Resumed(resumed)) => {
+                if resumed.counts.seen > 0 {
+                    info!(
+                        done = resumed.counts.done,
+                        pending = resumed.counts.pending(),
+                        "resuming the crawl"
+                    );
+                }
+                self.frontier.restore(&resumed);
+            }
+            Some(Reply::Failed(e)) => return Err(e.into()),
+            _ => return Err(StateError::Fatal("state worker stopped".into()).into()),
+        }
+        for url in std::mem::take(&mut self.seeds) {
+            self.frontier.triage(Discovered {
+                key: url_key(&url),
+                job: Job::seed(url),
+            });
+        }
         let mut tasks: JoinSet<TaskOutput> = JoinSet::new();
         let mut progress = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
         tokio::pin!(shutdown);
         let stop = loop {
             let now = Instant::now();
             self.frontier.release_due(now);
+            self.send_to_store(&store)?;
             self.dispatch(&mut tasks, now);
-            if tasks.is_empty() && self.frontier.is_idle() {
+            if tasks.is_empty() && self.committing == 0 && self.frontier.is_idle() {
                 break StopReason::Finished;
             }
             let wake = self.frontier.next_wake();
@@ -134,21 +185,19 @@ impl Engine {
                 biased;
                 () = &mut shutdown => break StopReason::Interrupted,
                 () = sleep_until(deadline) => break StopReason::Timeout,
+                Some(reply) = store.rx.recv() => self.on_reply(reply)?,
                 Some(joined) = tasks.join_next() => self.complete(joined)?,
                 () = sleep_until(wake.unwrap_or(deadline)), if wake.is_some() => {}
                 _ = progress.tick() => self.log_progress(started),
             }
         };
         if stop != StopReason::Finished {
-            info!(
-                ?stop,
-                in_flight = tasks.len(),
-                "stopping: waiting for in-flight requests"
-            );
+            info!(?stop, in_flight = tasks.len(), "stopping: waiting for in-flight requests");
             let grace = Instant::now() + self.config.engine.shutdown_grace;
             loop {
                 tokio::select! {
                     () = sleep_until(grace) => break,
+                    Some(reply) = store.rx.recv() => self.on_reply(reply)?,
                     joined = tasks.join_next() => match joined {
                         Some(joined) => self.complete(joined)?,
                         None => break,
@@ -157,7 +206,7 @@ impl Engine {
             }
             tasks.abort_all();
         }
-        self.sink.flush()?;
+        self.close(&mut store).await?;
         let authorities: BTreeMap<Authority, AuthorityStats> = self
             .stats
             .iter()
@@ -173,9 +222,98 @@ impl Engine {
         })
     }
 
+    /// Sends the last records and waits until everything is durable.
+    async fn close(&mut self, store: &mut StateHandle) -> Result<(), EngineError> {
+        self.send_to_store(store)?;
+        let _ = store.tx.send(Command::Close);
+        while let Some(reply) = store.rx.recv().await {
+            match reply {
+                Reply::Closed => return Ok(()),
+                Reply::Failed(e) => return Err(e.into()),
+                // Admissions and loads that arrive now stay in the store.
+                Reply::Finished(n) => self.committing -= n,
+                _ => {}
+            }
+        }
+        Err(StateError::Fatal("state worker stopped before closing".into()).into())
+    }
+
+    /// Hands the frontier's outgoing URLs, loads and skipped records to the store.
+    fn send_to_store(&mut self, store: &StateHandle) -> Result<(), EngineError> {
+        let gone = || StateError::Fatal("state worker stopped".into());
+        for (slot, job, record) in std::mem::take(&mut self.pending_finish) {
+            self.finish(store, slot, &job, record)?;
+        }
+        for slot in std::mem::take(&mut self.pending_saves) {
+            let saved = self.frontier.saved(slot);
+            store.tx.send(Command::Save(saved)).map_err(|_| gone())?;
+        }
+        let outgoing = self.frontier.take_outbox();
+        if !outgoing.is_empty() {
+            let items = outgoing
+                .into_iter()
+                .map(|o| AdmitItem {
+                    slot: o.slot,
+                    key: o.key,
+                    job: o.job,
+                    authority: o.authority,
+                    loaded: o.loaded,
+                })
+                .collect();
+            store.tx.send(Command::Admit(items)).map_err(|_| gone())?;
+        }
+        for (slot, authority, limit) in self.frontier.take_loads() {
+            store
+                .tx
+                .send(Command::Load {
+                    slot,
+                    authority,
+                    limit,
+                })
+                .map_err(|_| gone())?;
+        }
+        for (slot, job) in self.frontier.take_skipped() {
+            let limit = self.config.politeness.max_host_errors;
+            if !self.stats_of(slot).abandoned {
+                self.stats_of(slot).abandoned = true;
+                warn!(
+                    authority = %self.frontier.authority(slot),
+                    failures = limit,
+                    "abandoning authority after consecutive failures"
+                );
+                let saved = self.frontier.saved(slot);
+                store.tx.send(Command::Save(saved)).map_err(|_| gone())?;
+            }
+            let record = records::skipped(&job, limit);
+            self.finish(store, slot, &job, record)?;
+        }
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        store: &StateHandle,
+        slot: Slot,
+        job: &Job,
+        record: CrawlRecord,
+    ) -> Result<(), EngineError> {
+        self.stats_of(slot).add(&record);
+        self.done += 1;
+        self.committing += 1;
+        let finished = FinishedUrl {
+            key: url_key(&job.url),
+            record,
+        };
+        store
+            .tx
+            .send(Command::Finish(finished))
+            .map_err(|_| StateError::Fatal("state worker stopped".into()).into())
+    }
+
     /// Starts requests while there are free workers and ready authorities.
+    /// A worker is busy until its record is durable.
     fn dispatch(&mut self, tasks: &mut JoinSet<TaskOutput>, now: Instant) {
-        while tasks.len() < self.config.engine.max_workers {
+        while tasks.len() + self.committing < self.config.engine.max_workers {
             let Some(next) = self.frontier.next_start(now) else {
                 break;
             };
@@ -183,8 +321,13 @@ impl Engine {
             match next {
                 Next::Robots { slot, authority } => {
                     tasks.spawn(async move {
-                        let rules = RobotsRules::fetch(pipeline.fetcher(), &authority).await;
-                        TaskOutput::Robots { slot, rules }
+                        let (rules, snapshot) =
+                            RobotsRules::fetch(pipeline.fetcher(), &authority).await;
+                        TaskOutput::Robots {
+                            slot,
+                            rules,
+                            snapshot,
+                        }
                     });
                 }
                 Next::Page { slot, job, robots } => {
@@ -209,10 +352,29 @@ impl Engine {
         }
     }
 
+    fn on_reply(&mut self, reply: Reply) -> Result<(), EngineError> {
+        let now = Instant::now();
+        match reply {
+            Reply::Finished(n) => self.committing -= n,
+            Reply::Admitted(pairs) => {
+                for (item, new) in pairs {
+                    self.frontier
+                        .admitted(item.slot, item.key, item.job, new, item.loaded, now);
+                }
+            }
+            Reply::Loaded { slot, jobs, more } => self.frontier.loaded(slot, jobs, more, now),
+            Reply::Failed(e) => return Err(e.into()),
+            Reply::Resumed(_) | Reply::Closed => {
+                return Err(StateError::Fatal("unexpected reply from the state worker".into()).into());
+            }
+        }
+        Ok(())
+    }
+
     fn complete(
         &mut self,
         joined: Result<TaskOutput, tokio::task::JoinError>,
-    ) -> Result<(), SinkError> {
+    ) -> Result<(), EngineError> {
         let output = match joined {
             Ok(o) => o,
             Err(e) => {
@@ -223,7 +385,14 @@ impl Engine {
         };
         let now = Instant::now();
         match output {
-            TaskOutput::Robots { slot, rules } => self.frontier.robots_known(slot, rules, now),
+            TaskOutput::Robots {
+                slot,
+                rules,
+                snapshot,
+            } => {
+                self.frontier.robots_known(slot, rules, snapshot, now);
+                self.pending_saves.push(slot);
+            }
             TaskOutput::Page {
                 slot,
                 job,
@@ -243,19 +412,23 @@ impl Engine {
                     self.stats_of(slot).note_failure(&record);
                 }
                 let depth = job.depth;
-                if let Some(hint) = retry
-                    && self.frontier.retry(slot, job, now, hint.after).is_none()
-                {
-                    self.stats_of(slot).retries += 1;
-                    return self.write_skipped();
-                }
-                self.write(slot, &record)?;
+                let job = match retry {
+                    Some(hint) => match self.frontier.retry(slot, job, now, hint.after) {
+                        None => {
+                            self.stats_of(slot).retries += 1;
+                            return Ok(());
+                        }
+                        Some(job) => job,
+                    },
+                    None => job,
+                };
+                self.pending_finish.push((slot, job, record));
                 // Its own links first: they are shallower than any it releases.
-                self.frontier.offer_batch(slot, depth, discovered, now);
-                self.frontier.job_finished(slot, depth, now);
+                self.frontier.offer_batch(slot, depth, discovered);
+                self.frontier.job_finished(slot, depth);
             }
         }
-        self.write_skipped()
+        Ok(())
     }
 
     fn stats_of(&mut self, slot: Slot) -> &mut AuthorityStats {
@@ -265,40 +438,12 @@ impl Engine {
         &mut self.stats[slot]
     }
 
-    fn write(
-        &mut self,
-        slot: Slot,
-        record: &crawlkeeper_model::CrawlRecord,
-    ) -> Result<(), SinkError> {
-        self.sink.write(record)?;
-        self.stats_of(slot).add(record);
-        self.done += 1;
-        Ok(())
-    }
-
-    /// Writes a skipped record for every URL of an abandoned authority.
-    fn write_skipped(&mut self) -> Result<(), SinkError> {
-        for (slot, job) in self.frontier.take_skipped() {
-            let limit = self.config.politeness.max_host_errors;
-            if !self.stats_of(slot).abandoned {
-                self.stats_of(slot).abandoned = true;
-                warn!(
-                    authority = %self.frontier.authority(slot),
-                    failures = limit,
-                    "abandoning authority after consecutive failures"
-                );
-            }
-            self.write(slot, &records::skipped(&job, limit))?;
-        }
-        Ok(())
-    }
-
     fn log_progress(&self, started: Instant) {
         let secs = started.elapsed().as_secs_f64();
         info!(
             done = self.done,
             queued = self.frontier.pending(),
-            seen = self.frontier.seen(),
+            cached = self.frontier.cached_keys(),
             rate = format!("{:.0}/s", self.done as f64 / secs),
             "progress"
         );

@@ -4,7 +4,8 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::*;
-use crate::pipeline::url_key;
+use crate::pipeline::{Discovered, url_key};
+use crate::scope::Disposition;
 
 fn politeness(max_load: u8) -> PolitenessConfig {
     PolitenessConfig {
@@ -15,19 +16,41 @@ fn politeness(max_load: u8) -> PolitenessConfig {
     }
 }
 
+fn limits(per_host: usize, max_pages: Option<u64>, robots: bool) -> FrontierLimits {
+    FrontierLimits {
+        per_host,
+        max_pages,
+        respect_robots: robots,
+        seen_cache: 1000,
+        max_queued: 1000,
+    }
+}
+
 fn frontier(per_host: usize, max_pages: Option<u64>, robots: bool) -> Frontier {
-    Frontier::new(per_host, max_pages, robots, politeness(100), 7)
+    Frontier::new(limits(per_host, max_pages, robots), politeness(100), 7)
+}
+
+/// Plays the store: every URL offered is new.
+fn store_admits_all(f: &mut Frontier, now: Instant) {
+    for o in f.take_outbox() {
+        f.admitted(o.slot, o.key, o.job, true, o.loaded, now);
+    }
+}
+
+fn offer_at(f: &mut Frontier, url: &str, depth: u32, now: Instant) -> Disposition {
+    let url = Url::parse(url).unwrap();
+    let mut job = Job::seed(url.clone());
+    job.depth = depth;
+    let d = f.triage(Discovered {
+        key: url_key(&url),
+        job,
+    });
+    store_admits_all(f, now);
+    d
 }
 
 fn offer(f: &mut Frontier, url: &str, now: Instant) -> Disposition {
-    let url = Url::parse(url).unwrap();
-    f.offer(
-        Discovered {
-            key: url_key(&url),
-            job: Job::seed(url),
-        },
-        now,
-    )
+    offer_at(f, url, 0, now)
 }
 
 fn take_page(f: &mut Frontier, now: Instant) -> (Slot, Job) {
@@ -66,7 +89,7 @@ fn duplicates_and_limits() {
         offer(&mut f, "http://a.test/3", now),
         Disposition::OverLimit
     );
-    assert_eq!(f.seen(), 2);
+    assert_eq!(f.cached_keys(), 2);
 }
 
 #[test]
@@ -82,7 +105,7 @@ fn robots_first_then_one_request_at_a_time_per_host() {
         f.next_start(now).is_none(),
         "nothing else until robots is known"
     );
-    f.robots_known(slot, RobotsRules::AllowAll, now);
+    f.robots_known(slot, RobotsRules::AllowAll, None, now);
     let (slot, job) = take_page(&mut f, now);
     assert_eq!(job.url.as_str(), "http://a.test/1");
     assert!(f.next_start(now).is_none(), "per_host = 1");
@@ -120,7 +143,7 @@ fn authorities_take_turns() {
 #[test]
 fn adaptive_delay_holds_an_authority_back_without_spinning() {
     let t0 = Instant::now();
-    let mut f = Frontier::new(1, None, false, politeness(50), 1);
+    let mut f = Frontier::new(limits(1, None, false), politeness(50), 1);
     offer(&mut f, "http://a.test/1", t0);
     offer(&mut f, "http://a.test/2", t0);
     offer(&mut f, "http://b.test/1", t0);
@@ -145,7 +168,7 @@ fn adaptive_delay_holds_an_authority_back_without_spinning() {
 #[test]
 fn crawl_delay_from_robots_spaces_requests() {
     let t0 = Instant::now();
-    let mut f = Frontier::new(1, None, true, politeness(100), 1);
+    let mut f = Frontier::new(limits(1, None, true), politeness(100), 1);
     offer(&mut f, "http://a.test/1", t0);
     offer(&mut f, "http://a.test/2", t0);
     let Some(Next::Robots { slot, .. }) = f.next_start(t0) else {
@@ -154,6 +177,7 @@ fn crawl_delay_from_robots_spaces_requests() {
     f.robots_known(
         slot,
         RobotsRules::parse(b"User-agent: *\nCrawl-delay: 1\n"),
+        None,
         t0,
     );
     let (slot, _) = take_page(&mut f, t0);
@@ -255,19 +279,10 @@ fn a_success_resets_the_failure_run() {
 fn a_queued_url_found_closer_to_a_seed_takes_the_smaller_depth() {
     let now = Instant::now();
     let mut f = frontier(1, None, false);
-    let url = Url::parse("http://a.test/x").unwrap();
-    let at = |depth| {
-        let mut job = Job::seed(url.clone());
-        job.depth = depth;
-        Discovered {
-            key: url_key(&url),
-            job,
-        }
-    };
     offer(&mut f, "http://a.test/first", now);
-    assert_eq!(f.offer(at(3), now), Disposition::Queued);
-    assert_eq!(f.offer(at(1), now), Disposition::Duplicate);
-    assert_eq!(f.offer(at(2), now), Disposition::Duplicate);
+    assert_eq!(offer_at(&mut f, "http://a.test/x", 3, now), Disposition::Queued);
+    assert_eq!(offer_at(&mut f, "http://a.test/x", 1, now), Disposition::Duplicate);
+    assert_eq!(offer_at(&mut f, "http://a.test/x", 2, now), Disposition::Duplicate);
     let (slot, _) = take_page(&mut f, now);
     f.request_done(slot, now, ok(1));
     let (_, job) = take_page(&mut f, now);
@@ -288,24 +303,62 @@ fn links_from_deeper_pages_wait_for_shallower_jobs_of_the_authority() {
         }
     };
     // A depth-1 page and a depth-2 page in flight; the deeper one finishes first.
-    f.offer(at("/slow", 1), now);
-    f.offer(at("/deep", 2), now);
+    offer_at(&mut f, "http://a.test/slow", 1, now);
+    offer_at(&mut f, "http://a.test/deep", 2, now);
     let (slot, _) = take_page(&mut f, now);
     let (_, deep) = take_page(&mut f, now);
     f.request_done(slot, now, ok(1));
-    f.job_finished(slot, deep.depth, now);
-    // Its link may be one /slow also has, one level closer to the seed.
-    f.offer_batch(slot, 2, vec![at("/x", 3)], now);
+    f.offer_batch(slot, 2, vec![at("/x", 3)]);
+    f.job_finished(slot, deep.depth);
+    store_admits_all(&mut f, now);
     assert_eq!(f.pending(), 1, "held while /slow (depth 1) is outstanding");
     assert!(f.next_start(now).is_none());
     // /slow finishes and links to /x at depth 2: /x is admitted at depth 2.
     f.request_done(slot, now, ok(1));
-    f.job_finished(slot, 1, now);
-    f.offer_batch(slot, 1, vec![at("/x", 2)], now);
+    f.offer_batch(slot, 1, vec![at("/x", 2)]);
+    f.job_finished(slot, 1);
+    store_admits_all(&mut f, now);
     let (_, x) = take_page(&mut f, now);
     assert_eq!((x.url.path(), x.depth), ("/x", 2));
-    assert!(
-        f.next_start(now).is_none(),
-        "the held duplicate was dropped"
+    assert!(f.next_start(now).is_none(), "the held duplicate was dropped");
+}
+
+#[test]
+fn urls_past_the_memory_limit_wait_in_the_store() {
+    let now = Instant::now();
+    let mut f = Frontier::new(
+        FrontierLimits {
+            max_queued: 2,
+            ..limits(1, None, false)
+        },
+        politeness(100),
+        1,
     );
+    for i in 0..5 {
+        let url = Url::parse(&format!("http://a.test/{i}")).unwrap();
+        f.triage(Discovered {
+            key: url_key(&url),
+            job: Job::seed(url),
+        });
+    }
+    let out = f.take_outbox();
+    let kept: Vec<bool> = out.iter().map(|o| o.loaded).collect();
+    assert_eq!(kept, [true, true, false, false, false]);
+    let mut spilled = Vec::new();
+    for o in out {
+        if !o.loaded {
+            spilled.push((o.key, o.job.clone()));
+        }
+        f.admitted(o.slot, o.key, o.job, true, o.loaded, now);
+    }
+    assert_eq!(f.pending(), 5);
+    assert!(f.take_loads().is_empty(), "no room in memory yet");
+    let (slot, _) = take_page(&mut f, now);
+    f.request_done(slot, now, ok(1));
+    let loads = f.take_loads();
+    assert_eq!(loads.len(), 1);
+    assert_eq!(loads[0].2, 1, "room for one");
+    f.loaded(slot, spilled.drain(..1).collect(), true, now);
+    assert_eq!(f.pending(), 4);
+    assert!(!f.is_idle());
 }

@@ -1,0 +1,176 @@
+//! One authority's state machine: its queue, retries, robots rules, timing,
+//! failure run, and the counts that keep admission breadth-first.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crawlkeeper_model::{Authority, AuthorityState, RobotsSnapshot};
+use tokio::time::Instant;
+
+use super::depth_queue::{DepthQueue, Queued};
+use crate::pipeline::{Discovered, Job};
+use crate::politeness::Timing;
+use crate::robots::RobotsRules;
+
+/// Index of an authority in the frontier.
+pub type Slot = usize;
+
+/// The keys are already uniform 128-bit hashes: fold them, hash nothing again.
+#[derive(Default)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.0 ^= u64::from_le_bytes(b);
+        }
+    }
+    fn write_u128(&mut self, k: u128) {
+        self.0 = (k as u64) ^ ((k >> 64) as u64);
+    }
+}
+
+/// Smallest depth each queued (not yet started) URL was offered at.
+pub type DepthMap = HashMap<u128, u32, BuildHasherDefault<KeyHasher>>;
+
+pub(super) enum RobotsState {
+    Unknown,
+    Pending,
+    Known(RobotsRules),
+}
+
+/// Where an authority is queued for its next start.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Turn {
+    /// In neither queue: busy, empty, or abandoned.
+    None,
+    /// In the ready ring.
+    Ready,
+    /// In the timer heap.
+    Waiting,
+}
+
+pub(super) struct AuthoritySlot {
+    pub authority: Authority,
+    pub queue: DepthQueue,
+    pub retries: Vec<(Instant, Job)>,
+    pub in_flight: usize,
+    pub robots: RobotsState,
+    pub robots_snapshot: Option<RobotsSnapshot>,
+    pub turn: Turn,
+    pub not_before: Option<Instant>,
+    pub timing: Timing,
+    pub consecutive_failures: u32,
+    pub abandoned: bool,
+    /// Jobs of this authority not yet finished (queued, offered for
+    /// admission, waiting for a retry, or in flight), by depth.
+    pub outstanding: Vec<u32>,
+    /// URLs found on this authority's pages, held until no shallower job of
+    /// the authority is outstanding: (depth of the page, what it found).
+    pub held: Vec<(u32, Vec<Discovered>)>,
+    /// URLs of this authority left in the store, not loaded.
+    pub stored: u64,
+    /// A load from the store is under way.
+    pub loading: bool,
+}
+
+impl AuthoritySlot {
+    pub fn new(authority: Authority, respect_robots: bool) -> Self {
+        Self {
+            authority,
+            queue: DepthQueue::default(),
+            retries: Vec::new(),
+            in_flight: 0,
+            robots: if respect_robots {
+                RobotsState::Unknown
+            } else {
+                RobotsState::Known(RobotsRules::AllowAll)
+            },
+            robots_snapshot: None,
+            turn: Turn::None,
+            not_before: None,
+            timing: Timing::default(),
+            consecutive_failures: 0,
+            abandoned: false,
+            outstanding: Vec::new(),
+            held: Vec::new(),
+            stored: 0,
+            loading: false,
+        }
+    }
+
+    pub fn count(&mut self, depth: u32, up: bool) {
+        let d = depth as usize;
+        if self.outstanding.len() <= d {
+            self.outstanding.resize(d + 1, 0);
+        }
+        if up {
+            self.outstanding[d] += 1;
+        } else {
+            self.outstanding[d] = self.outstanding[d].saturating_sub(1);
+        }
+    }
+
+    /// True while a job shallower than `depth` is outstanding.
+    pub fn blocks(&self, depth: u32) -> bool {
+        self.outstanding.iter().take(depth as usize).any(|&n| n > 0)
+    }
+
+    /// When this authority could start its next request, if it has one.
+    pub fn next_at(&self, now: Instant) -> Option<Instant> {
+        let gate = self.not_before.unwrap_or(now);
+        if !self.queue.is_empty() {
+            return Some(gate);
+        }
+        let due = self.retries.iter().map(|(at, _)| *at).min()?;
+        Some(gate.max(due))
+    }
+
+    /// The job to start now: a due retry first, then the queue. A queued
+    /// job takes the smallest depth it was offered at.
+    pub fn take_job(&mut self, now: Instant, queued_depth: &mut DepthMap) -> Option<Job> {
+        let due = self
+            .retries
+            .iter()
+            .enumerate()
+            .filter(|(_, (at, _))| *at <= now)
+            .min_by_key(|(_, (at, _))| *at)
+            .map(|(i, _)| i);
+        match due {
+            Some(i) => Some(self.retries.swap_remove(i).1),
+            None => self.queue.pop().map(|Queued { key, mut job }| {
+                if let Some(depth) = queued_depth.remove(&key) {
+                    job.depth = job.depth.min(depth);
+                }
+                job
+            }),
+        }
+    }
+
+    /// What must survive a restart.
+    pub fn saved(&self) -> AuthorityState {
+        AuthorityState {
+            authority: self.authority.clone(),
+            robots: self.robots_snapshot.clone(),
+            delay_ms: u64::try_from(self.timing.adaptive.as_millis()).unwrap_or(u64::MAX),
+            consecutive_failures: self.consecutive_failures,
+            abandoned: self.abandoned,
+        }
+    }
+
+    /// Takes back what an earlier run saved.
+    pub fn restore(&mut self, saved: &AuthorityState) {
+        if let Some(snapshot) = &saved.robots {
+            self.robots = RobotsState::Known(RobotsRules::from_snapshot(snapshot));
+            self.robots_snapshot = Some(snapshot.clone());
+        }
+        self.timing.adaptive = std::time::Duration::from_millis(saved.delay_ms);
+        self.consecutive_failures = saved.consecutive_failures;
+        self.abandoned = saved.abandoned;
+    }
+}

@@ -1,0 +1,78 @@
+//! Crawl state kept in memory: for crawls that need no resume (the demo,
+//! library users, tests). Same behaviour as a store, nothing durable.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts};
+
+use super::{Batch, CrawlState, Resumed, StateError};
+
+/// In-memory [`CrawlState`].
+#[derive(Debug, Default)]
+pub struct MemoryState {
+    seen: HashSet<u128>,
+    done: HashSet<u128>,
+    errors: u64,
+    queued: HashMap<Authority, VecDeque<FrontierEntry>>,
+    authorities: HashMap<Authority, AuthorityState>,
+}
+
+impl MemoryState {
+    /// An empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl CrawlState for MemoryState {
+    fn resume(&mut self) -> Result<Resumed, StateError> {
+        Ok(Resumed {
+            counts: JobCounts {
+                seen: self.seen.len() as u64,
+                done: self.done.len() as u64,
+                errors: self.errors,
+            },
+            authorities: self.authorities.values().cloned().collect(),
+            queued: self
+                .queued
+                .iter()
+                .filter(|(_, q)| !q.is_empty())
+                .map(|(a, q)| (a.clone(), q.len() as u64))
+                .collect(),
+        })
+    }
+
+    fn apply(&mut self, batch: &mut Batch) -> Result<(), StateError> {
+        batch.recorded.clear();
+        for f in &batch.finished {
+            let new = self.done.insert(f.key);
+            if new && f.record.error.is_some() {
+                self.errors += 1;
+            }
+            batch.recorded.push(new);
+        }
+        batch.admitted.clear();
+        for (entry, authority, loaded) in &batch.admit {
+            let new = self.seen.insert(entry.key);
+            if new && !loaded {
+                self.queued
+                    .entry(authority.clone())
+                    .or_default()
+                    .push_back(entry.clone());
+            }
+            batch.admitted.push(new);
+        }
+        batch.loaded.clear();
+        for (authority, limit) in &batch.load {
+            let q = self.queued.entry(authority.clone()).or_default();
+            let n = (*limit).min(q.len());
+            let mut out: Vec<FrontierEntry> = q.drain(..n).collect();
+            out.sort_by_key(|e| e.depth);
+            batch.loaded.push(out);
+        }
+        for a in &batch.authorities {
+            self.authorities.insert(a.authority.clone(), a.clone());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,282 @@
+//! The state worker: a thread that owns the [`CrawlState`] and the sink,
+//! gathers the engine's commands into one transaction at a time (group
+//! commit), writes the records of newly finished URLs to the sink after
+//! they are durable, and answers the engine.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crawlkeeper_model::{Authority, AuthorityState, FinishedUrl, FrontierEntry};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tracing::{error, info, warn};
+use url::Url;
+
+use super::{Batch, CrawlState, Resumed, StateError};
+use crate::pipeline::Job;
+use crate::sink::Sink;
+
+/// Most commands gathered into one transaction.
+const MAX_COMMANDS: usize = 4096;
+/// How long a lost store is retried before the crawl gives up.
+const MAX_OUTAGE: Duration = Duration::from_secs(600);
+
+/// A URL offered for admission.
+#[derive(Debug)]
+pub struct AdmitItem {
+    /// The frontier slot of its authority.
+    pub slot: usize,
+    /// Its dedup key.
+    pub key: u128,
+    /// The job that would fetch it.
+    pub job: Job,
+    /// Its authority.
+    pub authority: Authority,
+    /// Whether the engine keeps it in memory (else it stays in the store).
+    pub loaded: bool,
+}
+
+/// What the engine asks of the state worker.
+#[derive(Debug)]
+pub enum Command {
+    /// Store a finished URL's record (and write it to the sink).
+    Finish(FinishedUrl),
+    /// Admit URLs; the reply says which were new.
+    Admit(Vec<AdmitItem>),
+    /// Load queued URLs of an authority from the store.
+    Load {
+        /// The authority's slot.
+        slot: usize,
+        /// The authority.
+        authority: Authority,
+        /// Most URLs to load.
+        limit: usize,
+    },
+    /// Save an authority's state.
+    Save(AuthorityState),
+    /// Flush everything and stop.
+    Close,
+}
+
+/// What the state worker answers.
+#[derive(Debug)]
+pub enum Reply {
+    /// What earlier runs left (always the first reply).
+    Resumed(Resumed),
+    /// This many finished URLs are durable.
+    Finished(usize),
+    /// Each offered URL, and whether it was new.
+    Admitted(Vec<(AdmitItem, bool)>),
+    /// URLs loaded from the store for a slot.
+    Loaded {
+        /// The slot they belong to.
+        slot: usize,
+        /// Their keys and jobs, shallowest first.
+        jobs: Vec<(u128, Job)>,
+        /// True when the store may have more.
+        more: bool,
+    },
+    /// Everything is flushed; the worker has stopped.
+    Closed,
+    /// The state cannot be written: the crawl must stop.
+    Failed(StateError),
+}
+
+/// The engine's side of the worker.
+pub struct StateHandle {
+    /// Commands to the worker.
+    pub tx: UnboundedSender<Command>,
+    /// Replies from the worker.
+    pub rx: UnboundedReceiver<Reply>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for StateHandle {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Command::Close);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts the worker thread for `state`, writing records to `sink`.
+pub fn spawn_worker(state: Box<dyn CrawlState>, sink: Box<dyn Sink>) -> StateHandle {
+    let (tx, commands) = unbounded_channel();
+    let (replies, rx) = unbounded_channel();
+    let thread = std::thread::Builder::new()
+        .name("crawl-state".into())
+        .spawn(move || run(state, sink, commands, replies))
+        // Spawning a thread only fails when the OS is out of resources.
+        .expect("the state thread starts");
+    StateHandle {
+        tx,
+        rx,
+        thread: Some(thread),
+    }
+}
+
+fn run(
+    mut state: Box<dyn CrawlState>,
+    mut sink: Box<dyn Sink>,
+    mut commands: UnboundedReceiver<Command>,
+    replies: UnboundedSender<Reply>,
+) {
+    let resumed = with_retry(|| state.resume());
+    match resumed {
+        Ok(r) => {
+            let _ = replies.send(Reply::Resumed(r));
+        }
+        Err(e) => {
+            let _ = replies.send(Reply::Failed(e));
+            return;
+        }
+    }
+    while let Some(first) = commands.blocking_recv() {
+        let mut gathered = vec![first];
+        while gathered.len() < MAX_COMMANDS {
+            match commands.try_recv() {
+                Ok(c) => gathered.push(c),
+                Err(_) => break,
+            }
+        }
+        let mut batch = Batch::default();
+        let mut admits = Vec::new();
+        let mut loads = Vec::new();
+        let mut close = false;
+        for c in gathered {
+            match c {
+                Command::Finish(f) => batch.finished.push(f),
+                Command::Admit(items) => {
+                    for item in items {
+                        batch.admit.push((
+                            entry_of(item.key, &item.job),
+                            item.authority.clone(),
+                            item.loaded,
+                        ));
+                        admits.push(item);
+                    }
+                }
+                Command::Load {
+                    slot,
+                    authority,
+                    limit,
+                } => {
+                    batch.load.push((authority, limit));
+                    loads.push((slot, limit));
+                }
+                Command::Save(a) => batch.authorities.push(a),
+                Command::Close => close = true,
+            }
+        }
+        if !batch.is_empty()
+            && let Err(e) = with_retry(|| state.apply(&mut batch))
+        {
+            error!(error = %e, "cannot write the crawl state; stopping");
+            let _ = replies.send(Reply::Failed(e));
+            return;
+        }
+        let written = batch
+            .finished
+            .iter()
+            .zip(batch.recorded_iter())
+            .filter(|(_, new)| *new)
+            .try_for_each(|(f, _)| sink.write(&f.record));
+        let flushed = written.and_then(|()| {
+            if batch.finished.is_empty() {
+                Ok(())
+            } else {
+                sink.flush()
+            }
+        });
+        if let Err(e) = flushed {
+            let _ = replies.send(Reply::Failed(StateError::Fatal(e.to_string())));
+            return;
+        }
+        if !batch.finished.is_empty() {
+            let _ = replies.send(Reply::Finished(batch.finished.len()));
+        }
+        if !admits.is_empty() {
+            let pairs = admits.into_iter().zip(batch.admitted.iter().copied()).collect();
+            let _ = replies.send(Reply::Admitted(pairs));
+        }
+        for ((slot, limit), entries) in loads.into_iter().zip(batch.loaded.drain(..)) {
+            let more = entries.len() >= limit;
+            let jobs = entries.into_iter().filter_map(job_of).collect();
+            let _ = replies.send(Reply::Loaded { slot, jobs, more });
+        }
+        if close {
+            let _ = replies.send(Reply::Closed);
+            return;
+        }
+    }
+}
+
+impl Batch {
+    /// Whether each finished URL was recorded for the first time; stores
+    /// that do not say are taken as yes.
+    fn recorded_iter(&self) -> impl Iterator<Item = bool> + '_ {
+        (0..self.finished.len()).map(|i| self.recorded.get(i).copied().unwrap_or(true))
+    }
+}
+
+/// Runs `op`, retrying with backoff while the store is unavailable.
+fn with_retry<T>(mut op: impl FnMut() -> Result<T, StateError>) -> Result<T, StateError> {
+    let started = Instant::now();
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        match op() {
+            Err(StateError::Unavailable(why)) if started.elapsed() < MAX_OUTAGE => {
+                warn!(
+                    error = %why,
+                    retry_in = ?backoff,
+                    "crawl state store unavailable; retrying (the crawl waits, nothing is lost)"
+                );
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+            Err(StateError::Unavailable(why)) => {
+                return Err(StateError::Fatal(format!(
+                    "store unavailable for more than {MAX_OUTAGE:?}: {why}"
+                )));
+            }
+            other => {
+                if started.elapsed() > Duration::from_secs(1) {
+                    info!(after = ?started.elapsed(), "crawl state store is back");
+                }
+                return other;
+            }
+        }
+    }
+}
+
+/// The stored form of a job.
+pub fn entry_of(key: u128, job: &Job) -> FrontierEntry {
+    FrontierEntry {
+        key,
+        url: job.url.to_string(),
+        depth: job.depth,
+        parent: job.parent.as_deref().map(str::to_owned),
+        redirect_chain: job.redirect_chain.iter().map(|u| u.to_string()).collect(),
+    }
+}
+
+/// The job of a stored entry; `None` (logged) if its URL no longer parses.
+pub fn job_of(e: FrontierEntry) -> Option<(u128, Job)> {
+    match Url::parse(&e.url) {
+        Ok(url) => Some((
+            e.key,
+            Job {
+                url,
+                depth: e.depth,
+                parent: e.parent.map(Arc::from),
+                redirect_chain: e.redirect_chain.into_iter().map(Arc::from).collect(),
+                attempts: 0,
+            },
+        )),
+        Err(err) => {
+            error!(url = %e.url, error = %err, "stored URL does not parse; skipping it");
+            None
+        }
+    }
+}

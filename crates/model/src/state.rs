@@ -1,0 +1,73 @@
+//! Plain data of durable crawl state, shared by the engine (which produces
+//! it) and the stores (which keep it).
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Authority, CrawlRecord};
+
+/// A URL in the frontier: admitted, not yet finished.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrontierEntry {
+    /// The dedup key of the normalised URL (128-bit hash).
+    pub key: u128,
+    /// The normalised URL.
+    pub url: String,
+    /// Links followed from a seed.
+    pub depth: u32,
+    /// The page that linked here.
+    pub parent: Option<String>,
+    /// Redirect hops that led here, oldest first.
+    pub redirect_chain: Vec<String>,
+}
+
+/// A finished URL: its record, stored once per job and key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinishedUrl {
+    /// The dedup key of the URL.
+    pub key: u128,
+    /// What happened.
+    pub record: CrawlRecord,
+}
+
+/// What robots.txt said, as kept across runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RobotsSnapshot {
+    /// Everything allowed (no robots.txt, or a 4xx).
+    AllowAll,
+    /// The body of a robots.txt served with 2xx.
+    Body(String),
+}
+
+/// Per-authority state that must survive a restart.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuthorityState {
+    /// The authority.
+    pub authority: Authority,
+    /// Its robots.txt, once fetched (an unavailable one is fetched again).
+    pub robots: Option<RobotsSnapshot>,
+    /// The adaptive delay after the last response, in milliseconds.
+    pub delay_ms: u64,
+    /// Failures in a row.
+    pub consecutive_failures: u32,
+    /// Given up after too many failures in a row.
+    pub abandoned: bool,
+}
+
+/// Counts of one job.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobCounts {
+    /// Distinct URLs admitted (the seen set).
+    pub seen: u64,
+    /// URLs finished (with a stored record).
+    pub done: u64,
+    /// Finished URLs whose record has an error.
+    pub errors: u64,
+}
+
+impl JobCounts {
+    /// URLs admitted and not finished.
+    pub fn pending(&self) -> u64 {
+        self.seen - self.done
+    }
+}
