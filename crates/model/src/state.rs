@@ -71,3 +71,46 @@ impl JobCounts {
         self.seen - self.done
     }
 }
+
+/// What earlier runs of the job left.
+#[derive(Debug, Clone, Default)]
+pub struct Resumed {
+    /// Counts of the job.
+    pub counts: JobCounts,
+    /// Saved per-authority state.
+    pub authorities: Vec<AuthorityState>,
+    /// Authorities with queued URLs, and how many.
+    pub queued: Vec<(Authority, u64)>,
+}
+
+/// One transaction's worth of changes.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// In: records of finished URLs. Idempotent: a key already finished
+    /// keeps its first record.
+    pub finished: Vec<FinishedUrl>,
+    /// Out: for each finished URL, true if its record was stored now (false
+    /// if it had one already, so it must not be written out again).
+    pub recorded: Vec<bool>,
+    /// In: candidate URLs with their authority and whether the engine keeps
+    /// them in memory (loaded) or leaves them in the store (queued).
+    pub admit: Vec<(FrontierEntry, Authority, bool)>,
+    /// Out: for each candidate, true if it was new to the job.
+    pub admitted: Vec<bool>,
+    /// In: load up to `limit` queued URLs of an authority, shallowest first.
+    pub load: Vec<(Authority, usize)>,
+    /// Out: for each load, the entries now marked loaded.
+    pub loaded: Vec<Vec<FrontierEntry>>,
+    /// In: per-authority state to save.
+    pub authorities: Vec<AuthorityState>,
+}
+
+impl Batch {
+    /// True when the batch changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.finished.is_empty()
+            && self.admit.is_empty()
+            && self.load.is_empty()
+            && self.authorities.is_empty()
+    }
+}

@@ -100,7 +100,15 @@ impl Frontier {
     }
 
     /// The store's answer for one offered URL.
-    pub fn admitted(&mut self, slot: Slot, key: u128, job: Job, new: bool, loaded: bool, now: Instant) {
+    pub fn admitted(
+        &mut self,
+        slot: Slot,
+        key: u128,
+        job: Job,
+        new: bool,
+        loaded: bool,
+        now: Instant,
+    ) {
         self.admitting -= 1;
         if loaded {
             self.admitting_loaded -= 1;
@@ -167,7 +175,8 @@ impl Frontier {
     /// Asks for more of `slot`'s URLs from the store when it runs low.
     pub(super) fn want_load(&mut self, slot: Slot) {
         let s = &self.slots[slot];
-        if s.stored > 0 && !s.loading && s.queue.len() < LOW_WATER && !self.to_load.contains(&slot) {
+        if s.stored > 0 && !s.loading && s.queue.len() < LOW_WATER && !self.to_load.contains(&slot)
+        {
             self.to_load.push(slot);
         }
     }
@@ -191,7 +200,11 @@ impl Frontier {
                 continue;
             }
             s.loading = true;
-            let limit = if s.abandoned { LOAD_BATCH } else { room.min(LOAD_BATCH) };
+            let limit = if s.abandoned {
+                LOAD_BATCH
+            } else {
+                room.min(LOAD_BATCH)
+            };
             out.push((slot, s.authority.clone(), limit));
         }
         self.to_load = keep;

@@ -277,7 +277,8 @@ impl Frontier {
             let until = now + after;
             s.not_before = Some(s.not_before.map_or(until, |t| t.max(until)));
         }
-        s.retries.push((now + backoff.max(after.unwrap_or_default()), job));
+        s.retries
+            .push((now + backoff.max(after.unwrap_or_default()), job));
         if s.turn == Turn::None {
             self.wake(slot, now);
         }
@@ -293,7 +294,8 @@ impl Frontier {
         now: Instant,
     ) {
         let s = &mut self.slots[slot];
-        s.timing.set_crawl_delay(rules.crawl_delay(), &self.politeness);
+        s.timing
+            .set_crawl_delay(rules.crawl_delay(), &self.politeness);
         s.robots = RobotsState::Known(rules);
         s.robots_snapshot = snapshot;
         s.in_flight = s.in_flight.saturating_sub(1);

@@ -192,7 +192,11 @@ impl Engine {
             }
         };
         if stop != StopReason::Finished {
-            info!(?stop, in_flight = tasks.len(), "stopping: waiting for in-flight requests");
+            info!(
+                ?stop,
+                in_flight = tasks.len(),
+                "stopping: waiting for in-flight requests"
+            );
             let grace = Instant::now() + self.config.engine.shutdown_grace;
             loop {
                 tokio::select! {
@@ -365,7 +369,9 @@ impl Engine {
             Reply::Loaded { slot, jobs, more } => self.frontier.loaded(slot, jobs, more, now),
             Reply::Failed(e) => return Err(e.into()),
             Reply::Resumed(_) | Reply::Closed => {
-                return Err(StateError::Fatal("unexpected reply from the state worker".into()).into());
+                return Err(
+                    StateError::Fatal("unexpected reply from the state worker".into()).into(),
+                );
             }
         }
         Ok(())

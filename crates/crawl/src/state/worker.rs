@@ -179,7 +179,7 @@ fn run(
         let written = batch
             .finished
             .iter()
-            .zip(batch.recorded_iter())
+            .zip(recorded(&batch))
             .filter(|(_, new)| *new)
             .try_for_each(|(f, _)| sink.write(&f.record));
         let flushed = written.and_then(|()| {
@@ -197,7 +197,10 @@ fn run(
             let _ = replies.send(Reply::Finished(batch.finished.len()));
         }
         if !admits.is_empty() {
-            let pairs = admits.into_iter().zip(batch.admitted.iter().copied()).collect();
+            let pairs = admits
+                .into_iter()
+                .zip(batch.admitted.iter().copied())
+                .collect();
             let _ = replies.send(Reply::Admitted(pairs));
         }
         for ((slot, limit), entries) in loads.into_iter().zip(batch.loaded.drain(..)) {
@@ -212,12 +215,10 @@ fn run(
     }
 }
 
-impl Batch {
-    /// Whether each finished URL was recorded for the first time; stores
-    /// that do not say are taken as yes.
-    fn recorded_iter(&self) -> impl Iterator<Item = bool> + '_ {
-        (0..self.finished.len()).map(|i| self.recorded.get(i).copied().unwrap_or(true))
-    }
+/// Whether each finished URL was recorded for the first time; a store
+/// that does not say is taken as yes.
+fn recorded(batch: &Batch) -> impl Iterator<Item = bool> + '_ {
+    (0..batch.finished.len()).map(|i| batch.recorded.get(i).copied().unwrap_or(true))
 }
 
 /// Runs `op`, retrying with backoff while the store is unavailable.

@@ -280,9 +280,18 @@ fn a_queued_url_found_closer_to_a_seed_takes_the_smaller_depth() {
     let now = Instant::now();
     let mut f = frontier(1, None, false);
     offer(&mut f, "http://a.test/first", now);
-    assert_eq!(offer_at(&mut f, "http://a.test/x", 3, now), Disposition::Queued);
-    assert_eq!(offer_at(&mut f, "http://a.test/x", 1, now), Disposition::Duplicate);
-    assert_eq!(offer_at(&mut f, "http://a.test/x", 2, now), Disposition::Duplicate);
+    assert_eq!(
+        offer_at(&mut f, "http://a.test/x", 3, now),
+        Disposition::Queued
+    );
+    assert_eq!(
+        offer_at(&mut f, "http://a.test/x", 1, now),
+        Disposition::Duplicate
+    );
+    assert_eq!(
+        offer_at(&mut f, "http://a.test/x", 2, now),
+        Disposition::Duplicate
+    );
     let (slot, _) = take_page(&mut f, now);
     f.request_done(slot, now, ok(1));
     let (_, job) = take_page(&mut f, now);
@@ -320,7 +329,10 @@ fn links_from_deeper_pages_wait_for_shallower_jobs_of_the_authority() {
     store_admits_all(&mut f, now);
     let (_, x) = take_page(&mut f, now);
     assert_eq!((x.url.path(), x.depth), ("/x", 2));
-    assert!(f.next_start(now).is_none(), "the held duplicate was dropped");
+    assert!(
+        f.next_start(now).is_none(),
+        "the held duplicate was dropped"
+    );
 }
 
 #[test]

@@ -1,0 +1,493 @@
+//! [`SqliteStore`]: the embedded default. One file in WAL mode; every batch
+//! is one transaction; several processes may share the file (each job is
+//! locked by the process crawling it).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crawlkeeper_model::state::{Batch, Resumed};
+use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
+
+use crate::codec::{chain_from, chain_text, key_bytes, key_from, now_text, record_text};
+use crate::schema::{self, state};
+use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
+
+/// A crawl state file.
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+    authorities: HashMap<(i64, String), i64>,
+    locks: Vec<File>,
+}
+
+fn err(e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            StoreError::Unavailable(e.to_string())
+        }
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            StoreError::Corrupt(e.to_string())
+        }
+        _ => StoreError::Backend(e.to_string()),
+    }
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the state file at `path`, creating or migrating
+    /// its tables.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let conn = Connection::open(&path).map_err(|e| {
+            StoreError::Backend(format!("cannot open state file {}: {e}", path.display()))
+        })?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| match err(e) {
+                StoreError::Backend(m) => StoreError::Corrupt(format!(
+                    "{} is not a crawlkeeper state file: {m}",
+                    path.display()
+                )),
+                other => other,
+            })?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "cache_size", -16_000)
+            .map_err(err)?;
+        let mut store = Self {
+            conn,
+            path,
+            authorities: HashMap::new(),
+            locks: Vec::new(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let tx = self.conn.transaction().map_err(err)?;
+        for s in schema::statements("BLOB", "INTEGER", true) {
+            tx.execute(&s, []).map_err(err)?;
+        }
+        let version: Option<i64> = tx
+            .query_row("SELECT max(version) FROM crawlkeeper_version", [], |r| {
+                r.get(0)
+            })
+            .map_err(err)?;
+        match version {
+            None => {
+                tx.execute(
+                    "INSERT INTO crawlkeeper_version (version) VALUES (?1)",
+                    [schema::VERSION],
+                )
+                .map_err(err)?;
+            }
+            Some(v) if v > schema::VERSION => {
+                return Err(StoreError::Corrupt(format!(
+                    "state file {} has schema version {v}, newer than this crawlkeeper ({})",
+                    self.path.display(),
+                    schema::VERSION
+                )));
+            }
+            Some(_) => {}
+        }
+        tx.commit().map_err(err)
+    }
+
+    fn info(&self, row: (i64, String, String, String, String)) -> Result<JobInfo, StoreError> {
+        let (id, name, created_at, seeds, options) = row;
+        let seeds: Vec<String> = serde_json::from_str(&seeds)
+            .map_err(|e| StoreError::Corrupt(format!("seeds of job {name}: {e}")))?;
+        let counts = counts(&self.conn, id)?;
+        Ok(JobInfo {
+            id: JobId(id),
+            name,
+            created_at,
+            seeds,
+            options,
+            counts,
+        })
+    }
+}
+
+fn counts(conn: &Connection, job: i64) -> Result<JobCounts, StoreError> {
+    conn.query_row(
+        "SELECT count(*), coalesce(sum(state = 2), 0), coalesce(sum(state = 2 AND failed = 1), 0)
+         FROM urls WHERE job = ?1",
+        [job],
+        |r| {
+            Ok(JobCounts {
+                seen: r.get::<_, i64>(0)? as u64,
+                done: r.get::<_, i64>(1)? as u64,
+                errors: r.get::<_, i64>(2)? as u64,
+            })
+        },
+    )
+    .map_err(err)
+}
+
+const JOB_COLUMNS: &str = "id, name, created_at, seeds, options";
+
+fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, String, String)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+impl Store for SqliteStore {
+    fn open_job(&mut self, spec: &JobSpec) -> Result<JobInfo, StoreError> {
+        if let Some(job) = self.find_job(&spec.name)? {
+            return Ok(job);
+        }
+        let seeds =
+            serde_json::to_string(&spec.seeds).map_err(|e| StoreError::Backend(e.to_string()))?;
+        self.conn
+            .execute(
+                "INSERT INTO jobs (name, created_at, seeds, options) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (name) DO NOTHING",
+                params![spec.name, now_text(), seeds, spec.options],
+            )
+            .map_err(err)?;
+        self.find_job(&spec.name)?
+            .ok_or_else(|| StoreError::Backend(format!("job {} vanished", spec.name)))
+    }
+
+    fn find_job(&mut self, name: &str) -> Result<Option<JobInfo>, StoreError> {
+        let row = self
+            .conn
+            .query_row(
+                &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE name = ?1"),
+                [name],
+                job_row,
+            )
+            .optional()
+            .map_err(err)?;
+        row.map(|r| self.info(r)).transpose()
+    }
+
+    fn delete_job(&mut self, name: &str) -> Result<bool, StoreError> {
+        let Some(job) = self.find_job(name)? else {
+            return Ok(false);
+        };
+        self.lock_job(&job)?;
+        let tx = self.conn.transaction().map_err(err)?;
+        for table in ["urls", "authorities"] {
+            tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
+                .map_err(err)?;
+        }
+        tx.execute("DELETE FROM jobs WHERE id = ?1", [job.id.0])
+            .map_err(err)?;
+        tx.commit().map_err(err)?;
+        self.authorities.retain(|(j, _), _| *j != job.id.0);
+        Ok(true)
+    }
+
+    fn jobs(&mut self) -> Result<Vec<JobInfo>, StoreError> {
+        let rows: Vec<_> = {
+            let mut stmt = self
+                .conn
+                .prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id"))
+                .map_err(err)?;
+            stmt.query_map([], job_row)
+                .map_err(err)?
+                .collect::<Result<_, _>>()
+                .map_err(err)?
+        };
+        rows.into_iter().map(|r| self.info(r)).collect()
+    }
+
+    fn lock_job(&mut self, job: &JobInfo) -> Result<(), StoreError> {
+        let lock_path = PathBuf::from(format!("{}.{}.lock", self.path.display(), job.name));
+        let file = File::create(&lock_path).map_err(|e| {
+            StoreError::Backend(format!(
+                "cannot create lock file {}: {e}",
+                lock_path.display()
+            ))
+        })?;
+        // SAFETY: flock on a descriptor we own; released when the file closes,
+        // including when the process dies.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            return Err(StoreError::Locked(job.name.clone()));
+        }
+        self.locks.push(file);
+        Ok(())
+    }
+
+    fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
+        let tx = self.conn.transaction().map_err(err)?;
+        tx.execute(
+            "UPDATE urls SET state = ?1 WHERE job = ?2 AND state = ?3",
+            params![state::QUEUED, job.0, state::LOADED],
+        )
+        .map_err(err)?;
+        let authorities = {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT authority, state FROM authorities WHERE job = ?1 AND state IS NOT NULL",
+                )
+                .map_err(err)?;
+            let rows = stmt
+                .query_map([job.0], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
+                .map_err(err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (authority, text) = row.map_err(err)?;
+                let saved: AuthorityState = serde_json::from_str(&text).map_err(|e| {
+                    StoreError::Corrupt(format!("state of authority {authority}: {e}"))
+                })?;
+                out.push(saved);
+            }
+            out
+        };
+        let queued = {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT a.authority, count(*) FROM urls u
+                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
+                     WHERE u.job = ?1 AND u.state = 0 GROUP BY a.authority",
+                )
+                .map_err(err)?;
+            let rows = stmt
+                .query_map([job.0], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                })
+                .map_err(err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (authority, n) = row.map_err(err)?;
+                let authority = Authority::try_from(authority)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                out.push((authority, n as u64));
+            }
+            out
+        };
+        let counts = counts(&tx, job.0)?;
+        tx.commit().map_err(err)?;
+        Ok(Resumed {
+            counts,
+            authorities,
+            queued,
+        })
+    }
+
+    fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {
+        let mut tx = self.conn.transaction().map_err(err)?;
+        let result = apply_in(&mut tx, &mut self.authorities, job.0, batch);
+        match result {
+            Ok(()) => tx.commit().map_err(err),
+            Err(e) => {
+                // Dropping the transaction rolls it back; forget authority ids
+                // it may have created.
+                drop(tx);
+                self.authorities.retain(|(j, _), _| *j != job.0);
+                Err(e)
+            }
+        }
+    }
+
+    fn results(
+        &mut self,
+        job: JobId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, record FROM urls WHERE job = ?1 AND state = 2 AND seq > ?2
+                 ORDER BY seq LIMIT ?3",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![job.0, after as i64, limit as i64], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
+            })
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+}
+
+fn authority_id(
+    tx: &Transaction<'_>,
+    cache: &mut HashMap<(i64, String), i64>,
+    job: i64,
+    authority: &str,
+) -> Result<i64, StoreError> {
+    if let Some(id) = cache.get(&(job, authority.to_owned())) {
+        return Ok(*id);
+    }
+    let existing: Option<i64> = tx
+        .query_row(
+            "SELECT id FROM authorities WHERE job = ?1 AND authority = ?2",
+            params![job, authority],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(err)?;
+    let id = match existing {
+        Some(id) => id,
+        None => {
+            let next: i64 = tx
+                .query_row(
+                    "SELECT coalesce(max(id), 0) + 1 FROM authorities WHERE job = ?1",
+                    [job],
+                    |r| r.get(0),
+                )
+                .map_err(err)?;
+            tx.execute(
+                "INSERT INTO authorities (job, id, authority) VALUES (?1, ?2, ?3)",
+                params![job, next, authority],
+            )
+            .map_err(err)?;
+            next
+        }
+    };
+    cache.insert((job, authority.to_owned()), id);
+    Ok(id)
+}
+
+fn apply_in(
+    tx: &mut Transaction<'_>,
+    cache: &mut HashMap<(i64, String), i64>,
+    job: i64,
+    batch: &mut Batch,
+) -> Result<(), StoreError> {
+    batch.recorded.clear();
+    batch.admitted.clear();
+    batch.loaded.clear();
+    if !batch.finished.is_empty() {
+        let mut seq: i64 = tx
+            .query_row("SELECT next_seq FROM jobs WHERE id = ?1", [job], |r| {
+                r.get(0)
+            })
+            .map_err(err)?;
+        for f in &batch.finished {
+            let text = record_text(&f.record)?;
+            let failed = i64::from(f.record.error.is_some());
+            let key = key_bytes(f.key);
+            let updated = tx
+                .prepare_cached(
+                    "UPDATE urls SET state = 2, seq = ?1, failed = ?2, record = ?3
+                     WHERE job = ?4 AND key = ?5 AND state <> 2",
+                )
+                .map_err(err)?
+                .execute(params![seq, failed, text, job, key])
+                .map_err(err)?;
+            let recorded = if updated == 1 {
+                true
+            } else {
+                // Never admitted (skipped with an abandoned authority), or already done.
+                let auth = authority_id(tx, cache, job, &f.record.authority.to_string())?;
+                tx.prepare_cached(
+                    "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq, failed, record)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 2, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+                )
+                .map_err(err)?
+                .execute(params![
+                    job,
+                    key,
+                    auth,
+                    f.record.url,
+                    f.record.depth,
+                    f.record.parent,
+                    seq,
+                    failed,
+                    text
+                ])
+                .map_err(err)?
+                    == 1
+            };
+            if recorded {
+                seq += 1;
+            }
+            batch.recorded.push(recorded);
+        }
+        tx.execute(
+            "UPDATE jobs SET next_seq = ?1 WHERE id = ?2",
+            params![seq, job],
+        )
+        .map_err(err)?;
+    }
+    for (entry, authority, loaded) in &batch.admit {
+        let auth = authority_id(tx, cache, job, &authority.to_string())?;
+        let st = if *loaded {
+            state::LOADED
+        } else {
+            state::QUEUED
+        };
+        let inserted = tx
+            .prepare_cached(
+                "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+            )
+            .map_err(err)?
+            .execute(params![
+                job,
+                key_bytes(entry.key),
+                auth,
+                entry.url,
+                entry.depth,
+                entry.parent,
+                chain_text(entry),
+                st
+            ])
+            .map_err(err)?;
+        batch.admitted.push(inserted == 1);
+    }
+    for (authority, limit) in &batch.load {
+        let auth = authority_id(tx, cache, job, &authority.to_string())?;
+        let entries: Vec<FrontierEntry> = {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT key, url, depth, parent, chain FROM urls
+                     WHERE job = ?1 AND auth = ?2 AND state = 0 ORDER BY depth LIMIT ?3",
+                )
+                .map_err(err)?;
+            let rows = stmt
+                .query_map(params![job, auth, *limit as i64], |r| {
+                    Ok((
+                        r.get::<_, Vec<u8>>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, u32>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                    ))
+                })
+                .map_err(err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (key, url, depth, parent, chain) = row.map_err(err)?;
+                out.push(FrontierEntry {
+                    key: key_from(&key)?,
+                    url,
+                    depth,
+                    parent,
+                    redirect_chain: chain_from(chain)?,
+                });
+            }
+            out
+        };
+        for e in &entries {
+            tx.prepare_cached("UPDATE urls SET state = 1 WHERE job = ?1 AND key = ?2")
+                .map_err(err)?
+                .execute(params![job, key_bytes(e.key)])
+                .map_err(err)?;
+        }
+        batch.loaded.push(entries);
+    }
+    for saved in &batch.authorities {
+        let name = saved.authority.to_string();
+        let auth = authority_id(tx, cache, job, &name)?;
+        let text = serde_json::to_string(saved).map_err(|e| StoreError::Backend(e.to_string()))?;
+        tx.execute(
+            "UPDATE authorities SET state = ?1 WHERE job = ?2 AND id = ?3",
+            params![text, job, auth],
+        )
+        .map_err(err)?;
+    }
+    Ok(())
+}

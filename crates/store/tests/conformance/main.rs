@@ -1,0 +1,30 @@
+//! One conformance suite for every store backend: each test in `suite` runs
+//! against SQLite (a temporary file) and PostgreSQL (a fresh schema on the
+//! server named by `CRAWLKEEPER_TEST_POSTGRES`, default
+//! `postgres://postgres@127.0.0.1:5432/test`; a missing server fails).
+
+mod backends;
+mod suite;
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test] fn $name() { let mut b = crate::backends::sqlite(); crate::suite::$name(&mut b); })*
+        }
+        mod postgres {
+            $(#[test] fn $name() { let mut b = crate::backends::postgres(); crate::suite::$name(&mut b); })*
+        }
+    };
+}
+
+conformance!(
+    jobs_are_found_by_name_and_listed,
+    admission_reports_each_url_new_once,
+    results_are_stored_once_in_finishing_order,
+    a_url_finished_without_admission_gets_its_row,
+    loads_take_the_shallowest_and_resume_requeues_what_was_loaded,
+    authority_state_survives,
+    deleting_a_job_leaves_the_others,
+    a_job_is_locked_by_one_owner,
+    large_batches,
+);

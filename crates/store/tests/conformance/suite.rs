@@ -1,0 +1,307 @@
+//! The conformance tests, written once against `dyn Store`.
+
+use crawlkeeper_model::state::{Batch, Resumed};
+use crawlkeeper_model::{
+    Authority, AuthorityState, CrawlRecord, FinishedUrl, FrontierEntry, RobotsSnapshot,
+};
+use crawlkeeper_store::{JobId, JobSpec, StoreError};
+
+use crate::backends::Backend;
+
+fn spec(name: &str) -> JobSpec {
+    JobSpec {
+        name: name.to_owned(),
+        seeds: vec!["http://a.test/".to_owned()],
+        options: "{\"follow\":true}".to_owned(),
+    }
+}
+
+fn authority(host: &str) -> Authority {
+    Authority::try_from(format!("http://{host}")).unwrap()
+}
+
+fn entry(host: &str, path: &str, depth: u32) -> (FrontierEntry, Authority) {
+    let url = format!("http://{host}{path}");
+    let key = u128::from_be_bytes(digest(&url));
+    (
+        FrontierEntry {
+            key,
+            url,
+            depth,
+            parent: Some(format!("http://{host}/")),
+            redirect_chain: if path.contains("redir") {
+                vec![format!("http://{host}/from")]
+            } else {
+                Vec::new()
+            },
+        },
+        authority(host),
+    )
+}
+
+/// A cheap stable 16-byte digest for test keys.
+fn digest(s: &str) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (i, b) in s.bytes().enumerate() {
+        out[i % 16] = out[i % 16].wrapping_mul(31).wrapping_add(b);
+    }
+    out[15] ^= s.len() as u8;
+    out
+}
+
+fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {
+    CrawlRecord {
+        url: e.url.clone(),
+        final_url: e.url.clone(),
+        status: Some(200),
+        depth: e.depth,
+        parent: e.parent.clone(),
+        authority: Authority::of(&url::Url::parse(&e.url).unwrap()).unwrap(),
+        fetched_at: "2026-11-21T00:00:00.000Z".into(),
+        response_ms: Some(3),
+        content_type: Some("text/html".into()),
+        bytes: 10,
+        title: None,
+        links: 0,
+        truncated: false,
+        error: error.then(|| {
+            crawlkeeper_model::RecordError::new(crawlkeeper_model::ErrorKind::Timeout, "t")
+        }),
+    }
+}
+
+fn admit(
+    b: &mut Backend,
+    job: JobId,
+    items: &[(FrontierEntry, Authority)],
+    loaded: bool,
+) -> Vec<bool> {
+    let mut batch = Batch {
+        admit: items
+            .iter()
+            .map(|(e, a)| (e.clone(), a.clone(), loaded))
+            .collect(),
+        ..Batch::default()
+    };
+    b.store.apply(job, &mut batch).unwrap();
+    batch.admitted
+}
+
+fn finish(b: &mut Backend, job: JobId, items: &[(FrontierEntry, bool)]) -> Vec<bool> {
+    let mut batch = Batch {
+        finished: items
+            .iter()
+            .map(|(e, error)| FinishedUrl {
+                key: e.key,
+                record: record(e, *error),
+            })
+            .collect(),
+        ..Batch::default()
+    };
+    b.store.apply(job, &mut batch).unwrap();
+    batch.recorded
+}
+
+pub fn jobs_are_found_by_name_and_listed(b: &mut Backend) {
+    let a = b.store.open_job(&spec("job-a")).unwrap();
+    let again = b.store.open_job(&spec("job-a")).unwrap();
+    assert_eq!(a, again, "opening twice finds the same job");
+    let other = b.store.open_job(&spec("job-b")).unwrap();
+    assert_ne!(a.id, other.id);
+    assert_eq!(a.seeds, ["http://a.test/"]);
+    assert_eq!(a.options, "{\"follow\":true}");
+    assert!(b.store.find_job("nope").unwrap().is_none());
+    let names: Vec<String> = b
+        .store
+        .jobs()
+        .unwrap()
+        .into_iter()
+        .map(|j| j.name)
+        .collect();
+    assert_eq!(names, ["job-a", "job-b"]);
+}
+
+pub fn admission_reports_each_url_new_once(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let x = entry("a.test", "/x", 1);
+    let y = entry("a.test", "/y", 1);
+    assert_eq!(
+        admit(b, job, &[x.clone(), y.clone(), x.clone()], true),
+        [true, true, false]
+    );
+    assert_eq!(
+        admit(b, job, &[y, entry("b.test", "/x", 2)], false),
+        [false, true]
+    );
+    let other = b.store.open_job(&spec("k")).unwrap().id;
+    assert_eq!(
+        admit(b, other, &[x], true),
+        [true],
+        "jobs have their own seen sets"
+    );
+    let counts = b.store.find_job("j").unwrap().unwrap().counts;
+    assert_eq!((counts.seen, counts.done, counts.pending()), (3, 0, 3));
+}
+
+pub fn results_are_stored_once_in_finishing_order(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let items: Vec<_> = (0..5)
+        .map(|i| entry("a.test", &format!("/{i}"), 1))
+        .collect();
+    admit(b, job, &items, true);
+    let order = [3usize, 1, 4];
+    let finished: Vec<_> = order
+        .iter()
+        .map(|&i| (items[i].0.clone(), i == 4))
+        .collect();
+    assert_eq!(finish(b, job, &finished), [true, true, true]);
+    assert_eq!(
+        finish(b, job, &finished[..1]),
+        [false],
+        "a replay stores nothing"
+    );
+    let results = b.store.results(job, 0, 100).unwrap();
+    let urls: Vec<String> = results
+        .iter()
+        .map(|(_, json)| serde_json::from_str::<CrawlRecord>(json).unwrap().url)
+        .collect();
+    let expected: Vec<String> = order.iter().map(|&i| items[i].0.url.clone()).collect();
+    assert_eq!(urls, expected);
+    let after_first = b.store.results(job, results[0].0, 1).unwrap();
+    assert_eq!(after_first, results[1..2]);
+    let counts = b.store.find_job("j").unwrap().unwrap().counts;
+    assert_eq!((counts.seen, counts.done, counts.errors), (5, 3, 1));
+}
+
+pub fn a_url_finished_without_admission_gets_its_row(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let x = entry("a.test", "/skipped", 1);
+    assert_eq!(finish(b, job, &[(x.0.clone(), true)]), [true]);
+    assert_eq!(admit(b, job, &[x], true), [false], "now it is seen");
+    assert_eq!(b.store.results(job, 0, 10).unwrap().len(), 1);
+}
+
+pub fn loads_take_the_shallowest_and_resume_requeues_what_was_loaded(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let deep = entry("a.test", "/deep", 3);
+    let shallow = entry("a.test", "/redir", 1);
+    let mid = entry("a.test", "/mid", 2);
+    let elsewhere = entry("b.test", "/x", 1);
+    admit(
+        b,
+        job,
+        &[deep.clone(), shallow.clone(), mid.clone(), elsewhere],
+        false,
+    );
+    let mut batch = Batch {
+        load: vec![(authority("a.test"), 2)],
+        ..Batch::default()
+    };
+    b.store.apply(job, &mut batch).unwrap();
+    assert_eq!(batch.loaded.len(), 1);
+    assert_eq!(
+        batch.loaded[0],
+        [shallow.0.clone(), mid.0.clone()],
+        "shallowest first, all fields kept"
+    );
+    // Loaded URLs are not loaded twice.
+    let mut again = Batch {
+        load: vec![(authority("a.test"), 10)],
+        ..Batch::default()
+    };
+    b.store.apply(job, &mut again).unwrap();
+    assert_eq!(again.loaded[0], [deep.0.clone()]);
+    // A crash: the next run finds everything loaded and unfinished queued again.
+    finish(b, job, &[(mid.0.clone(), false)]);
+    let mut second = (b.reopen)();
+    let Resumed { counts, queued, .. } = second.resume(job).unwrap();
+    assert_eq!((counts.seen, counts.done), (4, 1));
+    let mut queued: Vec<(String, u64)> = queued
+        .into_iter()
+        .map(|(a, n)| (a.to_string(), n))
+        .collect();
+    queued.sort();
+    assert_eq!(
+        queued,
+        [
+            ("http://a.test:80".to_owned(), 2),
+            ("http://b.test:80".to_owned(), 1)
+        ]
+    );
+}
+
+pub fn authority_state_survives(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let saved = AuthorityState {
+        authority: authority("a.test"),
+        robots: Some(RobotsSnapshot::Body("User-agent: *\nDisallow: /x\n".into())),
+        delay_ms: 250,
+        consecutive_failures: 2,
+        abandoned: true,
+    };
+    let mut batch = Batch {
+        authorities: vec![saved.clone()],
+        ..Batch::default()
+    };
+    b.store.apply(job, &mut batch).unwrap();
+    let mut newer = saved.clone();
+    newer.delay_ms = 300;
+    let mut batch = Batch {
+        authorities: vec![newer.clone()],
+        ..Batch::default()
+    };
+    b.store.apply(job, &mut batch).unwrap();
+    let resumed = (b.reopen)().resume(job).unwrap();
+    assert_eq!(resumed.authorities, [newer]);
+}
+
+pub fn deleting_a_job_leaves_the_others(b: &mut Backend) {
+    let a = b.store.open_job(&spec("a")).unwrap().id;
+    let k = b.store.open_job(&spec("k")).unwrap().id;
+    let x = entry("a.test", "/x", 1);
+    admit(b, a, &[x.clone()], true);
+    admit(b, k, &[x.clone()], true);
+    finish(b, a, &[(x.0.clone(), false)]);
+    assert!(b.store.delete_job("a").unwrap());
+    assert!(!b.store.delete_job("a").unwrap());
+    assert!(b.store.find_job("a").unwrap().is_none());
+    assert_eq!(b.store.find_job("k").unwrap().unwrap().counts.seen, 1);
+    let fresh = b.store.open_job(&spec("a")).unwrap();
+    assert_eq!(fresh.counts.seen, 0, "a recreated job starts empty");
+    assert_eq!(admit(b, fresh.id, &[x], true), [true]);
+}
+
+pub fn a_job_is_locked_by_one_owner(b: &mut Backend) {
+    let job = b.store.open_job(&spec("locked")).unwrap();
+    b.store.lock_job(&job).unwrap();
+    let mut other = (b.reopen)();
+    match other.lock_job(&job) {
+        Err(StoreError::Locked(name)) => assert_eq!(name, "locked"),
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    let free = other.open_job(&spec("free")).unwrap();
+    other.lock_job(&free).unwrap();
+    drop(std::mem::replace(&mut b.store, (b.reopen)()));
+    let mut third = (b.reopen)();
+    third.lock_job(&job).expect("the lock goes with its owner");
+}
+
+pub fn large_batches(b: &mut Backend) {
+    let job = b.store.open_job(&spec("big")).unwrap().id;
+    let items: Vec<_> = (0..5000)
+        .map(|i| entry(&format!("h{}.test", i % 50), &format!("/p/{i}"), i % 7))
+        .collect();
+    let new = admit(b, job, &items, false);
+    assert!(new.iter().all(|n| *n));
+    let finished: Vec<_> = items
+        .iter()
+        .take(2000)
+        .map(|(e, _)| (e.clone(), false))
+        .collect();
+    assert_eq!(
+        finish(b, job, &finished).iter().filter(|r| **r).count(),
+        2000
+    );
+    let counts = b.store.find_job("big").unwrap().unwrap().counts;
+    assert_eq!((counts.seen, counts.done), (5000, 2000));
+}
