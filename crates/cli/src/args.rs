@@ -23,6 +23,61 @@ pub enum Command {
     Crawl(Box<CrawlArgs>),
     /// Start the bundled test site on loopback and crawl it (works offline).
     Demo(DemoArgs),
+    /// Export the stored results of a job.
+    Results(ResultsArgs),
+    /// List the jobs in a store, with their counts.
+    Jobs(JobsArgs),
+}
+
+/// Where crawl state is kept.
+#[derive(Args, Debug, Clone)]
+pub struct StoreArgs {
+    /// The SQLite state file.
+    #[arg(long, value_name = "PATH", default_value = "crawlkeeper.db")]
+    pub state: std::path::PathBuf,
+    /// A PostgreSQL database instead (postgres://user@host:port/db).
+    #[arg(long, value_name = "URL", conflicts_with = "state")]
+    pub store: Option<String>,
+}
+
+impl StoreArgs {
+    /// The store's location: the PostgreSQL URL or the state file's path.
+    pub fn location(&self) -> String {
+        self.store
+            .clone()
+            .unwrap_or_else(|| self.state.to_string_lossy().into_owned())
+    }
+}
+
+/// Output formats of `results`.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum Format {
+    /// One JSON record per line.
+    Jsonl,
+}
+
+/// Options of `crawlkeeper results`.
+#[derive(Args, Debug)]
+pub struct ResultsArgs {
+    /// Where the state is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The job (see `crawlkeeper jobs`); may be left out when there is one.
+    pub job: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: Format,
+    /// Write here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// Options of `crawlkeeper jobs`.
+#[derive(Args, Debug)]
+pub struct JobsArgs {
+    /// Where the state is.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Where links may lead.
@@ -127,6 +182,19 @@ pub struct CrawlArgs {
     #[arg(long, default_value_t = 20, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_host_errors: u32,
+    /// URL keys remembered in memory; past this the store is asked.
+    #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_SEEN_CACHE, value_name = "N")]
+    pub seen_cache: usize,
+    /// URLs queued in memory; more wait in the store.
+    #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_MAX_QUEUED, value_name = "N",
+          value_parser = positive_usize)]
+    pub max_queued: usize,
+    /// Where the crawl's state is kept (resume by running the same command).
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Forget this job's stored state and start over.
+    #[arg(long)]
+    pub fresh: bool,
     /// No progress logs and no summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -209,6 +277,8 @@ impl CrawlArgs {
         c.politeness.retries = self.retries;
         c.politeness.retry_base = self.retry_base;
         c.politeness.max_host_errors = self.max_host_errors;
+        c.engine.seen_cache = self.seen_cache;
+        c.engine.max_queued = self.max_queued;
         c
     }
 }

@@ -1,49 +1,68 @@
 //! `crawlkeeper crawl`: seeds and options in, records and a summary out.
 
-use std::fs::File;
 use std::io::Write;
-use std::path::Path;
 
+use crawlkeeper_crawl::state::CrawlState;
 use crawlkeeper_crawl::{CrawlConfig, Engine, EngineError, JsonlSink, Registry, Sink, StopReason};
 use crawlkeeper_model::format_duration;
 use url::Url;
 
 use crate::args::CrawlArgs;
 use crate::exit::{CliError, Outcome};
+use crate::output::open_output;
 use crate::seeds::{read_seeds, stdin};
 use crate::signals::Shutdown;
+use crate::state::{StoreState, fatal, job_spec, open_store};
 
-/// Runs `crawlkeeper crawl`.
+/// Runs `crawlkeeper crawl`: the job's state is kept in the store, so the
+/// same command run again resumes it.
 pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
-    crawl(args.to_config(), seeds, args.out.as_deref(), args.quiet).await
+    let config = args.to_config();
+    let mut store = open_store(&args.store)?;
+    let spec = job_spec(&config, &seeds);
+    if args.fresh && store.delete_job(&spec.name).map_err(fatal)? && !args.quiet {
+        eprintln!("job {}: stored state deleted (--fresh)", spec.name);
+    }
+    let job = store.open_job(&spec).map_err(fatal)?;
+    store.lock_job(&job).map_err(fatal)?;
+    if !args.quiet && job.counts.seen > 0 {
+        eprintln!(
+            "job {}: resuming with {} URLs done and {} pending",
+            job.name,
+            job.counts.done,
+            job.counts.pending()
+        );
+    }
+    let sink: Box<dyn Sink> = match &args.out {
+        Some(path) => Box::new(JsonlSink::new(open_output(
+            path,
+            store.as_mut(),
+            &job,
+            args.fresh,
+        )?)),
+        None => Box::new(JsonlSink::new(std::io::stdout())),
+    };
+    let state = Box::new(StoreState::new(store, job.id));
+    crawl(config, seeds, state, sink, args.quiet).await
 }
 
-/// Crawls `seeds` with `config`, writing records to `out` (or stdout), and
-/// prints the summary unless `quiet`.
+/// Crawls `seeds` with `config` and `state`, writing records to `sink`
+/// once they are durable, and prints the summary unless `quiet`.
 pub async fn crawl(
     config: CrawlConfig,
     seeds: Vec<Url>,
-    out: Option<&Path>,
+    state: Box<dyn CrawlState>,
+    sink: Box<dyn Sink>,
     quiet: bool,
 ) -> Result<Outcome, CliError> {
-    let sink: Box<dyn Sink> = match out {
-        Some(path) => {
-            let file = File::create(path).map_err(|e| {
-                CliError::Usage(format!(
-                    "cannot write output file '{}': {e}",
-                    path.display()
-                ))
-            })?;
-            Box::new(JsonlSink::new(file))
-        }
-        None => Box::new(JsonlSink::new(std::io::stdout())),
-    };
     let run_timeout = config.engine.run_timeout;
-    let engine = Engine::new(config, seeds, &Registry::builtin(), sink).map_err(|e| match e {
-        EngineError::Config(_) | EngineError::BadSeed(_) => CliError::Usage(e.to_string()),
-        EngineError::Sink(_) | EngineError::State(_) => CliError::Fatal(e.into()),
-    })?;
+    let engine = Engine::with_state(config, seeds, &Registry::builtin(), state, sink).map_err(
+        |e| match e {
+            EngineError::Config(_) | EngineError::BadSeed(_) => CliError::Usage(e.to_string()),
+            EngineError::Sink(_) | EngineError::State(_) => CliError::Fatal(e.into()),
+        },
+    )?;
     let shutdown = Shutdown::install().map_err(|e| CliError::Fatal(e.into()))?;
     let summary = engine
         .run(shutdown.requested())

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crawlkeeper_crawl::state::MemoryState;
+use crawlkeeper_crawl::{JsonlSink, Sink};
 use crawlkeeper_testsite::{SiteConfig, TestSite};
 use url::Url;
 
@@ -31,7 +33,20 @@ pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {
     config.engine.per_host = 4;
     config.politeness.retries = 1;
     config.politeness.retry_base = Duration::from_millis(200);
-    let outcome = crawl(config, vec![seed], args.out.as_deref(), args.quiet).await?;
+    let sink: Box<dyn Sink> = match &args.out {
+        Some(path) => Box::new(JsonlSink::new(std::fs::File::create(path).map_err(
+            |e| {
+                CliError::Usage(format!(
+                    "cannot write output file '{}': {e}",
+                    path.display()
+                ))
+            },
+        )?)),
+        None => Box::new(JsonlSink::new(std::io::stdout())),
+    };
+    // The demo keeps its state in memory: there is nothing to resume.
+    let state = Box::new(MemoryState::new());
+    let outcome = crawl(config, vec![seed], state, sink, args.quiet).await?;
     if !args.quiet {
         eprintln!("the site received {} requests", site.log().len());
     }

@@ -5,8 +5,11 @@ mod args;
 mod crawl_cmd;
 mod demo;
 mod exit;
+mod output;
+mod results_cmd;
 mod seeds;
 mod signals;
+mod state;
 
 use std::process::ExitCode;
 
@@ -24,6 +27,7 @@ fn main() -> ExitCode {
     let quiet = match &cli.command {
         Command::Crawl(a) => a.quiet,
         Command::Demo(a) => a.quiet,
+        Command::Results(_) | Command::Jobs(_) => true,
     };
     let default_filter = if quiet {
         "error"
@@ -50,6 +54,8 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Crawl(a) => crawl_cmd::run(*a).await,
             Command::Demo(a) => demo::run(a).await,
+            Command::Results(a) => results_cmd::results(a),
+            Command::Jobs(a) => results_cmd::jobs(a),
         }
     });
     // Do not wait for request tasks that were abandoned at the deadline.

@@ -1,0 +1,104 @@
+//! `crawlkeeper results` and `crawlkeeper jobs`: reading a store.
+
+use std::io::{BufWriter, Write};
+
+use crawlkeeper_store::{JobInfo, Store};
+
+use crate::args::{Format, JobsArgs, ResultsArgs};
+use crate::exit::{CliError, Outcome};
+use crate::state::{fatal, open_store};
+
+/// Results read from the store at a time.
+const PAGE: usize = 10_000;
+
+/// Runs `crawlkeeper results`: every stored record of a job, in the order
+/// the URLs finished.
+pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
+    let mut store = open_store(&args.store)?;
+    let job = pick_job(store.as_mut(), args.job.as_deref(), &args.store.location())?;
+    let out: Box<dyn Write> = match &args.out {
+        Some(path) => Box::new(std::fs::File::create(path).map_err(|e| {
+            CliError::Usage(format!(
+                "cannot write output file '{}': {e}",
+                path.display()
+            ))
+        })?),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut out = BufWriter::new(out);
+    let Format::Jsonl = args.format;
+    let mut after = 0;
+    loop {
+        let page = store.results(job.id, after, PAGE).map_err(fatal)?;
+        let Some((last, _)) = page.last() else { break };
+        after = *last;
+        for (_, json) in &page {
+            writeln!(out, "{json}").map_err(|e| CliError::Fatal(e.into()))?;
+        }
+    }
+    out.flush().map_err(|e| CliError::Fatal(e.into()))?;
+    Ok(Outcome::Finished)
+}
+
+fn pick_job(
+    store: &mut dyn Store,
+    name: Option<&str>,
+    location: &str,
+) -> Result<JobInfo, CliError> {
+    let jobs = store.jobs().map_err(fatal)?;
+    let names = || {
+        jobs.iter()
+            .map(|j| j.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match name {
+        Some(n) => jobs.iter().find(|j| j.name == n).cloned().ok_or_else(|| {
+            CliError::Usage(format!("no job '{n}' in {location} (jobs: {})", names()))
+        }),
+        None if jobs.len() == 1 => Ok(jobs[0].clone()),
+        None if jobs.is_empty() => Err(CliError::Usage(format!("no jobs in {location}"))),
+        None => Err(CliError::Usage(format!(
+            "{location} has {} jobs; name one: {}",
+            jobs.len(),
+            names()
+        ))),
+    }
+}
+
+/// Runs `crawlkeeper jobs`: one line per job with its counts.
+pub fn jobs(args: JobsArgs) -> Result<Outcome, CliError> {
+    let mut store = open_store(&args.store)?;
+    let jobs = store.jobs().map_err(fatal)?;
+    let mut out = std::io::stdout().lock();
+    let write = |out: &mut dyn Write, line: String| {
+        writeln!(out, "{line}").map_err(|e| CliError::Fatal(e.into()))
+    };
+    write(
+        &mut out,
+        format!(
+            "{:<12} {:<20} {:>9} {:>9} {:>9} {:>7}  seeds",
+            "job", "created", "seen", "done", "pending", "errors"
+        ),
+    )?;
+    for j in jobs {
+        let seeds = match j.seeds.len() {
+            0 => String::new(),
+            1 => j.seeds[0].clone(),
+            n => format!("{} (+{} more)", j.seeds[0], n - 1),
+        };
+        write(
+            &mut out,
+            format!(
+                "{:<12} {:<20} {:>9} {:>9} {:>9} {:>7}  {seeds}",
+                j.name,
+                j.created_at,
+                j.counts.seen,
+                j.counts.done,
+                j.counts.pending(),
+                j.counts.errors
+            ),
+        )?;
+    }
+    Ok(Outcome::Finished)
+}

@@ -1,0 +1,97 @@
+//! The crawl engine's durable state, kept in a store: which store, which
+//! job, and the adapter from the store's API to the engine's port.
+
+use crawlkeeper_crawl::CrawlConfig;
+use crawlkeeper_crawl::state::{Batch, CrawlState, Resumed, StateError};
+use crawlkeeper_store::{JobId, JobSpec, Store, StoreError};
+use url::Url;
+
+use crate::args::StoreArgs;
+use crate::exit::CliError;
+
+/// The engine's state, in a store, for one job.
+pub struct StoreState {
+    store: Box<dyn Store>,
+    job: JobId,
+}
+
+impl StoreState {
+    /// The state of `job` in `store`.
+    pub fn new(store: Box<dyn Store>, job: JobId) -> Self {
+        Self { store, job }
+    }
+}
+
+fn state_error(e: StoreError) -> StateError {
+    if e.is_retryable() {
+        StateError::Unavailable(e.to_string())
+    } else {
+        StateError::Fatal(e.to_string())
+    }
+}
+
+impl CrawlState for StoreState {
+    fn resume(&mut self) -> Result<Resumed, StateError> {
+        self.store.resume(self.job).map_err(state_error)
+    }
+
+    fn apply(&mut self, batch: &mut Batch) -> Result<(), StateError> {
+        self.store.apply(self.job, batch).map_err(state_error)
+    }
+}
+
+/// Opens the store the arguments name.
+pub fn open_store(args: &StoreArgs) -> Result<Box<dyn Store>, CliError> {
+    let location = args.location();
+    crawlkeeper_store::open(&location).map_err(|e| match e {
+        StoreError::Corrupt(_) | StoreError::Backend(_) => {
+            CliError::Usage(format!("cannot use the crawl state at '{location}': {e}"))
+        }
+        other => CliError::Fatal(anyhow::anyhow!(
+            "cannot open the crawl state at '{location}': {other}"
+        )),
+    })
+}
+
+/// The job a crawl belongs to: named by a hash of its seeds and scope, so
+/// that running the same command again finds it.
+pub fn job_spec(config: &CrawlConfig, seeds: &[Url]) -> JobSpec {
+    let seeds: Vec<String> = seeds.iter().map(Url::to_string).collect();
+    let scope = serde_json::to_string(&config.scope).unwrap_or_default();
+    let identity = format!("{}\n{scope}", seeds.join("\n"));
+    let name = format!(
+        "{:012x}",
+        xxhash_rust::xxh3::xxh3_64(identity.as_bytes()) >> 16
+    );
+    JobSpec {
+        name,
+        seeds,
+        options: serde_json::to_string(config).unwrap_or_default(),
+    }
+}
+
+/// A store error as the command's error.
+pub fn fatal(e: StoreError) -> CliError {
+    CliError::Fatal(anyhow::anyhow!(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seeds_and_scope_make_the_same_job() {
+        let seeds = [Url::parse("http://a.test/").unwrap()];
+        let mut config = CrawlConfig::default();
+        let a = job_spec(&config, &seeds);
+        config.engine.max_workers = 7;
+        assert_eq!(
+            job_spec(&config, &seeds).name,
+            a.name,
+            "concurrency is not identity"
+        );
+        config.scope.max_depth = 2;
+        assert_ne!(job_spec(&config, &seeds).name, a.name, "scope is");
+        assert_eq!(a.name.len(), 12);
+    }
+}
