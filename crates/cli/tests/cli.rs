@@ -1,6 +1,7 @@
 //! End-to-end tests of the `crawlkeeper` binary against the test site.
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crawlkeeper_model::CrawlRecord;
@@ -14,8 +15,19 @@ struct Run {
     stderr: String,
 }
 
+/// Runs the binary in a directory of its own, so the default state file
+/// (`crawlkeeper.db` in the working directory) is its own too.
 async fn run(args: &[&str], stdin: Option<&str>) -> Run {
+    let dir = temp_path(&format!("run-{}", RUNS.fetch_add(1, Ordering::SeqCst)));
+    std::fs::create_dir_all(&dir).unwrap();
+    run_in(&dir, args, stdin).await
+}
+
+static RUNS: AtomicUsize = AtomicUsize::new(0);
+
+async fn run_in(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .current_dir(dir)
         .args(args)
         .env_remove("CRAWLKEEPER_MAX_WORKERS")
         .env_remove("CRAWLKEEPER_RUN_TIMEOUT")
@@ -251,6 +263,8 @@ async fn sigint_and_sigterm_stop_in_order_with_130_and_143() {
         let child = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
             .args(["crawl", "--follow", "--per-host", "4", "--out"])
             .arg(&out)
+            .arg("--state")
+            .arg(temp_path(&format!("signal{code}.db")))
             .arg(site.url(0, "/"))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -21,7 +21,7 @@ pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
     authorities: HashMap<(i64, String), i64>,
-    locks: Vec<File>,
+    locks: Vec<(String, File)>,
 }
 
 fn err(e: rusqlite::Error) -> StoreError {
@@ -198,6 +198,9 @@ impl Store for SqliteStore {
     }
 
     fn lock_job(&mut self, job: &JobInfo) -> Result<(), StoreError> {
+        if self.locks.iter().any(|(name, _)| *name == job.name) {
+            return Ok(());
+        }
         let lock_path = PathBuf::from(format!("{}.{}.lock", self.path.display(), job.name));
         let file = File::create(&lock_path).map_err(|e| {
             StoreError::Backend(format!(
@@ -211,7 +214,7 @@ impl Store for SqliteStore {
         if rc != 0 {
             return Err(StoreError::Locked(job.name.clone()));
         }
-        self.locks.push(file);
+        self.locks.push((job.name.clone(), file));
         Ok(())
     }
 

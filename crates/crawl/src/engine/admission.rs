@@ -32,12 +32,14 @@ pub struct Outgoing {
     pub authority: Authority,
     /// Kept in memory (else left in the store).
     pub loaded: bool,
+    /// The page that found it, whose record is stored with it.
+    pub owner: Option<u64>,
 }
 
 impl Frontier {
     /// Decides what becomes of a discovered URL; one that may be new goes
-    /// to the outbox for the store.
-    pub fn triage(&mut self, d: Discovered) -> Disposition {
+    /// to the outbox for the store, tagged with the page that found it.
+    pub fn triage(&mut self, d: Discovered, owner: Option<u64>) -> Disposition {
         if let Some(depth) = self.queued_depth.get_mut(&d.key) {
             if d.job.depth < *depth {
                 let old = std::mem::replace(depth, d.job.depth);
@@ -74,7 +76,7 @@ impl Frontier {
         }
         self.slots[slot].count(d.job.depth, true);
         self.admitting += 1;
-        self.outbox.push((slot, d.key, d.job));
+        self.outbox.push((slot, d.key, d.job, owner));
         Disposition::Queued
     }
 
@@ -83,7 +85,7 @@ impl Frontier {
         let items = std::mem::take(&mut self.outbox);
         items
             .into_iter()
-            .map(|(slot, key, job)| {
+            .map(|(slot, key, job, owner)| {
                 let loaded = self.queued + self.admitting_loaded < self.limits.max_queued;
                 if loaded {
                     self.admitting_loaded += 1;
@@ -94,6 +96,7 @@ impl Frontier {
                     job,
                     authority: self.slots[slot].authority.clone(),
                     loaded,
+                    owner,
                 }
             })
             .collect()
@@ -136,20 +139,26 @@ impl Frontier {
         self.release_held(slot);
     }
 
-    /// URLs found on a page of `slot` at `depth`. They are triaged at once
-    /// unless a shallower job of the authority is still outstanding: then
-    /// they wait for it, so that every URL is admitted at its smallest depth.
-    pub fn offer_batch(&mut self, slot: Slot, depth: u32, batch: Vec<Discovered>) {
-        if batch.is_empty() {
-            return;
+    /// URLs found on page `owner` of `slot` at `depth`. They are triaged at
+    /// once unless a shallower job of the authority is still outstanding:
+    /// then they wait for it, so that every URL is admitted at its smallest
+    /// depth. Returns true when they wait (the page's token is given back
+    /// by [`Frontier::take_released`] when they go).
+    pub fn offer_batch(
+        &mut self,
+        slot: Slot,
+        depth: u32,
+        batch: Vec<Discovered>,
+        owner: Option<u64>,
+    ) -> bool {
+        if !batch.is_empty() && self.slots[slot].blocks(depth) {
+            self.slots[slot].held.push((depth, batch, owner));
+            return true;
         }
-        if self.slots[slot].blocks(depth) {
-            self.slots[slot].held.push((depth, batch));
-        } else {
-            for d in batch {
-                self.triage(d);
-            }
+        for d in batch {
+            self.triage(d, owner);
         }
+        false
     }
 
     /// A job of `slot` at `depth` is finished: batches that waited for it
@@ -162,14 +171,36 @@ impl Frontier {
     fn release_held(&mut self, slot: Slot) {
         loop {
             let s = &mut self.slots[slot];
-            let Some(i) = s.held.iter().position(|(depth, _)| !s.blocks(*depth)) else {
+            let Some(i) = s.held.iter().position(|(depth, _, _)| !s.blocks(*depth)) else {
                 return;
             };
-            let (_, batch) = s.held.swap_remove(i);
-            for d in batch {
-                self.triage(d);
+            let (_, batch, owner) = s.held.swap_remove(i);
+            self.release(batch, owner);
+        }
+    }
+
+    fn release(&mut self, batch: Vec<Discovered>, owner: Option<u64>) {
+        for d in batch {
+            self.triage(d, owner);
+        }
+        if let Some(token) = owner {
+            self.released.push(token);
+        }
+    }
+
+    /// Releases every held batch now, whatever waits: for a stop, or when
+    /// waiting could never end because the pages that wait fill every worker.
+    pub fn release_all_held(&mut self) {
+        for slot in 0..self.slots.len() {
+            for (_, batch, owner) in std::mem::take(&mut self.slots[slot].held) {
+                self.release(batch, owner);
             }
         }
+    }
+
+    /// Tokens of pages whose held URLs were triaged since the last call.
+    pub fn take_released(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.released)
     }
 
     /// Asks for more of `slot`'s URLs from the store when it runs low.

@@ -78,7 +78,8 @@ pub struct Frontier {
     pub(super) limits: FrontierLimits,
     pub(super) politeness: PolitenessConfig,
     pub(super) skipped: Vec<(Slot, Job)>,
-    pub(super) outbox: Vec<(Slot, u128, Job)>,
+    pub(super) outbox: Vec<(Slot, u128, Job, Option<u64>)>,
+    pub(super) released: Vec<u64>,
     pub(super) to_load: Vec<Slot>,
     rng: fastrand::Rng,
 }
@@ -101,6 +102,7 @@ impl Frontier {
             politeness,
             skipped: Vec::new(),
             outbox: Vec::new(),
+            released: Vec::new(),
             to_load: Vec::new(),
             rng: fastrand::Rng::with_seed(seed),
         }
@@ -328,7 +330,7 @@ impl Frontier {
         self.slots
             .iter()
             .map(|s| {
-                let held: usize = s.held.iter().map(|(_, b)| b.len()).sum();
+                let held: usize = s.held.iter().map(|(_, b, _)| b.len()).sum();
                 (s.queue.len() + s.retries.len() + held) as u64 + s.stored
             })
             .sum()

@@ -12,7 +12,7 @@ mod frontier;
 mod records;
 mod slot;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -81,9 +81,21 @@ pub struct Engine {
     state: Option<(Box<dyn CrawlState>, Box<dyn Sink>)>,
     stats: Vec<AuthorityStats>,
     done: u64,
+    /// Records handed to the store (or waiting for their page's links) and
+    /// not yet durable: each keeps its worker busy.
     committing: usize,
-    pending_finish: Vec<(Slot, Job, CrawlRecord)>,
+    /// Finished pages by token, waiting to be sent with their links.
+    pending_finish: HashMap<u64, PendingFinish>,
+    next_token: u64,
     pending_saves: Vec<Slot>,
+}
+
+/// A finished page whose record goes to the store with its links.
+struct PendingFinish {
+    job: Job,
+    record: CrawlRecord,
+    /// Its links wait for a shallower page of its authority.
+    held: bool,
 }
 
 impl Engine {
@@ -136,7 +148,8 @@ impl Engine {
             stats: Vec::new(),
             done: 0,
             committing: 0,
-            pending_finish: Vec::new(),
+            pending_finish: HashMap::new(),
+            next_token: 0,
             pending_saves: Vec::new(),
         })
     }
@@ -164,10 +177,13 @@ impl Engine {
             _ => return Err(StateError::Fatal("state worker stopped".into()).into()),
         }
         for url in std::mem::take(&mut self.seeds) {
-            self.frontier.triage(Discovered {
-                key: url_key(&url),
-                job: Job::seed(url),
-            });
+            self.frontier.triage(
+                Discovered {
+                    key: url_key(&url),
+                    job: Job::seed(url),
+                },
+                None,
+            );
         }
         let mut tasks: JoinSet<TaskOutput> = JoinSet::new();
         let mut progress = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
@@ -177,6 +193,12 @@ impl Engine {
             self.frontier.release_due(now);
             self.send_to_store(&store)?;
             self.dispatch(&mut tasks, now);
+            if tasks.is_empty() && self.waiting_forever() {
+                // Every worker holds a page waiting for a shallower one that
+                // cannot start: let the waiting links go.
+                self.frontier.release_all_held();
+                continue;
+            }
             if tasks.is_empty() && self.committing == 0 && self.frontier.is_idle() {
                 break StopReason::Finished;
             }
@@ -226,8 +248,16 @@ impl Engine {
         })
     }
 
+    /// True when every busy worker holds a page whose links wait, so that
+    /// nothing can start.
+    fn waiting_forever(&self) -> bool {
+        let held = self.pending_finish.values().filter(|p| p.held).count();
+        held > 0 && held == self.committing && self.committing >= self.config.engine.max_workers
+    }
+
     /// Sends the last records and waits until everything is durable.
     async fn close(&mut self, store: &mut StateHandle) -> Result<(), EngineError> {
+        self.frontier.release_all_held();
         self.send_to_store(store)?;
         let _ = store.tx.send(Command::Close);
         while let Some(reply) = store.rx.recv().await {
@@ -242,29 +272,58 @@ impl Engine {
         Err(StateError::Fatal("state worker stopped before closing".into()).into())
     }
 
-    /// Hands the frontier's outgoing URLs, loads and skipped records to the store.
+    /// Hands finished pages with their links, other admissions, loads,
+    /// saved authority state and skipped records to the store.
     fn send_to_store(&mut self, store: &StateHandle) -> Result<(), EngineError> {
         let gone = || StateError::Fatal("state worker stopped".into());
-        for (slot, job, record) in std::mem::take(&mut self.pending_finish) {
-            self.finish(store, slot, &job, record)?;
+        for token in self.frontier.take_released() {
+            if let Some(p) = self.pending_finish.get_mut(&token) {
+                p.held = false;
+            }
+        }
+        let mut by_page: HashMap<u64, Vec<AdmitItem>> = HashMap::new();
+        let mut loose = Vec::new();
+        for o in self.frontier.take_outbox() {
+            let item = AdmitItem {
+                slot: o.slot,
+                key: o.key,
+                job: o.job,
+                authority: o.authority,
+                loaded: o.loaded,
+            };
+            match o.owner {
+                Some(token) => by_page.entry(token).or_default().push(item),
+                None => loose.push(item),
+            }
+        }
+        let ready: Vec<u64> = self
+            .pending_finish
+            .iter()
+            .filter(|(_, p)| !p.held)
+            .map(|(t, _)| *t)
+            .collect();
+        for token in ready {
+            let Some(p) = self.pending_finish.remove(&token) else {
+                continue;
+            };
+            let links = by_page.remove(&token).unwrap_or_default();
+            let finished = FinishedUrl {
+                key: url_key(&p.job.url),
+                record: p.record,
+            };
+            store
+                .tx
+                .send(Command::Finish(Box::new(finished), links))
+                .map_err(|_| gone())?;
+        }
+        // Links of pages still held back stay in the outbox order they came in.
+        loose.extend(by_page.into_values().flatten());
+        if !loose.is_empty() {
+            store.tx.send(Command::Admit(loose)).map_err(|_| gone())?;
         }
         for slot in std::mem::take(&mut self.pending_saves) {
             let saved = self.frontier.saved(slot);
             store.tx.send(Command::Save(saved)).map_err(|_| gone())?;
-        }
-        let outgoing = self.frontier.take_outbox();
-        if !outgoing.is_empty() {
-            let items = outgoing
-                .into_iter()
-                .map(|o| AdmitItem {
-                    slot: o.slot,
-                    key: o.key,
-                    job: o.job,
-                    authority: o.authority,
-                    loaded: o.loaded,
-                })
-                .collect();
-            store.tx.send(Command::Admit(items)).map_err(|_| gone())?;
         }
         for (slot, authority, limit) in self.frontier.take_loads() {
             store
@@ -289,29 +348,24 @@ impl Engine {
                 store.tx.send(Command::Save(saved)).map_err(|_| gone())?;
             }
             let record = records::skipped(&job, limit);
-            self.finish(store, slot, &job, record)?;
+            self.record(slot, &record);
+            let finished = FinishedUrl {
+                key: url_key(&job.url),
+                record,
+            };
+            store
+                .tx
+                .send(Command::Finish(Box::new(finished), Vec::new()))
+                .map_err(|_| gone())?;
         }
         Ok(())
     }
 
-    fn finish(
-        &mut self,
-        store: &StateHandle,
-        slot: Slot,
-        job: &Job,
-        record: CrawlRecord,
-    ) -> Result<(), EngineError> {
-        self.stats_of(slot).add(&record);
+    /// Counts a record that is on its way to the store.
+    fn record(&mut self, slot: Slot, record: &CrawlRecord) {
+        self.stats_of(slot).add(record);
         self.done += 1;
         self.committing += 1;
-        let finished = FinishedUrl {
-            key: url_key(&job.url),
-            record,
-        };
-        store
-            .tx
-            .send(Command::Finish(finished))
-            .map_err(|_| StateError::Fatal("state worker stopped".into()).into())
     }
 
     /// Starts requests while there are free workers and ready authorities.
@@ -428,9 +482,15 @@ impl Engine {
                     },
                     None => job,
                 };
-                self.pending_finish.push((slot, job, record));
+                self.record(slot, &record);
+                let token = self.next_token;
+                self.next_token += 1;
                 // Its own links first: they are shallower than any it releases.
-                self.frontier.offer_batch(slot, depth, discovered);
+                let held = self
+                    .frontier
+                    .offer_batch(slot, depth, discovered, Some(token));
+                self.pending_finish
+                    .insert(token, PendingFinish { job, record, held });
                 self.frontier.job_finished(slot, depth);
             }
         }

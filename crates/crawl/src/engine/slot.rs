@@ -71,8 +71,9 @@ pub(super) struct AuthoritySlot {
     /// admission, waiting for a retry, or in flight), by depth.
     pub outstanding: Vec<u32>,
     /// URLs found on this authority's pages, held until no shallower job of
-    /// the authority is outstanding: (depth of the page, what it found).
-    pub held: Vec<(u32, Vec<Discovered>)>,
+    /// the authority is outstanding: (depth of the page, what it found, the
+    /// page's token).
+    pub held: Vec<(u32, Vec<Discovered>, Option<u64>)>,
     /// URLs of this authority left in the store, not loaded.
     pub stored: u64,
     /// A load from the store is under way.

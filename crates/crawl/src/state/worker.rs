@@ -39,8 +39,10 @@ pub struct AdmitItem {
 /// What the engine asks of the state worker.
 #[derive(Debug)]
 pub enum Command {
-    /// Store a finished URL's record (and write it to the sink).
-    Finish(FinishedUrl),
+    /// Store a finished URL's record (and write it to the sink), with the
+    /// URLs found on it, in the same transaction: a page is never done
+    /// without its links.
+    Finish(Box<FinishedUrl>, Vec<AdmitItem>),
     /// Admit URLs; the reply says which were new.
     Admit(Vec<AdmitItem>),
     /// Load queued URLs of an authority from the store.
@@ -146,7 +148,17 @@ fn run(
         let mut close = false;
         for c in gathered {
             match c {
-                Command::Finish(f) => batch.finished.push(f),
+                Command::Finish(f, items) => {
+                    batch.finished.push(*f);
+                    for item in items {
+                        batch.admit.push((
+                            entry_of(item.key, &item.job),
+                            item.authority.clone(),
+                            item.loaded,
+                        ));
+                        admits.push(item);
+                    }
+                }
                 Command::Admit(items) => {
                     for item in items {
                         batch.admit.push((

@@ -41,10 +41,13 @@ fn offer_at(f: &mut Frontier, url: &str, depth: u32, now: Instant) -> Dispositio
     let url = Url::parse(url).unwrap();
     let mut job = Job::seed(url.clone());
     job.depth = depth;
-    let d = f.triage(Discovered {
-        key: url_key(&url),
-        job,
-    });
+    let d = f.triage(
+        Discovered {
+            key: url_key(&url),
+            job,
+        },
+        None,
+    );
     store_admits_all(f, now);
     d
 }
@@ -317,15 +320,20 @@ fn links_from_deeper_pages_wait_for_shallower_jobs_of_the_authority() {
     let (slot, _) = take_page(&mut f, now);
     let (_, deep) = take_page(&mut f, now);
     f.request_done(slot, now, ok(1));
-    f.offer_batch(slot, 2, vec![at("/x", 3)]);
+    assert!(f.offer_batch(slot, 2, vec![at("/x", 3)], Some(7)));
     f.job_finished(slot, deep.depth);
     store_admits_all(&mut f, now);
     assert_eq!(f.pending(), 1, "held while /slow (depth 1) is outstanding");
     assert!(f.next_start(now).is_none());
     // /slow finishes and links to /x at depth 2: /x is admitted at depth 2.
     f.request_done(slot, now, ok(1));
-    f.offer_batch(slot, 1, vec![at("/x", 2)]);
+    assert!(!f.offer_batch(slot, 1, vec![at("/x", 2)], Some(8)));
     f.job_finished(slot, 1);
+    assert_eq!(
+        f.take_released(),
+        [7],
+        "the held page is told when its links go"
+    );
     store_admits_all(&mut f, now);
     let (_, x) = take_page(&mut f, now);
     assert_eq!((x.url.path(), x.depth), ("/x", 2));
@@ -348,10 +356,13 @@ fn urls_past_the_memory_limit_wait_in_the_store() {
     );
     for i in 0..5 {
         let url = Url::parse(&format!("http://a.test/{i}")).unwrap();
-        f.triage(Discovered {
-            key: url_key(&url),
-            job: Job::seed(url),
-        });
+        f.triage(
+            Discovered {
+                key: url_key(&url),
+                job: Job::seed(url),
+            },
+            None,
+        );
     }
     let out = f.take_outbox();
     let kept: Vec<bool> = out.iter().map(|o| o.loaded).collect();

@@ -1,0 +1,260 @@
+//! Durable state, end to end with the real binary: interrupt and resume,
+//! `kill -9` at random moments, `--fresh`, `jobs` and `results`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crawlkeeper_model::CrawlRecord;
+use crawlkeeper_testsite::{SiteConfig, TestSite};
+use tokio::process::{Child, Command};
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("crawlkeeper-resume-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn crawl(dir: &Path, site: &TestSite, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
+    c.current_dir(dir)
+        .args([
+            "crawl",
+            "--follow",
+            "--quiet",
+            "--out",
+            "out.jsonl",
+            "--state",
+            "state.db",
+        ])
+        .args(extra)
+        .arg(site.url(0, "/"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+async fn finish(mut c: Command) -> i32 {
+    let out = c.output().await.unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    assert!(
+        matches!(code, 0 | 130 | 137),
+        "exit {code}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    code
+}
+
+fn records(path: &Path) -> Vec<CrawlRecord> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l:?}: {e}")))
+        .collect()
+}
+
+/// Page requests (robots.txt aside) by target.
+fn requests(site: &TestSite) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for t in site.log().targets(0) {
+        if t != "/robots.txt" {
+            *m.entry(t).or_default() += 1;
+        }
+    }
+    m
+}
+
+fn site_config(pages: u32, delay_ms: u64) -> SiteConfig {
+    let mut c = SiteConfig::uniform(1, pages);
+    c.hosts[0].delay = Duration::from_millis(delay_ms);
+    c
+}
+
+fn signal(child: &Child, sig: &str) {
+    let pid = child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_crawl_resumes_without_fetching_anything_twice() {
+    let site = TestSite::start(site_config(300, 10)).await.unwrap();
+    let d = dir("interrupt");
+    let child = crawl(&d, &site, &["--per-host", "4"]).spawn().unwrap();
+    site.log().wait_for(40).await;
+    signal(&child, "-INT");
+    assert_eq!(
+        child.wait_with_output().await.unwrap().status.code(),
+        Some(130)
+    );
+    let partial = records(&d.join("out.jsonl")).len();
+    assert!((35..301).contains(&partial), "{partial}");
+    assert_eq!(finish(crawl(&d, &site, &["--per-host", "4"])).await, 0);
+    let recs = records(&d.join("out.jsonl"));
+    let urls: BTreeSet<&str> = recs.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!(recs.len(), 301, "every page once in the output");
+    assert_eq!(urls.len(), 301);
+    let reqs = requests(&site);
+    assert_eq!(reqs.len(), 301);
+    assert!(
+        reqs.values().all(|&n| n == 1),
+        "a page was fetched twice: {reqs:?}"
+    );
+    let robots = site
+        .log()
+        .targets(0)
+        .iter()
+        .filter(|t| *t == "/robots.txt")
+        .count();
+    assert_eq!(robots, 1, "robots.txt is kept across runs");
+    // Once finished, running again fetches nothing.
+    let before = site.log().len();
+    assert_eq!(finish(crawl(&d, &site, &[])).await, 0);
+    assert_eq!(site.log().len(), before);
+    assert_eq!(records(&d.join("out.jsonl")).len(), 301);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_at_random_moments_loses_nothing_and_refetches_only_in_flight_pages() {
+    let site = TestSite::start(site_config(1500, 2)).await.unwrap();
+    let d = dir("kill9");
+    let workers = 8;
+    let args = ["--per-host", "8", "--max-workers", "8", "--max-load", "100"];
+    let mut kills = 0;
+    for round in 0..12u64 {
+        let child = crawl(&d, &site, &args).spawn().unwrap();
+        // Let it get some way, a different way each round.
+        let target = site.log().len() + 20 + (round * 37 % 90) as usize;
+        site.log().wait_for(target).await;
+        signal(&child, "-KILL");
+        let out = child.wait_with_output().await.unwrap();
+        assert_eq!(out.status.code(), None, "killed by a signal");
+        kills += 1;
+    }
+    assert_eq!(finish(crawl(&d, &site, &args)).await, 0);
+
+    let expected = 1501;
+    let recs = records(&d.join("out.jsonl"));
+    let urls: BTreeSet<&str> = recs.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!(urls.len(), expected, "every reachable page has a record");
+    assert_eq!(recs.len(), expected, "and only one");
+    assert!(recs.iter().all(|r| r.status == Some(200)));
+
+    let results = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .current_dir(&d)
+        .args(["results", "--state", "state.db"])
+        .output()
+        .await
+        .unwrap();
+    assert!(results.status.success());
+    let stored = String::from_utf8(results.stdout).unwrap();
+    assert_eq!(stored.lines().count(), expected, "one result row per page");
+
+    let reqs = requests(&site);
+    assert_eq!(reqs.len(), expected);
+    let extra: usize = reqs.values().map(|n| n - 1).sum();
+    assert!(
+        extra <= kills * workers,
+        "{extra} repeated requests for {kills} kills of {workers} workers"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fresh_starts_over_and_jobs_and_results_read_the_store() {
+    let site = TestSite::start(site_config(20, 0)).await.unwrap();
+    let d = dir("fresh");
+    assert_eq!(finish(crawl(&d, &site, &[])).await, 0);
+    assert_eq!(requests(&site).len(), 21);
+    assert_eq!(finish(crawl(&d, &site, &["--fresh"])).await, 0);
+    assert!(
+        requests(&site).values().all(|&n| n == 2),
+        "--fresh fetched everything again"
+    );
+    assert_eq!(
+        records(&d.join("out.jsonl")).len(),
+        21,
+        "and rewrote the output"
+    );
+
+    let jobs = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .current_dir(&d)
+        .args(["jobs", "--state", "state.db"])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8(jobs.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let fields: Vec<&str> = lines[1].split_whitespace().collect();
+    let job = fields[0].to_owned();
+    assert_eq!(&fields[2..6], ["21", "21", "0", "0"], "{text}");
+    assert!(lines[1].ends_with(&site.url(0, "/")));
+
+    let out = d.join("export.jsonl");
+    let status = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .current_dir(&d)
+        .args(["results", "--state", "state.db", &job, "--out"])
+        .arg(&out)
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(d.join("out.jsonl")).unwrap()
+    );
+    let missing = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .current_dir(&d)
+        .args(["results", "--state", "state.db", "nosuchjob"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains(&job));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_on_the_same_job_is_refused() {
+    let site = TestSite::start(site_config(400, 20)).await.unwrap();
+    let d = dir("locked");
+    let first = crawl(&d, &site, &[]).spawn().unwrap();
+    site.log().wait_for(3).await;
+    let second = crawl(&d, &site, &[]).output().await.unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("being crawled by another process"),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    signal(&first, "-INT");
+    first.wait_with_output().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_is_not_a_state_file_is_a_clear_error() {
+    let site = TestSite::start(site_config(5, 0)).await.unwrap();
+    let d = dir("notdb");
+    std::fs::write(
+        d.join("state.db"),
+        "this is not a database, and it stays untouched",
+    )
+    .unwrap();
+    let out = crawl(&d, &site, &[]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("state.db"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("state.db")).unwrap(),
+        "this is not a database, and it stays untouched"
+    );
+    assert!(site.log().is_empty());
+}
