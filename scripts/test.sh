@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. Installs and starts what the tests need
-# (later issues add ZooKeeper and PostgreSQL here); fails when any test fails.
+# (PostgreSQL on 127.0.0.1:5432); fails when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +8,10 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "error: cargo is not installed (install Rust with rustup first)" >&2
   exit 1
 fi
+
+echo "== PostgreSQL"
+scripts/postgres.sh
+export CRAWLKEEPER_TEST_POSTGRES=${CRAWLKEEPER_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/test}
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

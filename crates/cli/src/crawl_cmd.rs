@@ -1,13 +1,15 @@
 //! `crawlkeeper crawl`: seeds and options in, records and a summary out.
 
 use std::io::Write;
+use std::path::Path;
 
 use crawlkeeper_crawl::state::CrawlState;
 use crawlkeeper_crawl::{CrawlConfig, Engine, EngineError, JsonlSink, Registry, Sink, StopReason};
 use crawlkeeper_model::format_duration;
+use crawlkeeper_store::{JobInfo, JobSpec, Store};
 use url::Url;
 
-use crate::args::CrawlArgs;
+use crate::args::{CrawlArgs, StoreArgs};
 use crate::exit::{CliError, Outcome};
 use crate::output::open_output;
 use crate::seeds::{read_seeds, stdin};
@@ -19,14 +21,40 @@ use crate::state::{StoreState, fatal, job_spec, open_store};
 pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     let config = args.to_config();
-    let mut store = open_store(&args.store)?;
     let spec = job_spec(&config, &seeds);
-    if args.fresh && store.delete_job(&spec.name).map_err(fatal)? && !args.quiet {
+    let (store, job, sink) = {
+        let (store_args, out, fresh, quiet) =
+            (args.store.clone(), args.out.clone(), args.fresh, args.quiet);
+        // Store set-up blocks (and the PostgreSQL client runs its own runtime).
+        tokio::task::spawn_blocking(move || {
+            prepare(&store_args, &spec, out.as_deref(), fresh, quiet)
+        })
+        .await
+        .map_err(|e| CliError::Fatal(e.into()))??
+    };
+    let state = Box::new(StoreState::new(store, job.id));
+    crawl(config, seeds, state, sink, args.quiet).await
+}
+
+/// A store, its job, locked, and the sink for the job's records.
+type Prepared = (Box<dyn Store>, JobInfo, Box<dyn Sink>);
+
+/// Opens the store and the job (deleting it first with `fresh`), locks it,
+/// and brings the output file up to date with it.
+fn prepare(
+    store_args: &StoreArgs,
+    spec: &JobSpec,
+    out: Option<&Path>,
+    fresh: bool,
+    quiet: bool,
+) -> Result<Prepared, CliError> {
+    let mut store = open_store(store_args)?;
+    if fresh && store.delete_job(&spec.name).map_err(fatal)? && !quiet {
         eprintln!("job {}: stored state deleted (--fresh)", spec.name);
     }
-    let job = store.open_job(&spec).map_err(fatal)?;
+    let job = store.open_job(spec).map_err(fatal)?;
     store.lock_job(&job).map_err(fatal)?;
-    if !args.quiet && job.counts.seen > 0 {
+    if !quiet && job.counts.seen > 0 {
         eprintln!(
             "job {}: resuming with {} URLs done and {} pending",
             job.name,
@@ -34,17 +62,16 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
             job.counts.pending()
         );
     }
-    let sink: Box<dyn Sink> = match &args.out {
+    let sink: Box<dyn Sink> = match out {
         Some(path) => Box::new(JsonlSink::new(open_output(
             path,
             store.as_mut(),
             &job,
-            args.fresh,
+            fresh,
         )?)),
         None => Box::new(JsonlSink::new(std::io::stdout())),
     };
-    let state = Box::new(StoreState::new(store, job.id));
-    crawl(config, seeds, state, sink, args.quiet).await
+    Ok((store, job, sink))
 }
 
 /// Crawls `seeds` with `config` and `state`, writing records to `sink`

@@ -40,26 +40,14 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
+    // Reading a store is synchronous work (the PostgreSQL client runs its own
+    // runtime): those commands run outside the async runtime.
+    let result = match cli.command {
+        Command::Results(a) => results_cmd::results(a),
+        Command::Jobs(a) => results_cmd::jobs(a),
+        Command::Crawl(a) => with_runtime(|| crawl_cmd::run(*a)),
+        Command::Demo(a) => with_runtime(|| demo::run(a)),
     };
-    let result = runtime.block_on(async move {
-        match cli.command {
-            Command::Crawl(a) => crawl_cmd::run(*a).await,
-            Command::Demo(a) => demo::run(a).await,
-            Command::Results(a) => results_cmd::results(a),
-            Command::Jobs(a) => results_cmd::jobs(a),
-        }
-    });
-    // Do not wait for request tasks that were abandoned at the deadline.
-    runtime.shutdown_background();
     match result {
         Ok(outcome) => outcome.code(),
         Err(e) => {
@@ -83,4 +71,22 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Runs a command's future on a multi-threaded runtime.
+fn with_runtime<F, Fut>(command: F) -> Result<exit::Outcome, exit::CliError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<exit::Outcome, exit::CliError>>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            exit::CliError::Fatal(anyhow::anyhow!("cannot start the async runtime: {e}"))
+        })?;
+    let result = runtime.block_on(command());
+    // Do not wait for request tasks that were abandoned at the deadline.
+    runtime.shutdown_background();
+    result
 }

@@ -258,3 +258,93 @@ async fn a_file_that_is_not_a_state_file_is_a_clear_error() {
     );
     assert!(site.log().is_empty());
 }
+
+fn postgres_url(db: &str) -> String {
+    let base = std::env::var("CRAWLKEEPER_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let (server, _) = base.rsplit_once('/').unwrap();
+    format!("{server}/{db}")
+}
+
+fn restart_postgres() {
+    let version = std::fs::read_dir("/etc/postgresql")
+        .expect("PostgreSQL from Debian's package (scripts/postgres.sh installs it)")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .max()
+        .unwrap();
+    let status = std::process::Command::new("pg_ctlcluster")
+        .args(["--skip-systemctl-redirect", &version, "main", "restart"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "restarting PostgreSQL failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_restart_mid_crawl_loses_nothing() {
+    let db = format!("ck_restart_{}", std::process::id());
+    admin(format!("DROP DATABASE IF EXISTS {db}")).await;
+    admin(format!("CREATE DATABASE {db}")).await;
+
+    let site = TestSite::start(site_config(600, 5)).await.unwrap();
+    let d = dir("pg-restart");
+    let url = postgres_url(&db);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
+    c.current_dir(&d)
+        .args([
+            "crawl",
+            "--follow",
+            "--per-host",
+            "4",
+            "--out",
+            "out.jsonl",
+            "--store",
+            &url,
+        ])
+        .arg(site.url(0, "/"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    site.log().wait_for(100).await;
+    let seen_before = site.log().len();
+    tokio::task::spawn_blocking(restart_postgres).await.unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(seen_before < 601, "the restart came mid-crawl");
+    assert!(
+        stderr.contains("unavailable; retrying"),
+        "a clear log line: {stderr}"
+    );
+
+    let recs = records(&d.join("out.jsonl"));
+    let urls: BTreeSet<&str> = recs.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!((recs.len(), urls.len()), (601, 601));
+    let reqs = requests(&site);
+    assert_eq!(reqs.len(), 601);
+    assert!(reqs.values().all(|&n| n == 1), "nothing fetched twice");
+    let results = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .args(["results", "--store", &url])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(results.stdout).unwrap().lines().count(),
+        601
+    );
+
+    admin(format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await;
+}
+
+/// Runs `sql` on the server's `postgres` database (the sync client runs
+/// outside the test's runtime).
+async fn admin(sql: String) {
+    tokio::task::spawn_blocking(move || {
+        let url = postgres_url("postgres");
+        let mut c = postgres::Client::connect(&url, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("PostgreSQL is required ({url}): {e}; run scripts/test.sh"));
+        c.batch_execute(&sql).unwrap();
+    })
+    .await
+    .unwrap();
+}

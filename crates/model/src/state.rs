@@ -103,6 +103,11 @@ pub struct Batch {
     pub loaded: Vec<Vec<FrontierEntry>>,
     /// In: per-authority state to save.
     pub authorities: Vec<AuthorityState>,
+    /// Set by the store on the first attempt: the first result position it
+    /// gave out. If the connection is lost while committing, a retry cannot
+    /// know whether the commit happened; results found done at or past this
+    /// position were stored by that attempt and still count as recorded.
+    pub first_position: Option<u64>,
 }
 
 impl Batch {

@@ -404,6 +404,7 @@ fn apply_in(
             )
             .map_err(err)?
             .get(0);
+        let first = *batch.first_position.get_or_insert(seq as u64) as i64;
         let update = tx
             .prepare(
                 "UPDATE urls SET state = 2, seq = $1, failed = $2, record = $3
@@ -433,6 +434,16 @@ fn apply_in(
             if recorded {
                 seq += 1;
             }
+            // Done already: by an attempt of this batch whose commit was not confirmed?
+            let recorded = recorded
+                || tx
+                    .query_opt(
+                        "SELECT seq FROM urls WHERE job = $1 AND key = $2",
+                        &[&job, &key],
+                    )
+                    .map_err(err)?
+                    .and_then(|r| r.get::<_, Option<i64>>(0))
+                    .is_some_and(|s| s >= first);
             batch.recorded.push(recorded);
         }
         tx.execute("UPDATE jobs SET next_seq = $1 WHERE id = $2", &[&seq, &job])

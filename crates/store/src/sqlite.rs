@@ -368,6 +368,7 @@ fn apply_in(
                 r.get(0)
             })
             .map_err(err)?;
+        let first = *batch.first_position.get_or_insert(seq as u64) as i64;
         for f in &batch.finished {
             let text = record_text(&f.record)?;
             let failed = i64::from(f.record.error.is_some());
@@ -407,6 +408,18 @@ fn apply_in(
             if recorded {
                 seq += 1;
             }
+            // Done already: by an attempt of this batch whose commit was not confirmed?
+            let recorded = recorded
+                || tx
+                    .query_row(
+                        "SELECT seq FROM urls WHERE job = ?1 AND key = ?2",
+                        params![job, key],
+                        |r| r.get::<_, Option<i64>>(0),
+                    )
+                    .optional()
+                    .map_err(err)?
+                    .flatten()
+                    .is_some_and(|s| s >= first);
             batch.recorded.push(recorded);
         }
         tx.execute(

@@ -27,4 +27,5 @@ conformance!(
     deleting_a_job_leaves_the_others,
     a_job_is_locked_by_one_owner,
     large_batches,
+    a_batch_retried_after_an_unconfirmed_commit_keeps_its_results,
 );

@@ -306,3 +306,31 @@ pub fn large_batches(b: &mut Backend) {
     let counts = b.store.find_job("big").unwrap().unwrap().counts;
     assert_eq!((counts.seen, counts.done), (5000, 2000));
 }
+
+pub fn a_batch_retried_after_an_unconfirmed_commit_keeps_its_results(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let x = entry("a.test", "/x", 1);
+    let y = entry("a.test", "/y", 1);
+    admit(b, job, &[x.clone(), y.clone()], true);
+    finish(b, job, &[(x.0.clone(), false)]);
+    let mut batch = Batch {
+        finished: [&x.0, &y.0]
+            .iter()
+            .map(|e| FinishedUrl {
+                key: e.key,
+                record: record(e, false),
+            })
+            .collect(),
+        ..Batch::default()
+    };
+    b.store.apply(job, &mut batch).unwrap();
+    assert_eq!(batch.recorded, [false, true]);
+    // The commit happened but its answer was lost: the same batch is applied again.
+    b.store.apply(job, &mut batch).unwrap();
+    assert_eq!(
+        batch.recorded,
+        [false, true],
+        "y was stored by this batch, x long before"
+    );
+    assert_eq!(b.store.results(job, 0, 10).unwrap().len(), 2);
+}
