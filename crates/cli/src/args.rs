@@ -195,6 +195,9 @@ pub struct CrawlArgs {
     /// Forget this job's stored state and start over.
     #[arg(long)]
     pub fresh: bool,
+    /// Keep the state in memory only: no state file, no resume.
+    #[arg(long, conflicts_with_all = ["fresh", "store"])]
+    pub no_state: bool,
     /// No progress logs and no summary.
     #[arg(long, short)]
     pub quiet: bool,

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crawlkeeper_crawl::state::CrawlState;
+use crawlkeeper_crawl::state::{CrawlState, MemoryState};
 use crawlkeeper_crawl::{CrawlConfig, Engine, EngineError, JsonlSink, Registry, Sink, StopReason};
 use crawlkeeper_model::format_duration;
 use crawlkeeper_store::{JobInfo, JobSpec, Store};
@@ -11,7 +11,7 @@ use url::Url;
 
 use crate::args::{CrawlArgs, StoreArgs};
 use crate::exit::{CliError, Outcome};
-use crate::output::open_output;
+use crate::output::{fresh_sink, open_output};
 use crate::seeds::{read_seeds, stdin};
 use crate::signals::Shutdown;
 use crate::state::{StoreState, fatal, job_spec, open_store};
@@ -21,6 +21,17 @@ use crate::state::{StoreState, fatal, job_spec, open_store};
 pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     let config = args.to_config();
+    if args.no_state {
+        let sink = fresh_sink(args.out.as_deref())?;
+        return crawl(
+            config,
+            seeds,
+            Box::new(MemoryState::new()),
+            sink,
+            args.quiet,
+        )
+        .await;
+    }
     let spec = job_spec(&config, &seeds);
     let (store, job, sink) = {
         let (store_args, out, fresh, quiet) =

@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use crawlkeeper_crawl::state::MemoryState;
-use crawlkeeper_crawl::{JsonlSink, Sink};
 use crawlkeeper_testsite::{SiteConfig, TestSite};
 use url::Url;
 
 use crate::args::DemoArgs;
 use crate::crawl_cmd::crawl;
 use crate::exit::{CliError, Outcome};
+use crate::output::fresh_sink;
 
 /// Runs `crawlkeeper demo`.
 pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {
@@ -33,17 +33,7 @@ pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {
     config.engine.per_host = 4;
     config.politeness.retries = 1;
     config.politeness.retry_base = Duration::from_millis(200);
-    let sink: Box<dyn Sink> = match &args.out {
-        Some(path) => Box::new(JsonlSink::new(std::fs::File::create(path).map_err(
-            |e| {
-                CliError::Usage(format!(
-                    "cannot write output file '{}': {e}",
-                    path.display()
-                ))
-            },
-        )?)),
-        None => Box::new(JsonlSink::new(std::io::stdout())),
-    };
+    let sink = fresh_sink(args.out.as_deref())?;
     // The demo keeps its state in memory: there is nothing to resume.
     let state = Box::new(MemoryState::new());
     let outcome = crawl(config, vec![seed], state, sink, args.quiet).await?;

@@ -8,6 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use crawlkeeper_crawl::{JsonlSink, Sink};
 use crawlkeeper_store::{JobInfo, Store};
 
 use crate::exit::CliError;
@@ -82,4 +83,22 @@ fn complete_lines(file: &mut File) -> std::io::Result<(u64, u64)> {
         lines += 1;
         len += n as u64;
     }
+}
+
+/// Creates (or truncates) `path` for writing; a failure is a usage error.
+pub fn create(path: &Path) -> Result<File, CliError> {
+    File::create(path).map_err(|e| {
+        CliError::Usage(format!(
+            "cannot write output file '{}': {e}",
+            path.display()
+        ))
+    })
+}
+
+/// A JSON Lines sink to a new file at `out`, or to standard output.
+pub fn fresh_sink(out: Option<&Path>) -> Result<Box<dyn Sink>, CliError> {
+    Ok(match out {
+        Some(path) => Box::new(JsonlSink::new(create(path)?)),
+        None => Box::new(JsonlSink::new(std::io::stdout())),
+    })
 }

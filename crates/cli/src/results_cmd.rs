@@ -6,6 +6,7 @@ use crawlkeeper_store::{JobInfo, Store};
 
 use crate::args::{Format, JobsArgs, ResultsArgs};
 use crate::exit::{CliError, Outcome};
+use crate::output::create;
 use crate::state::{fatal, open_store};
 
 /// Results read from the store at a time.
@@ -17,12 +18,7 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
     let mut store = open_store(&args.store)?;
     let job = pick_job(store.as_mut(), args.job.as_deref(), &args.store.location())?;
     let out: Box<dyn Write> = match &args.out {
-        Some(path) => Box::new(std::fs::File::create(path).map_err(|e| {
-            CliError::Usage(format!(
-                "cannot write output file '{}': {e}",
-                path.display()
-            ))
-        })?),
+        Some(path) => Box::new(create(path)?),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::new(out);

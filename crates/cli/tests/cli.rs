@@ -301,3 +301,27 @@ async fn sigint_and_sigterm_stop_in_order_with_130_and_143() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_state_keeps_nothing_on_disk() {
+    let site = TestSite::start(SiteConfig::uniform(1, 5)).await.unwrap();
+    let dir = temp_path("no-state");
+    std::fs::create_dir_all(&dir).unwrap();
+    let seed = site.url(0, "/");
+    let r = run_in(
+        &dir,
+        &["crawl", "--follow", "--no-state", "--quiet", &seed],
+        None,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(records(&r.stdout).len(), 6);
+    assert!(!dir.join("crawlkeeper.db").exists());
+    let r = run_in(&dir, &["crawl", "--follow", "--quiet", &seed], None).await;
+    assert_eq!(
+        records(&r.stdout).len(),
+        6,
+        "and a crawl with state starts from nothing"
+    );
+    assert!(dir.join("crawlkeeper.db").exists());
+}
