@@ -140,7 +140,7 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
     let mut tx = client.transaction().map_err(err)?;
     tx.batch_execute("SELECT pg_advisory_xact_lock(7202611)")
         .map_err(err)?;
-    for s in schema::statements("BYTEA", "BIGSERIAL", false) {
+    for s in schema::statements("BYTEA", "BIGSERIAL") {
         tx.batch_execute(&s).map_err(err)?;
     }
     let version: Option<i64> = tx

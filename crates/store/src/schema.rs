@@ -5,6 +5,9 @@
 pub const VERSION: i64 = 1;
 
 /// Statements creating version 1, with `{blob}` and `{serial}` to fill in.
+/// Rows are large (a record is a few hundred bytes), so they live in a
+/// plain table with a unique index on (job, key) rather than in a
+/// clustered one.
 const TABLES: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS crawlkeeper_version (version BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS jobs (
@@ -32,10 +35,9 @@ const TABLES: &[&str] = &[
         state SMALLINT NOT NULL,
         seq BIGINT,
         failed SMALLINT,
-        record TEXT,
-        PRIMARY KEY (job, key)){without_rowid}",
+        record TEXT)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS urls_key ON urls (job, key)",
     "CREATE INDEX IF NOT EXISTS urls_queued ON urls (job, auth, depth) WHERE state = 0",
-    "CREATE INDEX IF NOT EXISTS urls_loaded ON urls (job) WHERE state = 1",
     "CREATE INDEX IF NOT EXISTS urls_done ON urls (job, seq) WHERE state = 2",
 ];
 
@@ -50,16 +52,9 @@ pub mod state {
 }
 
 /// The statements for one backend.
-pub fn statements(blob: &str, serial: &str, without_rowid: bool) -> Vec<String> {
+pub fn statements(blob: &str, serial: &str) -> Vec<String> {
     TABLES
         .iter()
-        .map(|t| {
-            t.replace("{blob}", blob)
-                .replace("{serial}", serial)
-                .replace(
-                    "{without_rowid}",
-                    if without_rowid { " WITHOUT ROWID" } else { "" },
-                )
-        })
+        .map(|t| t.replace("{blob}", blob).replace("{serial}", serial))
         .collect()
 }

@@ -69,7 +69,7 @@ impl SqliteStore {
 
     fn migrate(&mut self) -> Result<(), StoreError> {
         let tx = self.conn.transaction().map_err(err)?;
-        for s in schema::statements("BLOB", "INTEGER", true) {
+        for s in schema::statements("BLOB", "INTEGER") {
             tx.execute(&s, []).map_err(err)?;
         }
         let version: Option<i64> = tx

@@ -212,6 +212,13 @@ impl Engine {
                 () = sleep_until(wake.unwrap_or(deadline)), if wake.is_some() => {}
                 _ = progress.tick() => self.log_progress(started),
             }
+            // Take every event that is already there before deciding again.
+            while let Ok(reply) = store.rx.try_recv() {
+                self.on_reply(reply)?;
+            }
+            while let Some(joined) = tasks.try_join_next() {
+                self.complete(joined)?;
+            }
         };
         if stop != StopReason::Finished {
             info!(

@@ -188,23 +188,8 @@ fn run(
             let _ = replies.send(Reply::Failed(e));
             return;
         }
-        let written = batch
-            .finished
-            .iter()
-            .zip(recorded(&batch))
-            .filter(|(_, new)| *new)
-            .try_for_each(|(f, _)| sink.write(&f.record));
-        let flushed = written.and_then(|()| {
-            if batch.finished.is_empty() {
-                Ok(())
-            } else {
-                sink.flush()
-            }
-        });
-        if let Err(e) = flushed {
-            let _ = replies.send(Reply::Failed(StateError::Fatal(e.to_string())));
-            return;
-        }
+        // Durable now: the engine may reuse the workers before the records
+        // reach the sink (the output is brought up to date on resume).
         if !batch.finished.is_empty() {
             let _ = replies.send(Reply::Finished(batch.finished.len()));
         }
@@ -219,6 +204,24 @@ fn run(
             let more = entries.len() >= limit;
             let jobs = entries.into_iter().filter_map(job_of).collect();
             let _ = replies.send(Reply::Loaded { slot, jobs, more });
+        }
+        let written = batch
+            .finished
+            .iter()
+            .zip(recorded(&batch))
+            .filter(|(_, new)| *new)
+            .try_for_each(|(f, _)| sink.write(&f.record));
+        // Flush when there is nothing more to do right away, and at the end.
+        let flushed = written.and_then(|()| {
+            if close || commands.is_empty() {
+                sink.flush()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = flushed {
+            let _ = replies.send(Reply::Failed(StateError::Fatal(e.to_string())));
+            return;
         }
         if close {
             let _ = replies.send(Reply::Closed);

@@ -1,0 +1,225 @@
+//! The engine benchmark: the crawler as a user runs it, against the test
+//! site in another process.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use crate::proc::{binaries_dir, read_origins, stop, wait_with_rusage};
+
+/// Options of `crawlkeeper-bench engine`.
+#[derive(Args, Debug)]
+pub struct EngineArgs {
+    /// Scenarios to run: one-host (1 × 20,000 pages), fifty-hosts (50 × 400),
+    /// politeness (1,000 hosts × 20 pages, 50 ms per response, one request
+    /// in flight per host, 50 workers).
+    #[arg(
+        long,
+        default_value = "one-host,fifty-hosts,politeness",
+        value_delimiter = ','
+    )]
+    scenario: Vec<String>,
+    /// Repetitions of each scenario (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Approximate size of each page in bytes.
+    #[arg(long, default_value_t = 4096)]
+    page_bytes: usize,
+    /// Where the crawler keeps its state: sqlite (a file in a temporary
+    /// directory, the default of `crawl`), memory (`--no-state`), or both,
+    /// to compare.
+    #[arg(long, default_value = "both")]
+    state: String,
+    /// Extra arguments passed to `crawlkeeper crawl`.
+    #[arg(long, allow_hyphen_values = true)]
+    crawl_arg: Vec<String>,
+}
+
+struct Scenario {
+    name: &'static str,
+    hosts: usize,
+    pages: u32,
+    /// Server delay per response.
+    delay_ms: u64,
+    /// Concurrency options given to the crawler.
+    crawl_args: &'static [&'static str],
+    /// Pages/s a perfect scheduler reaches, if the scenario has a bound.
+    ideal_rate: Option<f64>,
+}
+
+const FAST: &[&str] = &[
+    "--per-host",
+    "64",
+    "--max-workers",
+    "64",
+    "--max-load",
+    "100",
+];
+const POLITE: &[&str] = &[
+    "--per-host",
+    "1",
+    "--max-workers",
+    "50",
+    "--max-load",
+    "100",
+];
+
+/// What one run measured.
+#[derive(Debug, Clone, Copy)]
+struct Measure {
+    pages: u64,
+    wall: Duration,
+    cpu: Duration,
+    max_rss_kb: i64,
+}
+
+/// Runs the engine benchmark.
+pub fn run(args: EngineArgs) -> Result<()> {
+    let dir = binaries_dir()?;
+    let states: Vec<&str> = match args.state.as_str() {
+        "both" => vec!["memory", "sqlite"],
+        "memory" => vec!["memory"],
+        "sqlite" => vec!["sqlite"],
+        other => bail!("unknown state '{other}' (memory, sqlite, both)"),
+    };
+    for name in &args.scenario {
+        let scenario = match name.as_str() {
+            "one-host" => Scenario {
+                name: "one-host",
+                hosts: 1,
+                pages: 20_000,
+                delay_ms: 0,
+                crawl_args: FAST,
+                ideal_rate: None,
+            },
+            "fifty-hosts" => Scenario {
+                name: "fifty-hosts",
+                hosts: 50,
+                pages: 400,
+                delay_ms: 0,
+                crawl_args: FAST,
+                ideal_rate: None,
+            },
+            "politeness" => Scenario {
+                name: "politeness",
+                hosts: 1000,
+                pages: 20,
+                delay_ms: 50,
+                crawl_args: POLITE,
+                ideal_rate: Some(50.0 / 0.05),
+            },
+            other => bail!("unknown scenario '{other}' (one-host, fifty-hosts, politeness)"),
+        };
+        let mut rates = Vec::new();
+        for state in &states {
+            let mut runs = Vec::new();
+            for _ in 0..args.runs {
+                runs.push(run_once(
+                    &dir,
+                    &scenario,
+                    args.page_bytes,
+                    state,
+                    &args.crawl_arg,
+                )?);
+            }
+            runs.sort_by_key(|m| m.wall);
+            let m = runs[runs.len() / 2];
+            let rate = m.pages as f64 / m.wall.as_secs_f64();
+            rates.push(rate);
+            println!(
+                "{:<12} state={:<6} hosts={:<4} pages={:<6} wall={:>6.2}s rate={:>7.0} pages/s cpu={:>6.2}s \
+                 cpu/1000 pages={:.3}s peak_rss={:.1} MB (median of {})",
+                scenario.name,
+                state,
+                scenario.hosts,
+                m.pages,
+                m.wall.as_secs_f64(),
+                rate,
+                m.cpu.as_secs_f64(),
+                m.cpu.as_secs_f64() * 1000.0 / m.pages as f64,
+                m.max_rss_kb as f64 / 1024.0,
+                runs.len()
+            );
+            if let Some(ideal) = scenario.ideal_rate {
+                println!(
+                    "{:<12} {:.2} of the ideal {ideal:.0} pages/s",
+                    scenario.name,
+                    rate / ideal
+                );
+            }
+        }
+        if rates.len() == 2 {
+            println!(
+                "{:<12} the SQLite store keeps {:.0}% of the in-memory rate",
+                scenario.name,
+                100.0 * rates[1] / rates[0]
+            );
+        }
+    }
+    Ok(())
+}
+
+fn run_once(
+    dir: &Path,
+    s: &Scenario,
+    page_bytes: usize,
+    state: &str,
+    extra: &[String],
+) -> Result<Measure> {
+    let mut site = Command::new(dir.join("crawlkeeper-testsite"))
+        .args([
+            "--hosts",
+            &s.hosts.to_string(),
+            "--pages",
+            &s.pages.to_string(),
+            "--links",
+            "20",
+            "--page-bytes",
+            &page_bytes.to_string(),
+            "--delay-ms",
+            &s.delay_ms.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting the test site")?;
+    let origins = read_origins(&mut site)?;
+    let work = std::env::temp_dir().join(format!("crawlkeeper-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work)?;
+    let out = work.join("out.jsonl");
+    let mut cmd = Command::new(dir.join("crawlkeeper"));
+    cmd.current_dir(&work);
+    cmd.args(["crawl", "--follow", "--quiet", "--out"])
+        .arg(&out)
+        .args(s.crawl_args)
+        .args((state == "memory").then_some("--no-state"))
+        .args(extra)
+        .args(origins.iter().map(|o| format!("{o}/")));
+    let started = Instant::now();
+    let crawler = cmd.spawn().context("starting the crawler")?;
+    let (status, cpu, max_rss_kb) = wait_with_rusage(crawler.id())?;
+    let wall = started.elapsed();
+    stop(site);
+    if status != 0 {
+        bail!("crawler exited with status {status}");
+    }
+    let pages = BufReader::new(std::fs::File::open(&out)?).lines().count() as u64;
+    let expected = u64::from(s.pages + 1) * s.hosts as u64;
+    if pages != expected {
+        bail!(
+            "crawled {pages} pages, expected {expected} (records kept in {})",
+            out.display()
+        );
+    }
+    std::fs::remove_dir_all(&work).ok();
+    Ok(Measure {
+        pages,
+        wall,
+        cpu,
+        max_rss_kb,
+    })
+}
