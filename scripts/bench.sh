@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Builds release binaries and runs the engine benchmark (issue #2 targets:
-# >= 5,000 pages/s on one host, >= 3,500 on 50 hosts, <= 0.25 CPU-s per
-# 1,000 pages, peak RSS <= 64 MB). Extra arguments go to crawlkeeper-bench.
+# Builds release binaries and runs the benchmarks. With no arguments: all of
+# them (engine scenarios, memory with a million URLs seen, the stores on
+# SQLite and PostgreSQL). Otherwise the arguments go to crawlkeeper-bench,
+# e.g. `scripts/bench.sh engine --scenario one-host --runs 5`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet -p crawlkeeper-cli -p crawlkeeper-testsite -p crawlkeeper-bench
-exec target/release/crawlkeeper-bench "$@"
+bench=target/release/crawlkeeper-bench
+if [ $# -gt 0 ]; then
+  exec "$bench" "$@"
+fi
+"$bench" engine
+"$bench" memory
+scripts/postgres.sh >/dev/null
+"$bench" store
