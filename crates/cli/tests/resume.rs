@@ -348,3 +348,33 @@ async fn admin(sql: String) {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_memory_limits_spill_to_the_store_and_lose_nothing() {
+    let site = TestSite::start(site_config(400, 2)).await.unwrap();
+    let d = dir("spill");
+    // 8 URLs queued in memory and 10 keys cached: nearly everything waits in
+    // the store and nearly every duplicate is answered by it.
+    let args = [
+        "--per-host",
+        "4",
+        "--max-workers",
+        "8",
+        "--max-queued",
+        "8",
+        "--seen-cache",
+        "10",
+    ];
+    let child = crawl(&d, &site, &args).spawn().unwrap();
+    site.log().wait_for(150).await;
+    signal(&child, "-KILL");
+    child.wait_with_output().await.unwrap();
+    assert_eq!(finish(crawl(&d, &site, &args)).await, 0);
+    let recs = records(&d.join("out.jsonl"));
+    let urls: BTreeSet<&str> = recs.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!((recs.len(), urls.len()), (401, 401));
+    let reqs = requests(&site);
+    assert_eq!(reqs.len(), 401);
+    let extra: usize = reqs.values().map(|n| n - 1).sum();
+    assert!(extra <= 8, "only what was in flight at the kill: {extra}");
+}
