@@ -225,10 +225,7 @@ fn measure(backend: &str, store: &mut dyn Store, job: JobId, args: &StoreArgs) -
             finished: r
                 .map(|i| {
                     let (e, a) = entry(i, args.authorities);
-                    FinishedUrl {
-                        key: e.key,
-                        record: record(&e, &a),
-                    }
+                    FinishedUrl::new(e.key, record(&e, &a))
                 })
                 .collect(),
             ..Batch::default()

@@ -9,6 +9,12 @@ use crawlkeeper_model::CrawlRecord;
 pub trait Sink: Send {
     /// Writes one record.
     fn write(&mut self, record: &CrawlRecord) -> Result<(), SinkError>;
+    /// Writes one record already serialised as `json`; sinks that write
+    /// JSON use the text as it is.
+    fn write_json(&mut self, record: &CrawlRecord, json: &str) -> Result<(), SinkError> {
+        let _ = json;
+        self.write(record)
+    }
     /// Makes everything written so far durable (or at least handed to the OS).
     fn flush(&mut self) -> Result<(), SinkError>;
 }
@@ -41,6 +47,12 @@ impl<W: Write + Send> JsonlSink<W> {
 impl<W: Write + Send> Sink for JsonlSink<W> {
     fn write(&mut self, record: &CrawlRecord) -> Result<(), SinkError> {
         serde_json::to_writer(&mut self.out, record)?;
+        self.out.write_all(b"\n")?;
+        Ok(())
+    }
+
+    fn write_json(&mut self, _record: &CrawlRecord, json: &str) -> Result<(), SinkError> {
+        self.out.write_all(json.as_bytes())?;
         self.out.write_all(b"\n")?;
         Ok(())
     }

@@ -82,6 +82,14 @@ pub enum ErrorKind {
     Skipped,
 }
 
+impl CrawlRecord {
+    /// The record as one line of JSON.
+    pub fn to_json(&self) -> String {
+        // Serialising plain data with string keys cannot fail.
+        serde_json::to_string(self).expect("a record serialises")
+    }
+}
+
 impl RecordError {
     /// A new error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {

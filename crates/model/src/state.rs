@@ -27,6 +27,16 @@ pub struct FinishedUrl {
     pub key: u128,
     /// What happened.
     pub record: CrawlRecord,
+    /// The record as JSON, made once: stored and written out as it is.
+    pub json: String,
+}
+
+impl FinishedUrl {
+    /// A finished URL with its record serialised.
+    pub fn new(key: u128, record: CrawlRecord) -> Self {
+        let json = record.to_json();
+        Self { key, record, json }
+    }
 }
 
 /// What robots.txt said, as kept across runs.

@@ -1,7 +1,7 @@
 //! How values are written in rows: keys as 16 big-endian bytes, redirect
 //! chains and records as JSON.
 
-use crawlkeeper_model::{CrawlRecord, FrontierEntry};
+use crawlkeeper_model::FrontierEntry;
 
 use crate::StoreError;
 
@@ -34,12 +34,6 @@ pub fn chain_from(text: Option<String>) -> Result<Vec<String>, StoreError> {
         Some(t) => serde_json::from_str(&t)
             .map_err(|e| StoreError::Corrupt(format!("redirect chain {t:?}: {e}"))),
     }
-}
-
-/// A record as JSON.
-pub fn record_text(record: &CrawlRecord) -> Result<String, StoreError> {
-    serde_json::to_string(record)
-        .map_err(|e| StoreError::Backend(format!("encoding a record: {e}")))
 }
 
 /// The current time, RFC 3339.

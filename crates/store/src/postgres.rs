@@ -9,7 +9,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls, Transaction};
 use tracing::info;
 
-use crate::codec::{chain_from, chain_text, key_bytes, key_from, now_text, record_text};
+use crate::codec::{chain_from, chain_text, key_bytes, key_from, now_text};
 use crate::schema::{self, state};
 use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 
@@ -399,7 +399,7 @@ fn apply_in(
     if !batch.finished.is_empty() {
         let mut seq: i64 = tx
             .query_one(
-                "SELECT next_seq FROM jobs WHERE id = $1 FOR UPDATE",
+                "SELECT coalesce(max(seq), 0) + 1 FROM urls WHERE job = $1 AND state = 2",
                 &[&job],
             )
             .map_err(err)?
@@ -412,7 +412,7 @@ fn apply_in(
             )
             .map_err(err)?;
         for f in &batch.finished {
-            let text = record_text(&f.record)?;
+            let text = &f.json;
             let failed = i16::from(f.record.error.is_some());
             let key = key_bytes(f.key).to_vec();
             let updated = tx
@@ -446,8 +446,6 @@ fn apply_in(
                     .is_some_and(|s| s >= first);
             batch.recorded.push(recorded);
         }
-        tx.execute("UPDATE jobs SET next_seq = $1 WHERE id = $2", &[&seq, &job])
-            .map_err(err)?;
     }
     if !batch.admit.is_empty() {
         let insert = tx

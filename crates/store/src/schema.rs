@@ -15,8 +15,7 @@ const TABLES: &[&str] = &[
         name TEXT NOT NULL UNIQUE,
         created_at TEXT NOT NULL,
         seeds TEXT NOT NULL,
-        options TEXT NOT NULL,
-        next_seq BIGINT NOT NULL DEFAULT 1)",
+        options TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS authorities (
         job BIGINT NOT NULL,
         id BIGINT NOT NULL,

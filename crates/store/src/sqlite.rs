@@ -12,7 +12,7 @@ use crawlkeeper_model::state::{Batch, Resumed};
 use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 
-use crate::codec::{chain_from, chain_text, key_bytes, key_from, now_text, record_text};
+use crate::codec::{chain_from, chain_text, key_bytes, key_from, now_text};
 use crate::schema::{self, state};
 use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 
@@ -364,13 +364,15 @@ fn apply_in(
     batch.loaded.clear();
     if !batch.finished.is_empty() {
         let mut seq: i64 = tx
-            .query_row("SELECT next_seq FROM jobs WHERE id = ?1", [job], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT coalesce(max(seq), 0) + 1 FROM urls WHERE job = ?1 AND state = 2",
+                [job],
+                |r| r.get(0),
+            )
             .map_err(err)?;
         let first = *batch.first_position.get_or_insert(seq as u64) as i64;
         for f in &batch.finished {
-            let text = record_text(&f.record)?;
+            let text = &f.json;
             let failed = i64::from(f.record.error.is_some());
             let key = key_bytes(f.key);
             let updated = tx
@@ -422,11 +424,6 @@ fn apply_in(
                     .is_some_and(|s| s >= first);
             batch.recorded.push(recorded);
         }
-        tx.execute(
-            "UPDATE jobs SET next_seq = ?1 WHERE id = ?2",
-            params![seq, job],
-        )
-        .map_err(err)?;
     }
     for (entry, authority, loaded) in &batch.admit {
         let auth = authority_id(tx, cache, job, &authority.to_string())?;

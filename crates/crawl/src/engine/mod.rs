@@ -69,6 +69,8 @@ enum TaskOutput {
         slot: Slot,
         job: Job,
         processed: Box<Processed>,
+        /// The record as JSON, made on the request's own task.
+        json: String,
     },
 }
 
@@ -94,6 +96,7 @@ pub struct Engine {
 struct PendingFinish {
     job: Job,
     record: CrawlRecord,
+    json: String,
     /// Its links wait for a shallower page of its authority.
     held: bool,
 }
@@ -317,6 +320,7 @@ impl Engine {
             let finished = FinishedUrl {
                 key: url_key(&p.job.url),
                 record: p.record,
+                json: p.json,
             };
             store
                 .tx
@@ -356,10 +360,7 @@ impl Engine {
             }
             let record = records::skipped(&job, limit);
             self.record(slot, &record);
-            let finished = FinishedUrl {
-                key: url_key(&job.url),
-                record,
-            };
+            let finished = FinishedUrl::new(url_key(&job.url), record);
             store
                 .tx
                 .send(Command::Finish(Box::new(finished), Vec::new()))
@@ -406,10 +407,12 @@ impl Engine {
                                 .unwrap_or_default();
                             records::internal_error(&job, &why)
                         });
+                        let json = processed.record.to_json();
                         TaskOutput::Page {
                             slot,
                             job,
                             processed: Box::new(processed),
+                            json,
                         }
                     });
                 }
@@ -464,6 +467,7 @@ impl Engine {
                 slot,
                 job,
                 processed,
+                json,
             } => {
                 let Processed {
                     record,
@@ -496,8 +500,15 @@ impl Engine {
                 let held = self
                     .frontier
                     .offer_batch(slot, depth, discovered, Some(token));
-                self.pending_finish
-                    .insert(token, PendingFinish { job, record, held });
+                self.pending_finish.insert(
+                    token,
+                    PendingFinish {
+                        job,
+                        record,
+                        json,
+                        held,
+                    },
+                );
                 self.frontier.job_finished(slot, depth);
             }
         }

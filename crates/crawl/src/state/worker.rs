@@ -210,7 +210,7 @@ fn run(
             .iter()
             .zip(recorded(&batch))
             .filter(|(_, new)| *new)
-            .try_for_each(|(f, _)| sink.write(&f.record));
+            .try_for_each(|(f, _)| sink.write_json(&f.record, &f.json));
         // Flush when there is nothing more to do right away, and at the end.
         let flushed = written.and_then(|()| {
             if close || commands.is_empty() {

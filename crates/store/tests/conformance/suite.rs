@@ -91,10 +91,7 @@ fn finish(b: &mut Backend, job: JobId, items: &[(FrontierEntry, bool)]) -> Vec<b
     let mut batch = Batch {
         finished: items
             .iter()
-            .map(|(e, error)| FinishedUrl {
-                key: e.key,
-                record: record(e, *error),
-            })
+            .map(|(e, error)| FinishedUrl::new(e.key, record(e, *error)))
             .collect(),
         ..Batch::default()
     };
@@ -316,10 +313,7 @@ pub fn a_batch_retried_after_an_unconfirmed_commit_keeps_its_results(b: &mut Bac
     let mut batch = Batch {
         finished: [&x.0, &y.0]
             .iter()
-            .map(|e| FinishedUrl {
-                key: e.key,
-                record: record(e, false),
-            })
+            .map(|e| FinishedUrl::new(e.key, record(e, false)))
             .collect(),
         ..Batch::default()
     };
