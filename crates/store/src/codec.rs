@@ -1,7 +1,7 @@
 //! How values are written in rows: keys as 16 big-endian bytes, redirect
 //! chains and records as JSON.
 
-use crawlkeeper_model::FrontierEntry;
+use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry};
 
 use crate::StoreError;
 
@@ -34,6 +34,17 @@ pub fn chain_from(text: Option<String>) -> Result<Vec<String>, StoreError> {
         Some(t) => serde_json::from_str(&t)
             .map_err(|e| StoreError::Corrupt(format!("redirect chain {t:?}: {e}"))),
     }
+}
+
+/// A saved authority state from its JSON.
+pub fn saved_state(authority: &str, text: &str) -> Result<AuthorityState, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Corrupt(format!("state of authority {authority}: {e}")))
+}
+
+/// An authority from its stored name.
+pub fn parse_authority(text: String) -> Result<Authority, StoreError> {
+    Authority::try_from(text).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 /// The current time, RFC 3339.

@@ -4,13 +4,15 @@
 use std::collections::HashMap;
 
 use crawlkeeper_model::state::{Batch, Resumed};
-use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts};
+use crawlkeeper_model::{FrontierEntry, JobCounts};
 use postgres::error::SqlState;
 use postgres::{Client, NoTls, Transaction};
 use tracing::info;
 
-use crate::codec::{chain_from, chain_text, key_bytes, key_from, now_text};
-use crate::schema::{self, state};
+use crate::codec::{
+    chain_from, chain_text, key_bytes, key_from, now_text, parse_authority, saved_state,
+};
+use crate::schema;
 use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 
 /// A crawl state database on PostgreSQL.
@@ -140,7 +142,7 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
     let mut tx = client.transaction().map_err(err)?;
     tx.batch_execute("SELECT pg_advisory_xact_lock(7202611)")
         .map_err(err)?;
-    for s in schema::statements("BYTEA", "BIGSERIAL") {
+    for s in schema::statements("BYTEA", "BIGSERIAL", "") {
         tx.batch_execute(&s).map_err(err)?;
     }
     let version: Option<i64> = tx
@@ -169,9 +171,9 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
 fn counts(client: &mut impl postgres::GenericClient, job: i64) -> Result<JobCounts, StoreError> {
     let row = client
         .query_one(
-            "SELECT count(*), count(*) FILTER (WHERE state = 2),
-                    count(*) FILTER (WHERE state = 2 AND failed = 1)
-             FROM urls WHERE job = $1",
+            "SELECT (SELECT count(*) FROM seen WHERE job = $1),
+                    (SELECT count(*) FROM results WHERE job = $1),
+                    (SELECT count(*) FROM results WHERE job = $1 AND failed = 1)",
             &[&job],
         )
         .map_err(err)?;
@@ -240,7 +242,7 @@ impl Store for PgStore {
         self.lock_job(&job)?;
         self.with(|c, _| {
             let mut tx = c.transaction().map_err(err)?;
-            for table in ["urls", "authorities"] {
+            for table in ["seen", "frontier", "results", "authorities"] {
                 tx.execute(&format!("DELETE FROM {table} WHERE job = $1"), &[&job.id.0])
                     .map_err(err)?;
             }
@@ -280,9 +282,16 @@ impl Store for PgStore {
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
         self.with(|c, _| {
             let mut tx = c.transaction().map_err(err)?;
+            // Finished URLs leave the frontier; what a gone run held in memory is queued again.
             tx.execute(
-                "UPDATE urls SET state = $1 WHERE job = $2 AND state = $3",
-                &[&(state::QUEUED as i16), &job.0, &(state::LOADED as i16)],
+                "DELETE FROM frontier f USING seen s
+                 WHERE f.job = $1 AND s.job = f.job AND s.key = f.key AND s.seq IS NOT NULL",
+                &[&job.0],
+            )
+            .map_err(err)?;
+            tx.execute(
+                "UPDATE frontier SET loaded = 0 WHERE job = $1 AND loaded = 1",
+                &[&job.0],
             )
             .map_err(err)?;
             let mut authorities = Vec::new();
@@ -295,24 +304,19 @@ impl Store for PgStore {
             {
                 let authority: String = row.get(0);
                 let text: String = row.get(1);
-                let saved: AuthorityState = serde_json::from_str(&text).map_err(|e| {
-                    StoreError::Corrupt(format!("state of authority {authority}: {e}"))
-                })?;
-                authorities.push(saved);
+                authorities.push(saved_state(&authority, &text)?);
             }
             let mut queued = Vec::new();
             for row in tx
                 .query(
-                    "SELECT a.authority, count(*) FROM urls u
-                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
-                     WHERE u.job = $1 AND u.state = 0 GROUP BY a.authority",
+                    "SELECT a.authority, count(*) FROM frontier f
+                     JOIN authorities a ON a.job = f.job AND a.id = f.auth
+                     WHERE f.job = $1 AND f.loaded = 0 GROUP BY a.authority",
                     &[&job.0],
                 )
                 .map_err(err)?
             {
-                let authority = Authority::try_from(row.get::<_, String>(0))
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                queued.push((authority, row.get::<_, i64>(1) as u64));
+                queued.push((parse_authority(row.get(0))?, row.get::<_, i64>(1) as u64));
             }
             let counts = counts(&mut tx, job.0)?;
             tx.commit().map_err(err)?;
@@ -341,7 +345,7 @@ impl Store for PgStore {
         self.with(|c, _| {
             let rows = c
                 .query(
-                    "SELECT seq, record FROM urls WHERE job = $1 AND state = 2 AND seq > $2
+                    "SELECT seq, record FROM results WHERE job = $1 AND seq > $2
                      ORDER BY seq LIMIT $3",
                     &[&job.0, &(after as i64), &(limit as i64)],
                 )
@@ -399,93 +403,86 @@ fn apply_in(
     if !batch.finished.is_empty() {
         let mut seq: i64 = tx
             .query_one(
-                "SELECT coalesce(max(seq), 0) + 1 FROM urls WHERE job = $1 AND state = 2",
+                "SELECT coalesce(max(seq), 0) + 1 FROM results WHERE job = $1",
                 &[&job],
             )
             .map_err(err)?
             .get(0);
         let first = *batch.first_position.get_or_insert(seq as u64) as i64;
-        let update = tx
-            .prepare(
-                "UPDATE urls SET state = 2, seq = $1, failed = $2, record = $3
-                 WHERE job = $4 AND key = $5 AND state <> 2",
-            )
+        let claim = tx
+            .prepare("UPDATE seen SET seq = $1 WHERE job = $2 AND key = $3 AND seq IS NULL")
+            .map_err(err)?;
+        let claim_new = tx
+            .prepare("INSERT INTO seen (job, key, seq) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+            .map_err(err)?;
+        let insert = tx
+            .prepare("INSERT INTO results (job, seq, failed, record) VALUES ($1, $2, $3, $4)")
             .map_err(err)?;
         for f in &batch.finished {
-            let text = &f.json;
-            let failed = i16::from(f.record.error.is_some());
             let key = key_bytes(f.key).to_vec();
-            let updated = tx
-                .execute(&update, &[&seq, &failed, &text, &job, &key])
-                .map_err(err)?;
-            let recorded = if updated == 1 {
+            // Admitted and not finished; or never admitted (skipped with its authority).
+            let claimed = tx.execute(&claim, &[&seq, &job, &key]).map_err(err)? == 1
+                || tx.execute(&claim_new, &[&job, &key, &seq]).map_err(err)? == 1;
+            let recorded = if claimed {
+                let failed = i16::from(f.record.error.is_some());
+                tx.execute(&insert, &[&job, &seq, &failed, &f.json])
+                    .map_err(err)?;
+                seq += 1;
                 true
             } else {
-                let auth = authority_id(tx, cache, job, &f.record.authority.to_string())?;
-                let depth = f.record.depth as i32;
-                tx.execute(
-                    "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq, failed, record)
-                     VALUES ($1, $2, $3, $4, $5, $6, 2, $7, $8, $9) ON CONFLICT DO NOTHING",
-                    &[&job, &key, &auth, &f.record.url, &depth, &f.record.parent, &seq, &failed, &text],
+                // Done already: by an attempt of this batch whose commit was not confirmed?
+                tx.query_opt(
+                    "SELECT seq FROM seen WHERE job = $1 AND key = $2",
+                    &[&job, &key],
                 )
                 .map_err(err)?
-                    == 1
+                .and_then(|r| r.get::<_, Option<i64>>(0))
+                .is_some_and(|s| s >= first)
             };
-            if recorded {
-                seq += 1;
-            }
-            // Done already: by an attempt of this batch whose commit was not confirmed?
-            let recorded = recorded
-                || tx
-                    .query_opt(
-                        "SELECT seq FROM urls WHERE job = $1 AND key = $2",
-                        &[&job, &key],
-                    )
-                    .map_err(err)?
-                    .and_then(|r| r.get::<_, Option<i64>>(0))
-                    .is_some_and(|s| s >= first);
             batch.recorded.push(recorded);
         }
     }
     if !batch.admit.is_empty() {
-        let insert = tx
+        let see = tx
+            .prepare("INSERT INTO seen (job, key) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .map_err(err)?;
+        let queue = tx
             .prepare(
-                "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+                "INSERT INTO frontier (job, key, auth, url, depth, parent, chain, loaded)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .map_err(err)?;
         for (entry, authority, loaded) in &batch.admit {
-            let auth = authority_id(tx, cache, job, &authority.to_string())?;
-            let st = if *loaded {
-                state::LOADED
-            } else {
-                state::QUEUED
-            } as i16;
-            let depth = entry.depth as i32;
-            let inserted = tx
-                .execute(
-                    &insert,
+            let key = key_bytes(entry.key).to_vec();
+            let new = tx.execute(&see, &[&job, &key]).map_err(err)? == 1;
+            if new {
+                let auth = authority_id(tx, cache, job, &authority.to_string())?;
+                let depth = entry.depth as i32;
+                let loaded = i16::from(*loaded);
+                tx.execute(
+                    &queue,
                     &[
                         &job,
-                        &key_bytes(entry.key).to_vec(),
+                        &key,
                         &auth,
                         &entry.url,
                         &depth,
                         &entry.parent,
                         &chain_text(entry),
-                        &st,
+                        &loaded,
                     ],
                 )
                 .map_err(err)?;
-            batch.admitted.push(inserted == 1);
+            }
+            batch.admitted.push(new);
         }
     }
     for (authority, limit) in &batch.load {
         let auth = authority_id(tx, cache, job, &authority.to_string())?;
         let rows = tx
             .query(
-                "UPDATE urls SET state = 1 WHERE job = $1 AND key IN (
-                     SELECT key FROM urls WHERE job = $1 AND auth = $2 AND state = 0
+                "UPDATE frontier SET loaded = 1 WHERE id IN (
+                     SELECT id FROM frontier WHERE job = $1 AND auth = $2 AND loaded = 0
                      ORDER BY depth LIMIT $3)
                  RETURNING key, url, depth, parent, chain",
                 &[&job, &auth, &(*limit as i64)],

@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crawlkeeper_model::state::{Batch, Resumed};
-use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts};
+use crawlkeeper_model::{FrontierEntry, JobCounts};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 
-use crate::codec::{chain_from, chain_text, key_bytes, key_from, now_text};
-use crate::schema::{self, state};
+use crate::codec::{
+    chain_from, chain_text, key_bytes, key_from, now_text, parse_authority, saved_state,
+};
+use crate::schema;
 use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 
 /// A crawl state file.
@@ -69,7 +71,7 @@ impl SqliteStore {
 
     fn migrate(&mut self) -> Result<(), StoreError> {
         let tx = self.conn.transaction().map_err(err)?;
-        for s in schema::statements("BLOB", "INTEGER") {
+        for s in schema::statements("BLOB", "INTEGER", " WITHOUT ROWID") {
             tx.execute(&s, []).map_err(err)?;
         }
         let version: Option<i64> = tx
@@ -114,19 +116,16 @@ impl SqliteStore {
 }
 
 fn counts(conn: &Connection, job: i64) -> Result<JobCounts, StoreError> {
-    conn.query_row(
-        "SELECT count(*), coalesce(sum(state = 2), 0), coalesce(sum(state = 2 AND failed = 1), 0)
-         FROM urls WHERE job = ?1",
-        [job],
-        |r| {
-            Ok(JobCounts {
-                seen: r.get::<_, i64>(0)? as u64,
-                done: r.get::<_, i64>(1)? as u64,
-                errors: r.get::<_, i64>(2)? as u64,
-            })
-        },
-    )
-    .map_err(err)
+    let one = |sql: &str| -> Result<u64, StoreError> {
+        conn.query_row(sql, [job], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(err)
+    };
+    Ok(JobCounts {
+        seen: one("SELECT count(*) FROM seen WHERE job = ?1")?,
+        done: one("SELECT count(*) FROM results WHERE job = ?1")?,
+        errors: one("SELECT count(*) FROM results WHERE job = ?1 AND failed = 1")?,
+    })
 }
 
 const JOB_COLUMNS: &str = "id, name, created_at, seeds, options";
@@ -172,7 +171,7 @@ impl Store for SqliteStore {
         };
         self.lock_job(&job)?;
         let tx = self.conn.transaction().map_err(err)?;
-        for table in ["urls", "authorities"] {
+        for table in ["seen", "frontier", "results", "authorities"] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
         }
@@ -220,9 +219,17 @@ impl Store for SqliteStore {
 
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
         let tx = self.conn.transaction().map_err(err)?;
+        // Finished URLs leave the frontier; what a gone run held in memory is queued again.
         tx.execute(
-            "UPDATE urls SET state = ?1 WHERE job = ?2 AND state = ?3",
-            params![state::QUEUED, job.0, state::LOADED],
+            "DELETE FROM frontier WHERE job = ?1 AND EXISTS (
+                 SELECT 1 FROM seen s WHERE s.job = frontier.job AND s.key = frontier.key
+                 AND s.seq IS NOT NULL)",
+            [job.0],
+        )
+        .map_err(err)?;
+        tx.execute(
+            "UPDATE frontier SET loaded = 0 WHERE job = ?1 AND loaded = 1",
+            [job.0],
         )
         .map_err(err)?;
         let authorities = {
@@ -239,19 +246,16 @@ impl Store for SqliteStore {
             let mut out = Vec::new();
             for row in rows {
                 let (authority, text) = row.map_err(err)?;
-                let saved: AuthorityState = serde_json::from_str(&text).map_err(|e| {
-                    StoreError::Corrupt(format!("state of authority {authority}: {e}"))
-                })?;
-                out.push(saved);
+                out.push(saved_state(&authority, &text)?);
             }
             out
         };
         let queued = {
             let mut stmt = tx
                 .prepare(
-                    "SELECT a.authority, count(*) FROM urls u
-                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
-                     WHERE u.job = ?1 AND u.state = 0 GROUP BY a.authority",
+                    "SELECT a.authority, count(*) FROM frontier f
+                     JOIN authorities a ON a.job = f.job AND a.id = f.auth
+                     WHERE f.job = ?1 AND f.loaded = 0 GROUP BY a.authority",
                 )
                 .map_err(err)?;
             let rows = stmt
@@ -262,9 +266,7 @@ impl Store for SqliteStore {
             let mut out = Vec::new();
             for row in rows {
                 let (authority, n) = row.map_err(err)?;
-                let authority = Authority::try_from(authority)
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                out.push((authority, n as u64));
+                out.push((parse_authority(authority)?, n as u64));
             }
             out
         };
@@ -301,8 +303,7 @@ impl Store for SqliteStore {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT seq, record FROM urls WHERE job = ?1 AND state = 2 AND seq > ?2
-                 ORDER BY seq LIMIT ?3",
+                "SELECT seq, record FROM results WHERE job = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
             )
             .map_err(err)?;
         let rows = stmt
@@ -364,143 +365,139 @@ fn apply_in(
     batch.loaded.clear();
     if !batch.finished.is_empty() {
         let mut seq: i64 = tx
-            .query_row(
-                "SELECT coalesce(max(seq), 0) + 1 FROM urls WHERE job = ?1 AND state = 2",
-                [job],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM results WHERE job = ?1")
+            .map_err(err)?
+            .query_row([job], |r| r.get(0))
             .map_err(err)?;
         let first = *batch.first_position.get_or_insert(seq as u64) as i64;
         for f in &batch.finished {
-            let text = &f.json;
-            let failed = i64::from(f.record.error.is_some());
             let key = key_bytes(f.key);
-            let updated = tx
-                .prepare_cached(
-                    "UPDATE urls SET state = 2, seq = ?1, failed = ?2, record = ?3
-                     WHERE job = ?4 AND key = ?5 AND state <> 2",
-                )
+            // Admitted and not finished; or never admitted (skipped with its authority).
+            let claimed = tx
+                .prepare_cached("UPDATE seen SET seq = ?1 WHERE job = ?2 AND key = ?3 AND seq IS NULL")
                 .map_err(err)?
-                .execute(params![seq, failed, text, job, key])
-                .map_err(err)?;
-            let recorded = if updated == 1 {
-                true
-            } else {
-                // Never admitted (skipped with an abandoned authority), or already done.
-                let auth = authority_id(tx, cache, job, &f.record.authority.to_string())?;
+                .execute(params![seq, job, key])
+                .map_err(err)?
+                == 1
+                || tx
+                    .prepare_cached(
+                        "INSERT INTO seen (job, key, seq) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                    )
+                    .map_err(err)?
+                    .execute(params![job, key, seq])
+                    .map_err(err)?
+                    == 1;
+            let recorded = if claimed {
                 tx.prepare_cached(
-                    "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq, failed, record)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 2, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+                    "INSERT INTO results (job, seq, failed, record) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(err)?
                 .execute(params![
                     job,
-                    key,
-                    auth,
-                    f.record.url,
-                    f.record.depth,
-                    f.record.parent,
                     seq,
-                    failed,
-                    text
+                    i64::from(f.record.error.is_some()),
+                    f.json
                 ])
-                .map_err(err)?
-                    == 1
-            };
-            if recorded {
+                .map_err(err)?;
                 seq += 1;
-            }
-            // Done already: by an attempt of this batch whose commit was not confirmed?
-            let recorded = recorded
-                || tx
-                    .query_row(
-                        "SELECT seq FROM urls WHERE job = ?1 AND key = ?2",
-                        params![job, key],
-                        |r| r.get::<_, Option<i64>>(0),
-                    )
+                true
+            } else {
+                // Done already: by an attempt of this batch whose commit was not confirmed?
+                tx.prepare_cached("SELECT seq FROM seen WHERE job = ?1 AND key = ?2")
+                    .map_err(err)?
+                    .query_row(params![job, key], |r| r.get::<_, Option<i64>>(0))
                     .optional()
                     .map_err(err)?
                     .flatten()
-                    .is_some_and(|s| s >= first);
+                    .is_some_and(|s| s >= first)
+            };
             batch.recorded.push(recorded);
         }
     }
     for (entry, authority, loaded) in &batch.admit {
-        let auth = authority_id(tx, cache, job, &authority.to_string())?;
-        let st = if *loaded {
-            state::LOADED
-        } else {
-            state::QUEUED
-        };
-        let inserted = tx
-            .prepare_cached(
-                "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+        let key = key_bytes(entry.key);
+        let new = tx
+            .prepare_cached("INSERT INTO seen (job, key) VALUES (?1, ?2) ON CONFLICT DO NOTHING")
+            .map_err(err)?
+            .execute(params![job, key])
+            .map_err(err)?
+            == 1;
+        if new {
+            let auth = authority_id(tx, cache, job, &authority.to_string())?;
+            tx.prepare_cached(
+                "INSERT INTO frontier (job, key, auth, url, depth, parent, chain, loaded)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .map_err(err)?
             .execute(params![
                 job,
-                key_bytes(entry.key),
+                key,
                 auth,
                 entry.url,
                 entry.depth,
                 entry.parent,
                 chain_text(entry),
-                st
+                i64::from(*loaded)
             ])
             .map_err(err)?;
-        batch.admitted.push(inserted == 1);
+        }
+        batch.admitted.push(new);
     }
     for (authority, limit) in &batch.load {
         let auth = authority_id(tx, cache, job, &authority.to_string())?;
-        let entries: Vec<FrontierEntry> = {
+        let rows: Vec<(i64, FrontierEntry)> = {
             let mut stmt = tx
                 .prepare_cached(
-                    "SELECT key, url, depth, parent, chain FROM urls
-                     WHERE job = ?1 AND auth = ?2 AND state = 0 ORDER BY depth LIMIT ?3",
+                    "SELECT id, key, url, depth, parent, chain FROM frontier
+                     WHERE job = ?1 AND auth = ?2 AND loaded = 0 ORDER BY depth LIMIT ?3",
                 )
                 .map_err(err)?;
             let rows = stmt
                 .query_map(params![job, auth, *limit as i64], |r| {
                     Ok((
-                        r.get::<_, Vec<u8>>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, u32>(2)?,
-                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Vec<u8>>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, u32>(3)?,
                         r.get::<_, Option<String>>(4)?,
+                        r.get::<_, Option<String>>(5)?,
                     ))
                 })
                 .map_err(err)?;
             let mut out = Vec::new();
             for row in rows {
-                let (key, url, depth, parent, chain) = row.map_err(err)?;
-                out.push(FrontierEntry {
-                    key: key_from(&key)?,
-                    url,
-                    depth,
-                    parent,
-                    redirect_chain: chain_from(chain)?,
-                });
+                let (id, key, url, depth, parent, chain) = row.map_err(err)?;
+                out.push((
+                    id,
+                    FrontierEntry {
+                        key: key_from(&key)?,
+                        url,
+                        depth,
+                        parent,
+                        redirect_chain: chain_from(chain)?,
+                    },
+                ));
             }
             out
         };
-        for e in &entries {
-            tx.prepare_cached("UPDATE urls SET state = 1 WHERE job = ?1 AND key = ?2")
+        for (id, _) in &rows {
+            tx.prepare_cached("UPDATE frontier SET loaded = 1 WHERE id = ?1")
                 .map_err(err)?
-                .execute(params![job, key_bytes(e.key)])
+                .execute([id])
                 .map_err(err)?;
         }
-        batch.loaded.push(entries);
+        batch
+            .loaded
+            .push(rows.into_iter().map(|(_, e)| e).collect());
     }
     for saved in &batch.authorities {
         let name = saved.authority.to_string();
         let auth = authority_id(tx, cache, job, &name)?;
         let text = serde_json::to_string(saved).map_err(|e| StoreError::Backend(e.to_string()))?;
-        tx.execute(
-            "UPDATE authorities SET state = ?1 WHERE job = ?2 AND id = ?3",
-            params![text, job, auth],
-        )
-        .map_err(err)?;
+        tx.prepare_cached("UPDATE authorities SET state = ?1 WHERE job = ?2 AND id = ?3")
+            .map_err(err)?
+            .execute(params![text, job, auth])
+            .map_err(err)?;
     }
     Ok(())
 }
