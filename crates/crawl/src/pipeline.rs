@@ -281,7 +281,7 @@ impl Pipeline {
 }
 
 /// The record of `job` before anything is known of its response.
-fn blank_record(job: &Job) -> CrawlRecord {
+pub(crate) fn blank_record(job: &Job) -> CrawlRecord {
     CrawlRecord {
         url: job.url.to_string(),
         final_url: job.url.to_string(),

@@ -12,7 +12,7 @@ use tracing::info;
 use crate::codec::{
     chain_from, chain_text, key_bytes, key_from, now_text, parse_authority, saved_state,
 };
-use crate::schema;
+use crate::schema::{self, state};
 use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 
 /// A crawl state database on PostgreSQL.
@@ -142,7 +142,7 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
     let mut tx = client.transaction().map_err(err)?;
     tx.batch_execute("SELECT pg_advisory_xact_lock(7202611)")
         .map_err(err)?;
-    for s in schema::statements("BYTEA", "BIGSERIAL", "") {
+    for s in schema::statements("BYTEA", "BIGSERIAL") {
         tx.batch_execute(&s).map_err(err)?;
     }
     let version: Option<i64> = tx
@@ -171,7 +171,7 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
 fn counts(client: &mut impl postgres::GenericClient, job: i64) -> Result<JobCounts, StoreError> {
     let row = client
         .query_one(
-            "SELECT (SELECT count(*) FROM seen WHERE job = $1),
+            "SELECT (SELECT count(*) FROM urls WHERE job = $1),
                     (SELECT count(*) FROM results WHERE job = $1),
                     (SELECT count(*) FROM results WHERE job = $1 AND failed = 1)",
             &[&job],
@@ -242,7 +242,7 @@ impl Store for PgStore {
         self.lock_job(&job)?;
         self.with(|c, _| {
             let mut tx = c.transaction().map_err(err)?;
-            for table in ["seen", "frontier", "results", "authorities"] {
+            for table in ["urls", "results", "authorities"] {
                 tx.execute(&format!("DELETE FROM {table} WHERE job = $1"), &[&job.id.0])
                     .map_err(err)?;
             }
@@ -282,16 +282,10 @@ impl Store for PgStore {
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
         self.with(|c, _| {
             let mut tx = c.transaction().map_err(err)?;
-            // Finished URLs leave the frontier; what a gone run held in memory is queued again.
+            // What a gone run held in memory is queued again.
             tx.execute(
-                "DELETE FROM frontier f USING seen s
-                 WHERE f.job = $1 AND s.job = f.job AND s.key = f.key AND s.seq IS NOT NULL",
-                &[&job.0],
-            )
-            .map_err(err)?;
-            tx.execute(
-                "UPDATE frontier SET loaded = 0 WHERE job = $1 AND loaded = 1",
-                &[&job.0],
+                "UPDATE urls SET state = $1 WHERE job = $2 AND state = $3",
+                &[&state::QUEUED, &job.0, &state::LOADED],
             )
             .map_err(err)?;
             let mut authorities = Vec::new();
@@ -309,9 +303,9 @@ impl Store for PgStore {
             let mut queued = Vec::new();
             for row in tx
                 .query(
-                    "SELECT a.authority, count(*) FROM frontier f
-                     JOIN authorities a ON a.job = f.job AND a.id = f.auth
-                     WHERE f.job = $1 AND f.loaded = 0 GROUP BY a.authority",
+                    "SELECT a.authority, count(*) FROM urls u
+                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
+                     WHERE u.job = $1 AND u.state = 0 GROUP BY a.authority",
                     &[&job.0],
                 )
                 .map_err(err)?
@@ -410,10 +404,15 @@ fn apply_in(
             .get(0);
         let first = *batch.first_position.get_or_insert(seq as u64) as i64;
         let claim = tx
-            .prepare("UPDATE seen SET seq = $1 WHERE job = $2 AND key = $3 AND seq IS NULL")
+            .prepare(
+                "UPDATE urls SET state = 2, seq = $1 WHERE job = $2 AND key = $3 AND state <> 2",
+            )
             .map_err(err)?;
         let claim_new = tx
-            .prepare("INSERT INTO seen (job, key, seq) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+            .prepare(
+                "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
+                 VALUES ($1, $2, $3, $4, $5, $6, 2, $7) ON CONFLICT DO NOTHING",
+            )
             .map_err(err)?;
         let insert = tx
             .prepare("INSERT INTO results (job, seq, failed, record) VALUES ($1, $2, $3, $4)")
@@ -421,8 +420,24 @@ fn apply_in(
         for f in &batch.finished {
             let key = key_bytes(f.key).to_vec();
             // Admitted and not finished; or never admitted (skipped with its authority).
-            let claimed = tx.execute(&claim, &[&seq, &job, &key]).map_err(err)? == 1
-                || tx.execute(&claim_new, &[&job, &key, &seq]).map_err(err)? == 1;
+            let claimed = tx.execute(&claim, &[&seq, &job, &key]).map_err(err)? == 1 || {
+                let auth = authority_id(tx, cache, job, &f.record.authority.to_string())?;
+                let depth = f.record.depth as i32;
+                tx.execute(
+                    &claim_new,
+                    &[
+                        &job,
+                        &key,
+                        &auth,
+                        &f.record.url,
+                        &depth,
+                        &f.record.parent,
+                        &seq,
+                    ],
+                )
+                .map_err(err)?
+                    == 1
+            };
             let recorded = if claimed {
                 let failed = i16::from(f.record.error.is_some());
                 tx.execute(&insert, &[&job, &seq, &failed, &f.json])
@@ -432,7 +447,7 @@ fn apply_in(
             } else {
                 // Done already: by an attempt of this batch whose commit was not confirmed?
                 tx.query_opt(
-                    "SELECT seq FROM seen WHERE job = $1 AND key = $2",
+                    "SELECT seq FROM urls WHERE job = $1 AND key = $2",
                     &[&job, &key],
                 )
                 .map_err(err)?
@@ -443,37 +458,36 @@ fn apply_in(
         }
     }
     if !batch.admit.is_empty() {
-        let see = tx
-            .prepare("INSERT INTO seen (job, key) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-            .map_err(err)?;
-        let queue = tx
+        let insert = tx
             .prepare(
-                "INSERT INTO frontier (job, key, auth, url, depth, parent, chain, loaded)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
             )
             .map_err(err)?;
         for (entry, authority, loaded) in &batch.admit {
-            let key = key_bytes(entry.key).to_vec();
-            let new = tx.execute(&see, &[&job, &key]).map_err(err)? == 1;
-            if new {
-                let auth = authority_id(tx, cache, job, &authority.to_string())?;
-                let depth = entry.depth as i32;
-                let loaded = i16::from(*loaded);
-                tx.execute(
-                    &queue,
+            let auth = authority_id(tx, cache, job, &authority.to_string())?;
+            let st = if *loaded {
+                state::LOADED
+            } else {
+                state::QUEUED
+            };
+            let depth = entry.depth as i32;
+            let new = tx
+                .execute(
+                    &insert,
                     &[
                         &job,
-                        &key,
+                        &key_bytes(entry.key).to_vec(),
                         &auth,
                         &entry.url,
                         &depth,
                         &entry.parent,
                         &chain_text(entry),
-                        &loaded,
+                        &st,
                     ],
                 )
-                .map_err(err)?;
-            }
+                .map_err(err)?
+                == 1;
             batch.admitted.push(new);
         }
     }
@@ -481,8 +495,8 @@ fn apply_in(
         let auth = authority_id(tx, cache, job, &authority.to_string())?;
         let rows = tx
             .query(
-                "UPDATE frontier SET loaded = 1 WHERE id IN (
-                     SELECT id FROM frontier WHERE job = $1 AND auth = $2 AND loaded = 0
+                "UPDATE urls SET state = 1 WHERE id IN (
+                     SELECT id FROM urls WHERE job = $1 AND auth = $2 AND state = 0
                      ORDER BY depth LIMIT $3)
                  RETURNING key, url, depth, parent, chain",
                 &[&job, &auth, &(*limit as i64)],

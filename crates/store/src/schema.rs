@@ -1,24 +1,22 @@
 //! The tables, written once for both backends (their SQL differs only in
 //! a few types), and their version.
 //!
-//! A job's URLs live in three tables, each shaped for how it is written:
-//! - `seen`: one small row per admitted URL (the seen set), keyed by
-//!   (job, key); `seq` is set when the URL's result is stored, which makes
-//!   storing a result idempotent.
-//! - `frontier`: what it takes to fetch each admitted URL, appended in
-//!   admission order; `loaded` tells whether a crawler holds it in memory.
-//!   Rows of finished URLs are removed when a run resumes.
+//! A job's URLs live in two tables, each shaped for how it is written:
+//! - `urls`: one row per admitted URL (the seen set and the frontier),
+//!   appended in admission order, unique by (job, key); `state` says
+//!   whether it waits in the store (0), is held by a crawler (1) or is
+//!   done (2), and `seq` where its result is.
 //! - `results`: one row per finished URL with its record, appended in the
 //!   order results were stored (`seq`).
 //!
-//! Finishing a page thus touches one small row and appends one, instead of
-//! rewriting a large row somewhere in a large table.
+//! Finishing a page rewrites one small row, found by key, near the other
+//! rows admitted at the same time, and appends its record: records never
+//! grow rows in place.
 
 /// The schema version this build writes.
 pub const VERSION: i64 = 1;
 
-/// Statements creating version 1, with `{blob}`, `{serial}` and `{small}`
-/// (a clause for tables of small rows) to fill in.
+/// Statements creating version 1, with `{blob}` and `{serial}` to fill in.
 const TABLES: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS crawlkeeper_version (version BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS jobs (
@@ -34,12 +32,7 @@ const TABLES: &[&str] = &[
         state TEXT,
         PRIMARY KEY (job, id),
         UNIQUE (job, authority))",
-    "CREATE TABLE IF NOT EXISTS seen (
-        job BIGINT NOT NULL,
-        key {blob} NOT NULL,
-        seq BIGINT,
-        PRIMARY KEY (job, key)){small}",
-    "CREATE TABLE IF NOT EXISTS frontier (
+    "CREATE TABLE IF NOT EXISTS urls (
         id {serial} PRIMARY KEY,
         job BIGINT NOT NULL,
         key {blob} NOT NULL,
@@ -48,9 +41,10 @@ const TABLES: &[&str] = &[
         depth INTEGER NOT NULL,
         parent TEXT,
         chain TEXT,
-        loaded SMALLINT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS frontier_queued ON frontier (job, auth, depth) WHERE loaded = 0",
-    "CREATE INDEX IF NOT EXISTS frontier_job ON frontier (job)",
+        state SMALLINT NOT NULL,
+        seq BIGINT)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS urls_key ON urls (job, key)",
+    "CREATE INDEX IF NOT EXISTS urls_queued ON urls (job, auth, depth) WHERE state = 0",
     "CREATE TABLE IF NOT EXISTS results (
         job BIGINT NOT NULL,
         seq BIGINT NOT NULL,
@@ -60,13 +54,19 @@ const TABLES: &[&str] = &[
 ];
 
 /// The statements for one backend.
-pub fn statements(blob: &str, serial: &str, small: &str) -> Vec<String> {
+pub fn statements(blob: &str, serial: &str) -> Vec<String> {
     TABLES
         .iter()
-        .map(|t| {
-            t.replace("{blob}", blob)
-                .replace("{serial}", serial)
-                .replace("{small}", small)
-        })
+        .map(|t| t.replace("{blob}", blob).replace("{serial}", serial))
         .collect()
+}
+
+/// Row states of `urls`.
+pub mod state {
+    /// Admitted, waiting in the store.
+    pub const QUEUED: i16 = 0;
+    /// Admitted and held in a crawler's memory.
+    pub const LOADED: i16 = 1;
+    /// Finished; its record is in `results`.
+    pub const DONE: i16 = 2;
 }

@@ -15,7 +15,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
 use crate::codec::{
     chain_from, chain_text, key_bytes, key_from, now_text, parse_authority, saved_state,
 };
-use crate::schema;
+use crate::schema::{self, state};
 use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 
 /// A crawl state file.
@@ -71,7 +71,7 @@ impl SqliteStore {
 
     fn migrate(&mut self) -> Result<(), StoreError> {
         let tx = self.conn.transaction().map_err(err)?;
-        for s in schema::statements("BLOB", "INTEGER", " WITHOUT ROWID") {
+        for s in schema::statements("BLOB", "INTEGER") {
             tx.execute(&s, []).map_err(err)?;
         }
         let version: Option<i64> = tx
@@ -122,7 +122,7 @@ fn counts(conn: &Connection, job: i64) -> Result<JobCounts, StoreError> {
             .map_err(err)
     };
     Ok(JobCounts {
-        seen: one("SELECT count(*) FROM seen WHERE job = ?1")?,
+        seen: one("SELECT count(*) FROM urls WHERE job = ?1")?,
         done: one("SELECT count(*) FROM results WHERE job = ?1")?,
         errors: one("SELECT count(*) FROM results WHERE job = ?1 AND failed = 1")?,
     })
@@ -171,7 +171,7 @@ impl Store for SqliteStore {
         };
         self.lock_job(&job)?;
         let tx = self.conn.transaction().map_err(err)?;
-        for table in ["seen", "frontier", "results", "authorities"] {
+        for table in ["urls", "results", "authorities"] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
         }
@@ -219,17 +219,10 @@ impl Store for SqliteStore {
 
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
         let tx = self.conn.transaction().map_err(err)?;
-        // Finished URLs leave the frontier; what a gone run held in memory is queued again.
+        // What a gone run held in memory is queued again.
         tx.execute(
-            "DELETE FROM frontier WHERE job = ?1 AND EXISTS (
-                 SELECT 1 FROM seen s WHERE s.job = frontier.job AND s.key = frontier.key
-                 AND s.seq IS NOT NULL)",
-            [job.0],
-        )
-        .map_err(err)?;
-        tx.execute(
-            "UPDATE frontier SET loaded = 0 WHERE job = ?1 AND loaded = 1",
-            [job.0],
+            "UPDATE urls SET state = ?1 WHERE job = ?2 AND state = ?3",
+            params![state::QUEUED, job.0, state::LOADED],
         )
         .map_err(err)?;
         let authorities = {
@@ -253,9 +246,9 @@ impl Store for SqliteStore {
         let queued = {
             let mut stmt = tx
                 .prepare(
-                    "SELECT a.authority, count(*) FROM frontier f
-                     JOIN authorities a ON a.job = f.job AND a.id = f.auth
-                     WHERE f.job = ?1 AND f.loaded = 0 GROUP BY a.authority",
+                    "SELECT a.authority, count(*) FROM urls u
+                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
+                     WHERE u.job = ?1 AND u.state = 0 GROUP BY a.authority",
                 )
                 .map_err(err)?;
             let rows = stmt
@@ -374,19 +367,24 @@ fn apply_in(
             let key = key_bytes(f.key);
             // Admitted and not finished; or never admitted (skipped with its authority).
             let claimed = tx
-                .prepare_cached("UPDATE seen SET seq = ?1 WHERE job = ?2 AND key = ?3 AND seq IS NULL")
+                .prepare_cached(
+                    "UPDATE urls SET state = 2, seq = ?1 WHERE job = ?2 AND key = ?3 AND state <> 2",
+                )
                 .map_err(err)?
                 .execute(params![seq, job, key])
                 .map_err(err)?
                 == 1
-                || tx
-                    .prepare_cached(
-                        "INSERT INTO seen (job, key, seq) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                || {
+                    let auth = authority_id(tx, cache, job, &f.record.authority.to_string())?;
+                    tx.prepare_cached(
+                        "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 2, ?7) ON CONFLICT DO NOTHING",
                     )
                     .map_err(err)?
-                    .execute(params![job, key, seq])
+                    .execute(params![job, key, auth, f.record.url, f.record.depth, f.record.parent, seq])
                     .map_err(err)?
-                    == 1;
+                        == 1
+                };
             let recorded = if claimed {
                 tx.prepare_cached(
                     "INSERT INTO results (job, seq, failed, record) VALUES (?1, ?2, ?3, ?4)",
@@ -403,7 +401,7 @@ fn apply_in(
                 true
             } else {
                 // Done already: by an attempt of this batch whose commit was not confirmed?
-                tx.prepare_cached("SELECT seq FROM seen WHERE job = ?1 AND key = ?2")
+                tx.prepare_cached("SELECT seq FROM urls WHERE job = ?1 AND key = ?2")
                     .map_err(err)?
                     .query_row(params![job, key], |r| r.get::<_, Option<i64>>(0))
                     .optional()
@@ -415,32 +413,30 @@ fn apply_in(
         }
     }
     for (entry, authority, loaded) in &batch.admit {
-        let key = key_bytes(entry.key);
+        let auth = authority_id(tx, cache, job, &authority.to_string())?;
+        let st = if *loaded {
+            state::LOADED
+        } else {
+            state::QUEUED
+        };
         let new = tx
-            .prepare_cached("INSERT INTO seen (job, key) VALUES (?1, ?2) ON CONFLICT DO NOTHING")
-            .map_err(err)?
-            .execute(params![job, key])
-            .map_err(err)?
-            == 1;
-        if new {
-            let auth = authority_id(tx, cache, job, &authority.to_string())?;
-            tx.prepare_cached(
-                "INSERT INTO frontier (job, key, auth, url, depth, parent, chain, loaded)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            .prepare_cached(
+                "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
             )
             .map_err(err)?
             .execute(params![
                 job,
-                key,
+                key_bytes(entry.key),
                 auth,
                 entry.url,
                 entry.depth,
                 entry.parent,
                 chain_text(entry),
-                i64::from(*loaded)
+                st
             ])
-            .map_err(err)?;
-        }
+            .map_err(err)?
+            == 1;
         batch.admitted.push(new);
     }
     for (authority, limit) in &batch.load {
@@ -448,8 +444,8 @@ fn apply_in(
         let rows: Vec<(i64, FrontierEntry)> = {
             let mut stmt = tx
                 .prepare_cached(
-                    "SELECT id, key, url, depth, parent, chain FROM frontier
-                     WHERE job = ?1 AND auth = ?2 AND loaded = 0 ORDER BY depth LIMIT ?3",
+                    "SELECT id, key, url, depth, parent, chain FROM urls
+                     WHERE job = ?1 AND auth = ?2 AND state = 0 ORDER BY depth LIMIT ?3",
                 )
                 .map_err(err)?;
             let rows = stmt
@@ -481,7 +477,7 @@ fn apply_in(
             out
         };
         for (id, _) in &rows {
-            tx.prepare_cached("UPDATE frontier SET loaded = 1 WHERE id = ?1")
+            tx.prepare_cached("UPDATE urls SET state = 1 WHERE id = ?1")
                 .map_err(err)?
                 .execute([id])
                 .map_err(err)?;

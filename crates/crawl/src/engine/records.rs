@@ -1,29 +1,15 @@
 //! Records the engine writes itself, for jobs that produced no response.
 
-use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, RecordError};
+use crawlkeeper_model::{CrawlRecord, ErrorKind, RecordError};
 use tracing::error;
 
-use crate::pipeline::{Job, Processed};
+use crate::pipeline::{Job, Processed, blank_record};
 
 /// A record for `job` with no response and `error`.
 fn without_response(job: &Job, error: RecordError) -> CrawlRecord {
-    CrawlRecord {
-        url: job.url.to_string(),
-        final_url: job.url.to_string(),
-        status: None,
-        depth: job.depth,
-        parent: job.parent.as_deref().map(str::to_owned),
-        // Jobs only hold http(s) URLs with a host.
-        authority: Authority::of(&job.url).expect("job URLs have an authority"),
-        fetched_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-        response_ms: None,
-        content_type: None,
-        bytes: 0,
-        title: None,
-        links: 0,
-        truncated: false,
-        error: Some(error),
-    }
+    let mut record = blank_record(job);
+    record.error = Some(error);
+    record
 }
 
 /// The outcome of a job whose processing panicked.

@@ -150,25 +150,9 @@ fn run(
             match c {
                 Command::Finish(f, items) => {
                     batch.finished.push(*f);
-                    for item in items {
-                        batch.admit.push((
-                            entry_of(item.key, &item.job),
-                            item.authority.clone(),
-                            item.loaded,
-                        ));
-                        admits.push(item);
-                    }
+                    admit_into(&mut batch, &mut admits, items);
                 }
-                Command::Admit(items) => {
-                    for item in items {
-                        batch.admit.push((
-                            entry_of(item.key, &item.job),
-                            item.authority.clone(),
-                            item.loaded,
-                        ));
-                        admits.push(item);
-                    }
-                }
+                Command::Admit(items) => admit_into(&mut batch, &mut admits, items),
                 Command::Load {
                     slot,
                     authority,
@@ -227,6 +211,18 @@ fn run(
             let _ = replies.send(Reply::Closed);
             return;
         }
+    }
+}
+
+/// Adds `items` to the batch's admissions, keeping them for the reply.
+fn admit_into(batch: &mut Batch, admits: &mut Vec<AdmitItem>, items: Vec<AdmitItem>) {
+    for item in items {
+        batch.admit.push((
+            entry_of(item.key, &item.job),
+            item.authority.clone(),
+            item.loaded,
+        ));
+        admits.push(item);
     }
 }
 
