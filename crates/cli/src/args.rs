@@ -154,6 +154,9 @@ pub struct CrawlArgs {
     /// Keep every query parameter.
     #[arg(long, conflicts_with = "strip_params")]
     pub keep_params: bool,
+    /// Also trust the certificate authorities in this PEM file (repeatable).
+    #[arg(long = "ca-cert", value_name = "FILE")]
+    pub ca_certs: Vec<PathBuf>,
     /// Resolve HOST to IP instead of asking DNS (repeatable), like curl's --resolve.
     #[arg(long, value_name = "HOST=IP", value_parser = resolve_override)]
     pub resolve: Vec<ResolveOverride>,
@@ -270,6 +273,7 @@ impl CrawlArgs {
         c.fetch.connect_timeout = self.connect_timeout;
         c.fetch.max_body_bytes = self.max_body;
         c.fetch.resolve = self.resolve.clone();
+        c.fetch.ca_certs = self.ca_certs.clone();
         c.engine.max_workers = self.max_workers;
         c.engine.per_host = self.per_host;
         c.engine.run_timeout = self.timeout;
@@ -330,6 +334,8 @@ mod tests {
             "www.a.test=127.0.0.1",
             "--strip-param",
             "sid",
+            "--ca-cert",
+            "/etc/ssl/extra.pem",
             "--ignore-robots",
             "http://a.test/",
         ])
@@ -346,6 +352,7 @@ mod tests {
         assert_eq!((c.engine.per_host, c.engine.max_workers), (4, 8));
         assert_eq!(c.fetch.resolve[0].host, "www.a.test");
         assert_eq!(c.scope.strip_params, ["sid"]);
+        assert_eq!(c.fetch.ca_certs, [PathBuf::from("/etc/ssl/extra.pem")]);
         assert!(!c.scope.respect_robots);
     }
 

@@ -85,6 +85,9 @@ pub struct FetchConfig {
     /// Host names resolved to fixed addresses instead of DNS, like curl's
     /// `--resolve`.
     pub resolve: Vec<ResolveOverride>,
+    /// PEM files of extra certificate authorities to trust for HTTPS, beside
+    /// the system's.
+    pub ca_certs: Vec<std::path::PathBuf>,
 }
 
 /// A host name pinned to an address.
@@ -207,6 +210,7 @@ impl Default for FetchConfig {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             resolve: Vec::new(),
+            ca_certs: Vec::new(),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! | [`site`] | the site's shape: hosts, pages, links, special pages; and the oracle of what a crawl must reach |
 //! | [`server`] | serving the site with hyper, one listener per host |
 //! | [`log`] | the request log tests judge a crawl by |
+//! | [`tls`] | a throw-away certificate authority, for HTTPS and HTTP/2 |
 //!
 //! Each host is a listener on its own loopback address (127.0.0.1,
 //! 127.0.0.2, …: a host and an authority of its own). Host pages `/p/0 … /p/{n-1}` link to each other in every form
@@ -19,6 +20,7 @@
 pub mod log;
 pub mod server;
 pub mod site;
+pub mod tls;
 
 pub use log::{LogEntry, RequestLog};
 pub use server::TestSite;

@@ -55,6 +55,7 @@ fn main() -> std::io::Result<()> {
                     })
                     .collect(),
                 slow: Duration::from_secs(30),
+                tls: false,
             }
         };
         let site = TestSite::start(config).await?;

@@ -13,9 +13,11 @@ use hyper::header::{CONTENT_ENCODING, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 use tracing::debug;
 
 use crate::log::{LogEntry, RequestLog};
@@ -23,6 +25,7 @@ use crate::site::{
     HUGE_BYTES, HostConfig, RobotsMode, Route, SiteConfig, origin, render_index, render_leaf,
     render_page, render_robots,
 };
+use crate::tls::SiteTls;
 
 const HTML: &str = "text/html; charset=utf-8";
 
@@ -39,6 +42,7 @@ pub struct TestSite {
     origins: Vec<String>,
     log: RequestLog,
     accept_loops: Vec<JoinHandle<()>>,
+    ca_pem: Option<String>,
 }
 
 struct Shared {
@@ -60,10 +64,21 @@ impl TestSite {
             let listener = TcpListener::bind((ip, host.port.unwrap_or(0))).await?;
             let addr = listener.local_addr()?;
             let name = host.name.clone().unwrap_or_else(|| ip.to_string());
-            origins.push(origin(&name, addr.port()));
+            origins.push(origin(config.tls, &name, addr.port()));
             addrs.push(addr);
             listeners.push(listener);
         }
+        let tls = if config.tls {
+            let names: Vec<String> = std::iter::once("localhost".to_owned())
+                .chain(config.hosts.iter().filter_map(|h| h.name.clone()))
+                .collect();
+            let ips: Vec<std::net::IpAddr> = addrs.iter().map(|a| a.ip()).collect();
+            Some(SiteTls::new(&names, &ips).map_err(std::io::Error::other)?)
+        } else {
+            None
+        };
+        let ca_pem = tls.as_ref().map(|t| t.ca_pem.clone());
+        let acceptor = tls.map(|t| t.acceptor);
         let log = RequestLog::new(config.hosts.len());
         let shared = Arc::new(Shared {
             gzip_page: gzip(&render_leaf(
@@ -79,13 +94,21 @@ impl TestSite {
         let accept_loops = listeners
             .into_iter()
             .enumerate()
-            .map(|(host, listener)| tokio::spawn(accept_loop(listener, host, shared.clone())))
+            .map(|(host, listener)| {
+                tokio::spawn(accept_loop(
+                    listener,
+                    host,
+                    shared.clone(),
+                    acceptor.clone(),
+                ))
+            })
             .collect();
         Ok(Self {
             addrs,
             origins,
             log,
             accept_loops,
+            ca_pem,
         })
     }
 
@@ -113,6 +136,11 @@ impl TestSite {
     pub fn log(&self) -> &RequestLog {
         &self.log
     }
+
+    /// The PEM certificate a client must trust, for a site served over TLS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
 }
 
 impl Drop for TestSite {
@@ -123,23 +151,40 @@ impl Drop for TestSite {
     }
 }
 
-async fn accept_loop(listener: TcpListener, host: usize, shared: Arc<Shared>) {
+async fn accept_loop(
+    listener: TcpListener,
+    host: usize,
+    shared: Arc<Shared>,
+    tls: Option<TlsAcceptor>,
+) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let shared = shared.clone();
                 async move { Ok::<_, Infallible>(respond(&shared, host, req).await) }
             });
-            if let Err(e) = http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
+            let served = match tls {
+                // HTTP/1.1 or HTTP/2, as the client's ALPN chose.
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(stream) => auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                },
+                None => http1::Builder::new()
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+                    .map_err(|e| e.to_string()),
+            };
+            if let Err(e) = served {
                 debug!(error = %e, "connection ended with an error");
             }
         });
@@ -176,6 +221,7 @@ async fn respond(shared: &Shared, host: usize, req: Request<Incoming>) -> Respon
         target: target.clone(),
         at: Instant::now(),
         user_agent,
+        version: format!("{:?}", req.version()),
     });
     let config: &HostConfig = &shared.config.hosts[host];
     let route = config.route(&target);

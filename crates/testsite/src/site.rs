@@ -18,6 +18,9 @@ pub struct SiteConfig {
     pub hosts: Vec<HostConfig>,
     /// How long `/slow` waits before answering.
     pub slow: Duration,
+    /// Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with a throw-away
+    /// certificate authority instead of plain HTTP/1.1.
+    pub tls: bool,
 }
 
 /// One host of the site.
@@ -93,6 +96,7 @@ impl SiteConfig {
                 })
                 .collect(),
             slow: Duration::from_secs(30),
+            tls: false,
         }
     }
 
@@ -115,6 +119,7 @@ impl SiteConfig {
                 },
             ],
             slow: Duration::from_secs(30),
+            tls: false,
         }
     }
 }
@@ -322,9 +327,10 @@ impl HostConfig {
     }
 }
 
-/// Absolute base of a host's links: `http://name:port`.
-pub fn origin(name: &str, port: u16) -> String {
-    format!("http://{name}:{port}")
+/// Absolute base of a host's links: `http://name:port` (or `https://`).
+pub fn origin(tls: bool, name: &str, port: u16) -> String {
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{name}:{port}")
 }
 
 const PADDING: &str = "Crawlers read pages like this one all day long; the words here are \

@@ -19,10 +19,21 @@ pub struct HttpFetcher {
     max_body_bytes: u64,
 }
 
-/// The HTTP client could not be built (for example, no TLS roots).
+/// The HTTP client could not be built.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot build the HTTP client: {0}")]
-pub struct ClientBuildError(#[from] reqwest::Error);
+pub enum ClientBuildError {
+    /// The TLS or connection settings were refused.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
+    /// A certificate file could not be read or parsed.
+    #[error("cannot use certificate file '{path}': {why}")]
+    Certificate {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What was wrong.
+        why: String,
+    },
+}
 
 impl HttpFetcher {
     /// A fetcher for `config`.
@@ -40,6 +51,19 @@ impl HttpFetcher {
             .no_proxy();
         for r in &config.resolve {
             builder = builder.resolve(&r.host, r.addr);
+        }
+        for path in &config.ca_certs {
+            let bad = |why: String| ClientBuildError::Certificate {
+                path: path.clone(),
+                why,
+            };
+            let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+            let certs =
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
+            if certs.is_empty() {
+                return Err(bad("no PEM certificate in it".to_owned()));
+            }
+            builder = builder.tls_certs_merge(certs);
         }
         Ok(Self {
             client: builder.build()?,

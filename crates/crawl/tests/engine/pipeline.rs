@@ -431,3 +431,61 @@ async fn depth_limit_is_exact_under_high_concurrency() {
     let expected: BTreeSet<String> = config.hosts[0].expected(4).into_keys().collect();
     assert_eq!(page_requests(&site, 0), expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_sites_are_crawled_over_http2_with_verified_certificates() {
+    let mut config = SiteConfig::uniform(1, 10);
+    config.tls = true;
+    let site = TestSite::start(config).await.unwrap();
+    assert!(site.origin(0).starts_with("https://"));
+    let ca = std::env::temp_dir().join(format!("ck-ca-{}.pem", std::process::id()));
+    std::fs::write(&ca, site.ca_pem().unwrap()).unwrap();
+
+    let mut crawl_config = follow_config();
+    crawl_config.fetch.ca_certs = vec![ca.clone()];
+    let (_, records) = crawl(crawl_config, &[site.url(0, "/")]).await;
+    assert_eq!(records.len(), 11);
+    assert!(
+        records.iter().all(|r| r.status == Some(200)),
+        "{records:#?}"
+    );
+    let entries = site.log().entries();
+    assert!(
+        entries.iter().all(|e| e.version == "HTTP/2.0"),
+        "ALPN chose HTTP/2"
+    );
+
+    // Without the authority the certificate is refused: nothing is fetched.
+    let site = TestSite::start({
+        let mut c = SiteConfig::uniform(1, 3);
+        c.tls = true;
+        c
+    })
+    .await
+    .unwrap();
+    let (_, records) = crawl(follow_config(), &[site.url(0, "/")]).await;
+    assert!(
+        site.log().is_empty(),
+        "no request got through the TLS handshake"
+    );
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0].error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::RobotsUnavailable),
+        "robots.txt is unreachable, so the seed is not requested"
+    );
+
+    // A certificate file that is not one is a configuration error.
+    let mut bad = follow_config();
+    bad.fetch.ca_certs = vec![std::env::temp_dir().join("no-such-ca.pem")];
+    let err = Engine::new(
+        bad,
+        vec![],
+        &Registry::builtin(),
+        Box::new(MemorySink::new()),
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("no-such-ca.pem"), "{err}");
+    std::fs::remove_file(ca).ok();
+}

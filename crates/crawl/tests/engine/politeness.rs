@@ -109,6 +109,7 @@ fn special_site() -> SiteConfig {
             ..HostConfig::default()
         }],
         slow: Duration::from_secs(30),
+        tls: false,
     }
 }
 
