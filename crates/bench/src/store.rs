@@ -157,46 +157,29 @@ fn measure(backend: &str, store: &mut dyn Store, job: JobId, args: &StoreArgs) -
         }
         Ok(())
     };
-    // Frontier inserts: every URL new, left in the store.
-    let started = Instant::now();
-    chunks(&mut |r| {
-        let mut batch = Batch {
-            admit: r
-                .map(|i| {
-                    let (e, a) = entry(i, args.authorities);
-                    (e, a, false)
-                })
-                .collect(),
-            ..Batch::default()
-        };
-        store.apply(job, &mut batch)?;
-        anyhow::ensure!(batch.admitted.iter().all(|x| *x), "a new URL was not new");
-        Ok(())
-    })?;
-    println!(
-        "{backend:<8} frontier inserts: {:>9.0} URLs/s",
-        rate(n, started)
-    );
-    // Seen-set lookups: every URL offered again, all known.
-    let started = Instant::now();
-    chunks(&mut |r| {
-        let mut batch = Batch {
-            admit: r
-                .map(|i| {
-                    let (e, a) = entry(i, args.authorities);
-                    (e, a, false)
-                })
-                .collect(),
-            ..Batch::default()
-        };
-        store.apply(job, &mut batch)?;
-        anyhow::ensure!(batch.admitted.iter().all(|x| !*x), "a known URL was new");
-        Ok(())
-    })?;
-    println!(
-        "{backend:<8} seen-set lookups: {:>9.0} URLs/s",
-        rate(n, started)
-    );
+    // Frontier inserts (every URL new, left in the store), then seen-set
+    // lookups (every URL offered again, all known).
+    for (label, expect_new) in [("frontier inserts", true), ("seen-set lookups", false)] {
+        let started = Instant::now();
+        chunks(&mut |r| {
+            let mut batch = Batch {
+                admit: r
+                    .map(|i| {
+                        let (e, a) = entry(i, args.authorities);
+                        (e, a, false)
+                    })
+                    .collect(),
+                ..Batch::default()
+            };
+            store.apply(job, &mut batch)?;
+            anyhow::ensure!(
+                batch.admitted.iter().all(|x| *x == expect_new),
+                "{label}: a URL was not what it should be (new: {expect_new})"
+            );
+            Ok(())
+        })?;
+        println!("{backend:<8} {label}: {:>9.0} URLs/s", rate(n, started));
+    }
     // Frontier pops: every authority's URLs loaded, shallowest first.
     let per_load = (n / args.authorities).max(1) as usize;
     let loads_per_batch = (args.batch / per_load).max(1);
