@@ -51,6 +51,7 @@ struct Shared {
     log: RequestLog,
     gzip_page: Bytes,
     huge_page: OnceLock<Bytes>,
+    bomb: OnceLock<Bytes>,
 }
 
 impl TestSite {
@@ -90,6 +91,7 @@ impl TestSite {
             origins: origins.clone(),
             log: log.clone(),
             huge_page: OnceLock::new(),
+            bomb: OnceLock::new(),
         });
         let accept_loops = listeners
             .into_iter()
@@ -308,6 +310,18 @@ async fn respond(shared: &Shared, host: usize, req: Request<Incoming>) -> Respon
             HTML,
             shared.huge_page.get_or_init(huge_page).clone(),
         ),
+        Route::Bomb => {
+            let body = shared.bomb.get_or_init(|| {
+                let mut page = String::from("<html><body>");
+                page.push_str(&" ".repeat(HUGE_BYTES * 4));
+                page.push_str("<a href=\"/never/after-bomb\">end</a></body></html>");
+                gzip(&page)
+            });
+            let mut r = typed(StatusCode::OK, HTML, body.clone());
+            r.headers_mut()
+                .insert(CONTENT_ENCODING, "gzip".parse().expect("static header"));
+            r
+        }
         Route::Gzip => {
             let mut r = typed(StatusCode::OK, HTML, shared.gzip_page.clone());
             r.headers_mut()

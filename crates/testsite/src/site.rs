@@ -153,6 +153,9 @@ pub enum Route {
     Huge,
     /// `/gzip`: a gzip-encoded HTML page.
     Gzip,
+    /// `/bomb`: a small gzip body that inflates to more than the crawler's
+    /// body limit.
+    Bomb,
     /// `/flaky/{k}`: 503 for the first `k` requests, then a page.
     Flaky(u32),
     /// `/busy`: 429 with `Retry-After: 1` on the first request, then a page.
@@ -201,6 +204,7 @@ impl HostConfig {
             "/slow" => Route::Slow,
             "/huge" => Route::Huge,
             "/gzip" => Route::Gzip,
+            "/bomb" => Route::Bomb,
             "/busy" => Route::Busy,
             _ => {
                 if let Some(k) = path
@@ -259,6 +263,7 @@ impl HostConfig {
                 "/slow",
                 "/huge",
                 "/gzip",
+                "/bomb",
                 "/trap/0",
                 "/meta-nofollow",
                 "/base/page",

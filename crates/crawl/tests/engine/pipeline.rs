@@ -97,6 +97,14 @@ async fn showcase_crawl_reaches_every_page_once_and_avoids_every_trap() {
         "only {during} requests started while /slow was waiting"
     );
 
+    let bomb = by_path(&site, &records, "/bomb");
+    assert!(
+        bomb.truncated,
+        "a decompression bomb is cut at the body limit"
+    );
+    assert_eq!(bomb.bytes, 10 * 1024 * 1024);
+    assert_eq!(error_kind(bomb), Some(ErrorKind::TooLarge));
+
     let gzip = by_path(&site, &records, "/gzip");
     assert_eq!(
         (gzip.status, gzip.links, gzip.title.as_deref()),
