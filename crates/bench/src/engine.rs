@@ -29,6 +29,9 @@ pub struct EngineArgs {
     /// Approximate size of each page in bytes.
     #[arg(long, default_value_t = 4096)]
     page_bytes: usize,
+    /// Pages per host instead of the scenario's.
+    #[arg(long)]
+    pages: Option<u32>,
     /// Where the crawler keeps its state: sqlite (a file in a temporary
     /// directory, the default of `crawl`), memory (`--no-state`), or both,
     /// to compare.
@@ -114,11 +117,16 @@ pub fn run(args: EngineArgs) -> Result<()> {
             },
             other => bail!("unknown scenario '{other}' (one-host, fifty-hosts, politeness)"),
         };
-        let mut rates = Vec::new();
-        for state in &states {
-            let mut runs = Vec::new();
-            for _ in 0..args.runs {
-                runs.push(run_once(
+        let scenario = Scenario {
+            pages: args.pages.unwrap_or(scenario.pages),
+            ..scenario
+        };
+        // Runs alternate between the states, so that drift in the machine's
+        // speed falls on both alike.
+        let mut runs: Vec<Vec<Measure>> = vec![Vec::new(); states.len()];
+        for _ in 0..args.runs {
+            for (k, state) in states.iter().enumerate() {
+                runs[k].push(run_once(
                     &dir,
                     &scenario,
                     args.page_bytes,
@@ -126,6 +134,9 @@ pub fn run(args: EngineArgs) -> Result<()> {
                     &args.crawl_arg,
                 )?);
             }
+        }
+        let mut rates = Vec::new();
+        for (state, mut runs) in states.iter().zip(runs) {
             runs.sort_by_key(|m| m.wall);
             let m = runs[runs.len() / 2];
             let rate = m.pages as f64 / m.wall.as_secs_f64();
