@@ -54,7 +54,8 @@ struct Scenario {
     ideal_rate: Option<f64>,
 }
 
-const FAST: &[&str] = &[
+/// The concurrency of the fast scenarios (and of `memory`).
+pub const FAST: &[&str] = &[
     "--per-host",
     "64",
     "--max-workers",

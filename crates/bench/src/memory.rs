@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use crate::engine::FAST;
 use crate::proc::{binaries_dir, read_origins, stop, wait_with_rusage};
 
 /// Options of `crawlkeeper-bench memory`.
@@ -37,14 +38,7 @@ pub fn run(args: MemoryArgs) -> Result<()> {
     let crawler = Command::new(dir.join("crawlkeeper"))
         .current_dir(&work)
         .args(["crawl", "--follow", "--quiet", "--out", "out.jsonl"])
-        .args([
-            "--per-host",
-            "64",
-            "--max-workers",
-            "64",
-            "--max-load",
-            "100",
-        ])
+        .args(FAST)
         .args([
             "--max-pages",
             &args.seen.to_string(),

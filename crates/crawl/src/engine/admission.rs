@@ -231,6 +231,7 @@ impl Frontier {
                 continue;
             }
             s.loading = true;
+            self.loads_in_flight += 1;
             let limit = if s.abandoned {
                 LOAD_BATCH
             } else {
@@ -246,6 +247,7 @@ impl Frontier {
     pub fn loaded(&mut self, slot: Slot, jobs: Vec<(u128, Job)>, more: bool, now: Instant) {
         let s = &mut self.slots[slot];
         s.loading = false;
+        self.loads_in_flight -= 1;
         s.stored = if more {
             s.stored.saturating_sub(jobs.len() as u64).max(1)
         } else {

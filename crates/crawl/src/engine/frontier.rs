@@ -81,6 +81,8 @@ pub struct Frontier {
     pub(super) outbox: Vec<(Slot, u128, Job, Option<u64>)>,
     pub(super) released: Vec<u64>,
     pub(super) to_load: Vec<Slot>,
+    /// Loads asked of the store and not yet answered.
+    pub(super) loads_in_flight: usize,
     rng: fastrand::Rng,
 }
 
@@ -104,6 +106,7 @@ impl Frontier {
             outbox: Vec::new(),
             released: Vec::new(),
             to_load: Vec::new(),
+            loads_in_flight: 0,
             rng: fastrand::Rng::with_seed(seed),
         }
     }
@@ -172,7 +175,7 @@ impl Frontier {
             && self.outbox.is_empty()
             && self.to_load.is_empty()
             && self.admitting == 0
-            && !self.slots.iter().any(|s| s.loading)
+            && self.loads_in_flight == 0
     }
 
     /// The next thing to start, round-robin over ready authorities.
