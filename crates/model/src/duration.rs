@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// Why a duration string was refused.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum DurationError {
     /// The string is empty.
     #[error("empty duration (expected e.g. 500ms, 2s, 1m, 6h)")]
