@@ -1,1 +1,29 @@
-//! placeholder
+//! Cluster coordination for crawlkeeper: everything the cluster protocol
+//! needs from a coordination service, behind one trait, with an embedded
+//! and a ZooKeeper backend that pass one conformance suite. This crate
+//! does not know the crawl engine.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`coordinator`] | the [`Coordinator`] trait: versioned tree, sessions, watches, transactions |
+//! | [`error`] | [`CoordError`], with retryable and fatal kept apart |
+//! | [`path`] | path checks, the value limit, the seed's layout of a group's meta-data |
+//! | [`lock`] | a distributed lock with a timeout, on any coordinator |
+//! | [`memory`] | [`MemoryCoordinator`]: in one process, with fault injection |
+//! | [`zk`] | [`ZkCoordinator`]: Apache ZooKeeper |
+
+pub mod coordinator;
+pub mod error;
+pub mod lock;
+pub mod memory;
+pub mod path;
+pub mod zk;
+
+pub use coordinator::{
+    Coordinator, CreateMode, Op, OpResult, SessionState, Version, Watch, WatchEvent,
+};
+pub use error::{CoordError, ErrorClass};
+pub use lock::{Lock, LockGuard};
+pub use memory::{MemoryCoordinator, MemoryEnsemble};
+pub use path::{Layout, MAX_VALUE_BYTES};
+pub use zk::ZkCoordinator;

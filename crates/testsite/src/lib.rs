@@ -7,6 +7,7 @@
 //! | [`server`] | serving the site with hyper, one listener per host |
 //! | [`log`] | the request log tests judge a crawl by |
 //! | [`tls`] | a throw-away certificate authority, for HTTPS and HTTP/2 |
+//! | [`zookeeper`] | a real ZooKeeper server for the cluster's tests (`scripts/zookeeper.sh`) |
 //!
 //! Each host is a listener on its own loopback address (127.0.0.1,
 //! 127.0.0.2, …: a host and an authority of its own). Host pages `/p/0 … /p/{n-1}` link to each other in every form
@@ -21,6 +22,7 @@ pub mod log;
 pub mod server;
 pub mod site;
 pub mod tls;
+pub mod zookeeper;
 
 pub use log::{LogEntry, RequestLog};
 pub use server::TestSite;

@@ -1,0 +1,193 @@
+//! Coordinator paths: checked the same way for every backend, and the
+//! layout of a group's meta-data, like the seed's
+//! (`/crawlkeeper/<group>/node/<name>/{state,task,heartbeat}`,
+//! `/crawlkeeper/<group>/group/state`).
+
+use crawlkeeper_model::cluster::NodeName;
+
+use crate::error::{CoordError, Result};
+
+/// The largest value a node may hold. ZooKeeper refuses packets above
+/// about 1 MiB by dropping the connection; we refuse earlier, with a clear
+/// error, on every backend.
+pub const MAX_VALUE_BYTES: usize = 1_000_000;
+
+/// Checks an absolute path: `/a/b`, no trailing `/`, no empty, `.` or `..`
+/// segment, no control character. `/` itself is valid.
+pub fn check(path: &str) -> Result<()> {
+    let bad = |reason| {
+        Err(CoordError::InvalidPath {
+            path: path.to_owned(),
+            reason,
+        })
+    };
+    if !path.starts_with('/') {
+        return bad("must start with '/'");
+    }
+    if path == "/" {
+        return Ok(());
+    }
+    if path.ends_with('/') {
+        return bad("must not end with '/'");
+    }
+    for segment in path[1..].split('/') {
+        if segment.is_empty() {
+            return bad("empty segment");
+        }
+        if segment == "." || segment == ".." {
+            return bad("relative segment");
+        }
+        if segment.chars().any(|c| c.is_control()) {
+            return bad("control character");
+        }
+    }
+    Ok(())
+}
+
+/// Checks a value's size against [`MAX_VALUE_BYTES`].
+pub fn check_value(path: &str, data: &[u8]) -> Result<()> {
+    if data.len() > MAX_VALUE_BYTES {
+        return Err(CoordError::TooLarge {
+            path: path.to_owned(),
+            size: data.len(),
+            max: MAX_VALUE_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// The parent of a path (`/a/b` → `/a`, `/a` → `/`); `None` for `/`.
+pub fn parent(path: &str) -> Option<&str> {
+    if path == "/" {
+        return None;
+    }
+    match path.rfind('/') {
+        Some(0) => Some("/"),
+        Some(i) => Some(&path[..i]),
+        None => None,
+    }
+}
+
+/// `parent` + `/` + `child`.
+pub fn join(parent: &str, child: &str) -> String {
+    if parent == "/" {
+        format!("/{child}")
+    } else {
+        format!("{parent}/{child}")
+    }
+}
+
+/// Where a group's meta-data lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    root: String,
+}
+
+impl Layout {
+    /// The layout of `group` under `/crawlkeeper`.
+    pub fn new(group: &str) -> Result<Self> {
+        let root = format!("/crawlkeeper/{group}");
+        check(&root)?;
+        if group.contains('/') {
+            return Err(CoordError::InvalidPath {
+                path: root,
+                reason: "a group name cannot contain '/'",
+            });
+        }
+        Ok(Layout { root })
+    }
+
+    /// `/crawlkeeper/<group>`.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// `/crawlkeeper/<group>/group/state`: the GroupState.
+    pub fn group_state(&self) -> String {
+        format!("{}/group/state", self.root)
+    }
+
+    /// `/crawlkeeper/<group>/group/lock`: the lock GroupState is written under.
+    pub fn group_lock(&self) -> String {
+        format!("{}/group/lock", self.root)
+    }
+
+    /// `/crawlkeeper/<group>/node`: one child per node.
+    pub fn nodes(&self) -> String {
+        format!("{}/node", self.root)
+    }
+
+    /// `/crawlkeeper/<group>/node/<name>`.
+    pub fn node(&self, name: &NodeName) -> String {
+        format!("{}/node/{name}", self.root)
+    }
+
+    /// `…/node/<name>/state`: the NodeState.
+    pub fn node_state(&self, name: &NodeName) -> String {
+        format!("{}/state", self.node(name))
+    }
+
+    /// `…/node/<name>/task`: the Task.
+    pub fn task(&self, name: &NodeName) -> String {
+        format!("{}/task", self.node(name))
+    }
+
+    /// `…/node/<name>/heartbeat`: the Heartbeat.
+    pub fn heartbeat(&self, name: &NodeName) -> String {
+        format!("{}/heartbeat", self.node(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_checked() {
+        for ok in ["/", "/a", "/a/b-1", "/crawlkeeper/g/node/c_1/state"] {
+            check(ok).unwrap();
+        }
+        for bad in ["", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/..", "/a\n"] {
+            assert!(
+                matches!(check(bad), Err(CoordError::InvalidPath { .. })),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(parent("/a/b"), Some("/a"));
+        assert_eq!(parent("/a"), Some("/"));
+        assert_eq!(parent("/"), None);
+        assert_eq!(join("/", "a"), "/a");
+        assert_eq!(join("/a", "b"), "/a/b");
+    }
+
+    #[test]
+    fn the_layout_is_the_seeds() {
+        let l = Layout::new("sc-crawler-cluster").unwrap();
+        let n: NodeName = "sc-crawler_1".parse().unwrap();
+        assert_eq!(
+            l.group_state(),
+            "/crawlkeeper/sc-crawler-cluster/group/state"
+        );
+        assert_eq!(
+            l.node_state(&n),
+            "/crawlkeeper/sc-crawler-cluster/node/sc-crawler_1/state"
+        );
+        assert_eq!(
+            l.task(&n),
+            "/crawlkeeper/sc-crawler-cluster/node/sc-crawler_1/task"
+        );
+        assert_eq!(
+            l.heartbeat(&n),
+            "/crawlkeeper/sc-crawler-cluster/node/sc-crawler_1/heartbeat"
+        );
+        assert!(Layout::new("a/b").is_err());
+        assert!(Layout::new("").is_err());
+    }
+
+    #[test]
+    fn values_above_the_limit_are_refused() {
+        check_value("/a", &vec![0; MAX_VALUE_BYTES]).unwrap();
+        let err = check_value("/a", &vec![0; MAX_VALUE_BYTES + 1]).unwrap_err();
+        assert!(err.to_string().contains("the limit is 1000000"), "{err}");
+    }
+}
