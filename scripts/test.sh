@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. Installs and starts what the tests need
-# (PostgreSQL on 127.0.0.1:5432); fails when any test fails.
+# (PostgreSQL on 127.0.0.1:5432, a standalone ZooKeeper on a free loopback
+# port, stopped at the end); fails when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,13 @@ fi
 echo "== PostgreSQL"
 scripts/postgres.sh
 export CRAWLKEEPER_TEST_POSTGRES=${CRAWLKEEPER_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/test}
+
+echo "== ZooKeeper"
+zk=$(scripts/zookeeper.sh start)
+zk_dir=${zk#* }
+trap 'scripts/zookeeper.sh stop "$zk_dir"' EXIT
+export CRAWLKEEPER_TEST_ZOOKEEPER=${zk% *}
+echo "ZooKeeper at $CRAWLKEEPER_TEST_ZOOKEEPER"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -17,6 +17,9 @@ use crate::error::Result;
 /// A node's data version, bumped by every write; compare-and-set compares it.
 pub type Version = i32;
 
+/// A node's value and its version.
+pub type Value = (Vec<u8>, Version);
+
 /// How a node is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CreateMode {
@@ -183,7 +186,7 @@ pub trait Coordinator: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<String>> + Send;
 
     /// Reads a node's value and version.
-    fn get(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Version)>> + Send;
+    fn get(&self, path: &str) -> impl Future<Output = Result<Value>> + Send;
 
     /// A node's version, or `None` when it does not exist.
     fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Version>>> + Send;
@@ -214,7 +217,7 @@ pub trait Coordinator: Clone + Send + Sync + 'static {
     fn get_and_watch(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Option<(Vec<u8>, Version)>, Watch)>> + Send;
+    ) -> impl Future<Output = Result<(Option<Value>, Watch)>> + Send;
 
     /// Lists a node's children and watches them: the watch fires once, at
     /// the next child created or deleted, or when the node is deleted.

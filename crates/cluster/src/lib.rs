@@ -20,7 +20,7 @@ pub mod path;
 pub mod zk;
 
 pub use coordinator::{
-    Coordinator, CreateMode, Op, OpResult, SessionState, Version, Watch, WatchEvent,
+    Coordinator, CreateMode, Op, OpResult, SessionState, Value, Version, Watch, WatchEvent,
 };
 pub use error::{CoordError, ErrorClass};
 pub use lock::{Lock, LockGuard};

@@ -4,6 +4,7 @@
 //! (the client also declares it expired on its own after 7/5 of the session
 //! timeout without the server).
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use tokio::sync::watch;
 use zookeeper_client as zk;
 
 use crate::coordinator::{
-    Coordinator, CreateMode, Op, OpResult, SessionState, Version, Watch, WatchEvent,
+    Coordinator, CreateMode, Op, OpResult, SessionState, Value, Version, Watch, WatchEvent,
 };
 use crate::error::{CoordError, Result};
 use crate::path;
@@ -24,6 +25,8 @@ pub struct ZkCoordinator {
     hosts: Arc<str>,
     chroot: Option<Arc<str>>,
     state: watch::Receiver<SessionState>,
+    /// Kept so that the state never reads as closed while a clone lives.
+    _state_tx: Arc<watch::Sender<SessionState>>,
 }
 
 /// Splits `host:port[,host:port…][/chroot]`.
@@ -136,23 +139,23 @@ impl ZkCoordinator {
         };
         let mut watcher = client.state_watcher();
         let (tx, rx) = watch::channel(session_state(watcher.peek_state()));
+        let tx = Arc::new(tx);
+        let weak = Arc::downgrade(&tx);
         tokio::spawn(async move {
             loop {
-                tokio::select! {
-                    s = watcher.changed() => {
-                        let s = session_state(s);
-                        match s {
-                            SessionState::Suspended => tracing::warn!("ZooKeeper connection lost; reconnecting"),
-                            SessionState::Connected => tracing::info!("ZooKeeper connection restored"),
-                            SessionState::Expired => tracing::warn!("ZooKeeper session expired"),
-                            SessionState::Closed => {}
-                        }
-                        tx.send_replace(s);
-                        if s.is_terminal() {
-                            return;
-                        }
+                let s = session_state(watcher.changed().await);
+                match s {
+                    SessionState::Suspended => {
+                        tracing::warn!("ZooKeeper connection lost; reconnecting")
                     }
-                    () = tx.closed() => return,
+                    SessionState::Connected => tracing::info!("ZooKeeper connection restored"),
+                    SessionState::Expired => tracing::warn!("ZooKeeper session expired"),
+                    SessionState::Closed => {}
+                }
+                let Some(tx) = weak.upgrade() else { return };
+                tx.send_replace(s);
+                if s.is_terminal() {
+                    return;
                 }
             }
         });
@@ -161,6 +164,7 @@ impl ZkCoordinator {
             hosts: hosts.into(),
             chroot: chroot.map(Into::into),
             state: rx,
+            _state_tx: tx,
         })
     }
 
@@ -174,18 +178,56 @@ impl ZkCoordinator {
     /// `Expired`. For tests and fault drills.
     pub async fn kill_session(&self) -> Result<()> {
         let session = self.client()?.session().clone();
-        let other = zk::Client::connector()
-            .with_session(session)
-            .connect(&self.hosts)
-            .await
-            .map_err(|e| error(e, "/"))?;
-        drop(other); // the last client of a session closes it
-        Ok(())
+        // Our own client, pushed off, reconnects and may take the session
+        // back before the second connection is established: try again.
+        let mut last = CoordError::ConnectionLoss;
+        for _ in 0..20 {
+            match zk::Client::connector()
+                .with_session(session.clone())
+                .connect(&self.hosts)
+                .await
+            {
+                Ok(other) => {
+                    drop(other); // the last client of a session closes it
+                    return Ok(());
+                }
+                Err(zk::Error::SessionExpired) => return Ok(()),
+                Err(e) => last = error(e, "/"),
+            }
+        }
+        Err(last)
     }
 
     /// The chroot this session works under, if any.
     pub fn chroot(&self) -> Option<&str> {
         self.chroot.as_deref()
+    }
+
+    /// Runs a request, failing it with `ConnectionLoss` as soon as the
+    /// connection is down (the client would otherwise hold it until it
+    /// reconnects or the session expires): like ZooKeeper's own
+    /// `ConnectionLoss`, the request may or may not have been applied.
+    async fn call<T>(
+        &self,
+        path: &str,
+        request: impl Future<Output = Result<T, zk::Error>>,
+    ) -> Result<T> {
+        let mut state = self.state.clone();
+        let down = |s: SessionState| match s {
+            SessionState::Expired => CoordError::SessionExpired,
+            SessionState::Closed => CoordError::Closed,
+            _ => CoordError::ConnectionLoss,
+        };
+        let now = *state.borrow_and_update();
+        if now != SessionState::Connected {
+            return Err(down(now));
+        }
+        tokio::select! {
+            r = request => r.map_err(|e| error(e, path)),
+            s = state.wait_for(|s| *s != SessionState::Connected) => {
+                Err(s.map(|s| down(*s)).unwrap_or(CoordError::Closed))
+            }
+        }
     }
 
     fn client(&self) -> Result<zk::Client> {
@@ -202,10 +244,9 @@ impl Coordinator for ZkCoordinator {
         path::check(path)?;
         path::check_value(path, data)?;
         let client = self.client()?;
-        let (_, seq) = client
-            .create(path, data, &create_options(mode))
-            .await
-            .map_err(|e| error(e, path))?;
+        let (_, seq) = self
+            .call(path, client.create(path, data, &create_options(mode)))
+            .await?;
         Ok(if mode.is_sequential() {
             format!("{path}{seq}")
         } else {
@@ -213,17 +254,17 @@ impl Coordinator for ZkCoordinator {
         })
     }
 
-    async fn get(&self, path: &str) -> Result<(Vec<u8>, Version)> {
+    async fn get(&self, path: &str) -> Result<Value> {
         path::check(path)?;
         let client = self.client()?;
-        let (data, stat) = client.get_data(path).await.map_err(|e| error(e, path))?;
+        let (data, stat) = self.call(path, client.get_data(path)).await?;
         Ok((data, stat.version))
     }
 
     async fn exists(&self, path: &str) -> Result<Option<Version>> {
         path::check(path)?;
         let client = self.client()?;
-        let stat = client.check_stat(path).await.map_err(|e| error(e, path))?;
+        let stat = self.call(path, client.check_stat(path)).await?;
         Ok(stat.map(|s| s.version))
     }
 
@@ -231,10 +272,9 @@ impl Coordinator for ZkCoordinator {
         path::check(path)?;
         path::check_value(path, data)?;
         let client = self.client()?;
-        let stat = client
-            .set_data(path, data, expected)
-            .await
-            .map_err(|e| error(e, path))?;
+        let stat = self
+            .call(path, client.set_data(path, data, expected))
+            .await?;
         Ok(stat.version)
     }
 
@@ -281,12 +321,18 @@ impl Coordinator for ZkCoordinator {
             };
             added.map_err(|e| error(e, op.path()))?;
         }
-        let results = writer.commit().await.map_err(|e| match e {
-            zk::MultiWriteError::OperationFailed { index, source } => {
-                error(source, ops.get(index).map_or("/", Op::path))
-            }
-            zk::MultiWriteError::RequestFailed { source } => error(source, "/"),
-        })?;
+        let commit = async {
+            writer.commit().await.map_err(|e| match e {
+                zk::MultiWriteError::OperationFailed { index, source } => {
+                    (source, ops.get(index).map_or("/", Op::path))
+                }
+                zk::MultiWriteError::RequestFailed { source } => (source, "/"),
+            })
+        };
+        let results = match self.call("/", async { Ok(commit.await) }).await? {
+            Ok(results) => results,
+            Err((source, path)) => return Err(error(source, path)),
+        };
         results
             .into_iter()
             .map(|r| match r {
@@ -301,19 +347,18 @@ impl Coordinator for ZkCoordinator {
             .collect()
     }
 
-    async fn get_and_watch(&self, path: &str) -> Result<(Option<(Vec<u8>, Version)>, Watch)> {
+    async fn get_and_watch(&self, path: &str) -> Result<(Option<Value>, Watch)> {
         path::check(path)?;
         let client = self.client()?;
         loop {
-            match client.get_and_watch_data(path).await {
+            match self.call(path, client.get_and_watch_data(path)).await {
                 Ok((data, stat, w)) => return Ok((Some((data, stat.version)), watch(w))),
-                Err(zk::Error::NoNode) => {}
-                Err(e) => return Err(error(e, path)),
+                Err(CoordError::NoNode(_)) => {}
+                Err(e) => return Err(e),
             }
-            match client.check_and_watch_stat(path).await {
-                Ok((None, w)) => return Ok((None, watch(w))),
-                Ok((Some(_), _)) => continue, // created in between: read it
-                Err(e) => return Err(error(e, path)),
+            match self.call(path, client.check_and_watch_stat(path)).await? {
+                (None, w) => return Ok((None, watch(w))),
+                (Some(_), _) => continue, // created in between: read it
             }
         }
     }
@@ -321,10 +366,7 @@ impl Coordinator for ZkCoordinator {
     async fn children_and_watch(&self, path: &str) -> Result<(Vec<String>, Watch)> {
         path::check(path)?;
         let client = self.client()?;
-        let (mut children, _, w) = client
-            .get_and_watch_children(path)
-            .await
-            .map_err(|e| error(e, path))?;
+        let (mut children, _, w) = self.call(path, client.get_and_watch_children(path)).await?;
         children.sort();
         Ok((children, watch(w)))
     }

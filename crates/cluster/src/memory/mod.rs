@@ -22,7 +22,7 @@ use tokio::sync::{oneshot, watch};
 
 use self::tree::{Change, Tree};
 use crate::coordinator::{
-    Coordinator, CreateMode, Op, OpResult, SessionState, Version, Watch, WatchEvent,
+    Coordinator, CreateMode, Op, OpResult, SessionState, Value, Version, Watch, WatchEvent,
 };
 use crate::error::{CoordError, Result};
 use crate::path;
@@ -374,7 +374,7 @@ impl Coordinator for MemoryCoordinator {
             .await
     }
 
-    async fn get(&self, path: &str) -> Result<(Vec<u8>, Version)> {
+    async fn get(&self, path: &str) -> Result<Value> {
         path::check(path)?;
         self.run(|e, _| {
             e.tree
@@ -409,7 +409,7 @@ impl Coordinator for MemoryCoordinator {
         self.run(|e, c| e.tree.multi(ops, id, c)).await
     }
 
-    async fn get_and_watch(&self, path: &str) -> Result<(Option<(Vec<u8>, Version)>, Watch)> {
+    async fn get_and_watch(&self, path: &str) -> Result<(Option<Value>, Watch)> {
         path::check(path)?;
         let id = self.id;
         self.run(|e, _| {
