@@ -6,7 +6,9 @@
 //! | `engine` | pages/s, CPU per page and peak RSS of `crawl` against the test site |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
 //! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend |
+//! | `coord` | compare-and-set writes/s, watch latency, session-expiry detection, per coordinator |
 
+mod coord;
 mod engine;
 mod memory;
 mod proc;
@@ -30,6 +32,11 @@ enum Command {
     Memory(memory::MemoryArgs),
     /// The stores' frontier, seen set and disk use.
     Store(store::StoreArgs),
+    /// The coordinators: compare-and-set rate, watch latency, expiry detection.
+    Coord(coord::CoordArgs),
+    /// (internal) A ZooKeeper session holding an ephemeral node until killed.
+    #[command(hide = true)]
+    CoordChild(coord::ChildArgs),
 }
 
 fn main() -> Result<()> {
@@ -37,5 +44,7 @@ fn main() -> Result<()> {
         Command::Engine(a) => engine::run(a),
         Command::Memory(a) => memory::run(a),
         Command::Store(a) => store::run(a),
+        Command::Coord(a) => coord::run(a),
+        Command::CoordChild(a) => coord::child(a),
     }
 }

@@ -8,6 +8,7 @@
 //! | [`coordinator`] | the [`Coordinator`] trait: versioned tree, sessions, watches, transactions |
 //! | [`error`] | [`CoordError`], with retryable and fatal kept apart |
 //! | [`path`] | path checks, the value limit, the seed's layout of a group's meta-data |
+//! | [`metadata`] | the seed's meta-data objects as JSON at the layout's paths |
 //! | [`lock`] | a distributed lock with a timeout, on any coordinator |
 //! | [`memory`] | [`MemoryCoordinator`]: in one process, with fault injection |
 //! | [`zk`] | [`ZkCoordinator`]: Apache ZooKeeper |
@@ -16,6 +17,7 @@ pub mod coordinator;
 pub mod error;
 pub mod lock;
 pub mod memory;
+pub mod metadata;
 pub mod path;
 pub mod zk;
 
@@ -25,5 +27,6 @@ pub use coordinator::{
 pub use error::{CoordError, ErrorClass};
 pub use lock::{Lock, LockGuard};
 pub use memory::{MemoryCoordinator, MemoryEnsemble};
+pub use metadata::MetaError;
 pub use path::{Layout, MAX_VALUE_BYTES};
 pub use zk::ZkCoordinator;

@@ -425,3 +425,114 @@ pub async fn a_closed_session_takes_its_ephemeral_nodes(b: &impl Backend) {
     );
     assert!(owner.get("/bye").await.unwrap_err().is_fatal());
 }
+
+pub async fn meta_data_lives_at_the_seeds_paths(b: &impl Backend) {
+    use crawlkeeper_cluster::{Layout, MetaError, metadata};
+    use crawlkeeper_model::cluster::{
+        CrawlerRole, GroupState, Heartbeat, NodeName, NodeState, Task,
+    };
+
+    let c = b.session().await;
+    let layout = Layout::new("sc-crawler-cluster").unwrap();
+    let name: NodeName = "sc-crawler_1".parse().unwrap();
+    c.create_all(&layout.node(&name)).await.unwrap();
+    c.create_all(&path_parent(&layout.group_state()))
+        .await
+        .unwrap();
+    let state = NodeState {
+        group: "sc-crawler-cluster".into(),
+        role: CrawlerRole::Initial,
+    };
+    metadata::create(
+        &c,
+        &layout.node_state(&name),
+        &state,
+        CreateMode::Persistent,
+    )
+    .await
+    .unwrap();
+    metadata::create(
+        &c,
+        &layout.task(&name),
+        &Task::default(),
+        CreateMode::Persistent,
+    )
+    .await
+    .unwrap();
+    metadata::create(
+        &c,
+        &layout.heartbeat(&name),
+        &Heartbeat::default(),
+        CreateMode::Persistent,
+    )
+    .await
+    .unwrap();
+    let group = GroupState {
+        total_crawler: 1,
+        current_crawler: vec![name.clone()],
+        ..GroupState::default()
+    };
+    metadata::create(&c, &layout.group_state(), &group, CreateMode::Persistent)
+        .await
+        .unwrap();
+
+    assert_eq!(
+        c.children("/crawlkeeper/sc-crawler-cluster/node/sc-crawler_1")
+            .await
+            .unwrap(),
+        ["heartbeat", "state", "task"]
+    );
+    let raw = c
+        .get("/crawlkeeper/sc-crawler-cluster/node/sc-crawler_1/state")
+        .await
+        .unwrap()
+        .0;
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&raw).unwrap(),
+        serde_json::json!({"group": "sc-crawler-cluster", "role": "initial"})
+    );
+    let (read, version) =
+        metadata::read::<GroupState>(&c, "/crawlkeeper/sc-crawler-cluster/group/state")
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(read, group);
+    let runner = NodeState {
+        role: CrawlerRole::Runner,
+        ..state
+    };
+    metadata::write(&c, &layout.node_state(&name), &runner, Some(0))
+        .await
+        .unwrap();
+    assert!(matches!(
+        metadata::write(&c, &layout.node_state(&name), &runner, Some(0)).await,
+        Err(MetaError::Coord(CoordError::BadVersion(_)))
+    ));
+    assert_eq!(version, 0);
+    assert!(
+        metadata::read::<Task>(&c, "/nowhere")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    c.set(
+        &layout.heartbeat(&name),
+        br#"{"update_time": "soon"}"#,
+        None,
+    )
+    .await
+    .unwrap();
+    let err = metadata::read::<Heartbeat>(&c, &layout.heartbeat(&name))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("meta-data at /crawlkeeper/sc-crawler-cluster/node/sc-crawler_1/heartbeat is not a valid Heartbeat"),
+        "{err}"
+    );
+}
+
+fn path_parent(p: &str) -> String {
+    p[..p.rfind('/').unwrap()].to_owned()
+}
