@@ -14,3 +14,4 @@ fi
 "$bench" memory
 scripts/postgres.sh >/dev/null
 "$bench" store
+"$bench" coord
