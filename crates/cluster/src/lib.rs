@@ -9,6 +9,7 @@
 //! | [`error`] | [`CoordError`], with retryable and fatal kept apart |
 //! | [`path`] | path checks, the value limit, the seed's layout of a group's meta-data |
 //! | [`metadata`] | the seed's meta-data objects as JSON at the layout's paths |
+//! | [`protocol`] | the protocol's decisions as pure code: heart judgement, GroupState transitions |
 //! | [`lock`] | a distributed lock with a timeout, on any coordinator |
 //! | [`memory`] | [`MemoryCoordinator`]: in one process, with fault injection |
 //! | [`zk`] | [`ZkCoordinator`]: Apache ZooKeeper |
@@ -19,6 +20,7 @@ pub mod lock;
 pub mod memory;
 pub mod metadata;
 pub mod path;
+pub mod protocol;
 pub mod zk;
 
 pub use coordinator::{

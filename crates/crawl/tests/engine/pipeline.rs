@@ -100,7 +100,7 @@ async fn showcase_crawl_reaches_every_page_once_and_avoids_every_trap() {
     let bomb = by_path(&site, &records, "/bomb");
     assert!(
         bomb.truncated,
-        "a decompression bomb is cut at the body limit"
+        "a decompression bomb is cut at the body limit: {bomb:?}"
     );
     assert_eq!(bomb.bytes, 10 * 1024 * 1024);
     assert_eq!(error_kind(bomb), Some(ErrorKind::TooLarge));

@@ -1,0 +1,10 @@
+//! The cluster protocol's decisions, as pure code: no I/O, no clock of its
+//! own (instants are passed in), so every rule is tested to the instant.
+//!
+//! | module | decides |
+//! |---|---|
+//! | [`heart`] | whether a Runner is on time, late or dead, on the observer's monotonic clock |
+//! | [`group`] | GroupState after an election, a late join, a fail-over, a death |
+
+pub mod group;
+pub mod heart;
