@@ -5,6 +5,8 @@
 //! |---|---|
 //! | [`heart`] | whether a Runner is on time, late or dead, on the observer's monotonic clock |
 //! | [`group`] | GroupState after an election, a late join, a fail-over, a death |
+//! | [`task`] | a Task's progress: next item, recording once, take-over, acceptance |
 
 pub mod group;
 pub mod heart;
+pub mod task;
