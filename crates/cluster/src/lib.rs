@@ -10,6 +10,7 @@
 //! | [`path`] | path checks, the value limit, the seed's layout of a group's meta-data |
 //! | [`metadata`] | the seed's meta-data objects as JSON at the layout's paths |
 //! | [`protocol`] | the protocol's decisions as pure code: heart judgement, GroupState transitions |
+//! | [`node`] | a cluster node: the runtime that plays a role on a coordinator, with a [`node::TaskRunner`] |
 //! | [`lock`] | a distributed lock with a timeout, on any coordinator |
 //! | [`memory`] | [`MemoryCoordinator`]: in one process, with fault injection |
 //! | [`zk`] | [`ZkCoordinator`]: Apache ZooKeeper |
@@ -19,6 +20,7 @@ pub mod error;
 pub mod lock;
 pub mod memory;
 pub mod metadata;
+pub mod node;
 pub mod path;
 pub mod protocol;
 pub mod zk;

@@ -44,6 +44,29 @@ pub fn elect(members: &[NodeName], runners: usize) -> GroupState {
     g
 }
 
+/// A member joining before the election: it is counted, and waits.
+pub fn join_forming(g: &mut GroupState, name: &NodeName) {
+    push_once(&mut g.current_crawler, name);
+    g.fail_crawler.retain(|n| n != name);
+    g.total_crawler = g.current_crawler.len() as u32;
+}
+
+/// A member leaving on request (not a failure): it leaves the current
+/// lists and is not recorded as failed.
+pub fn leave(g: &mut GroupState, name: &NodeName) {
+    g.current_crawler.retain(|n| n != name);
+    g.current_runner.retain(|n| n != name);
+    g.current_backup.retain(|n| n != name);
+    settle(g);
+}
+
+/// A backup becomes a Runner (it takes a leaving Runner's task).
+pub fn promote(g: &mut GroupState, heir: &NodeName) {
+    g.current_backup.retain(|n| n != heir);
+    push_once(&mut g.current_runner, heir);
+    settle(g);
+}
+
 /// A member joining after the election: it stands by, and does not move
 /// `standby_id` unless there was no backup.
 pub fn join_late(g: &mut GroupState, name: &NodeName) {

@@ -5,8 +5,10 @@
 //! |---|---|
 //! | [`heart`] | whether a Runner is on time, late or dead, on the observer's monotonic clock |
 //! | [`group`] | GroupState after an election, a late join, a fail-over, a death |
+//! | [`roles`] | a member's duty, the judge of hearts, heirs of dead Runners, when to elect |
 //! | [`task`] | a Task's progress: next item, recording once, take-over, acceptance |
 
 pub mod group;
 pub mod heart;
+pub mod roles;
 pub mod task;

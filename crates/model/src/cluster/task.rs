@@ -121,6 +121,18 @@ pub struct Task {
     pub running_status: TaskState,
     /// One entry per item that ran.
     pub result_detail: Vec<ResultDetail>,
+    /// crawlkeeper's fencing (not in the seed, written only when set): the
+    /// node that owns the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<super::NodeName>,
+    /// crawlkeeper's fencing: bumped by every take-over, so that a writer
+    /// holding an older epoch knows it lost the task.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Default for Task {
@@ -133,6 +145,8 @@ impl Default for Task {
             running_result: RunningResult::default(),
             running_status: TaskState::Nothing,
             result_detail: Vec::new(),
+            owner: None,
+            epoch: 0,
         }
     }
 }
@@ -198,6 +212,20 @@ mod tests {
         assert_eq!(t.running_content[0].task_id, TaskId::Text("a-7".into()));
         assert_eq!(t.running_content[0].task_id.to_string(), "a-7");
         assert_eq!(t.in_progressing_id, 0);
+    }
+
+    #[test]
+    fn fencing_fields_are_written_only_when_set() {
+        let mut t: Task = serde_json::from_str(SEED_EXAMPLE).unwrap();
+        assert_eq!((t.owner.as_ref(), t.epoch), (None, 0));
+        t.owner = Some("crawler-2".parse().unwrap());
+        t.epoch = 3;
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(
+            (v["owner"].as_str(), v["epoch"].as_u64()),
+            (Some("crawler-2"), Some(3))
+        );
+        assert_eq!(serde_json::from_value::<Task>(v).unwrap(), t);
     }
 
     #[test]

@@ -1,0 +1,6 @@
+//! The cluster protocol's scenarios on the in-memory coordinator with
+//! tokio's paused clock: a kill is an expired session, a zombie a frozen
+//! one. Several nodes run in one process, each with its own session.
+
+mod harness;
+mod scenarios;
