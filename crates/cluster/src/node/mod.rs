@@ -16,6 +16,7 @@
 
 mod config;
 mod runner;
+mod submit;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -32,6 +33,7 @@ use tokio::time::Instant;
 
 pub use self::config::NodeConfig;
 pub use self::runner::{ItemOutcome, TaskRunner};
+pub use self::submit::{Placement, SubmitError, submit};
 use crate::coordinator::{Coordinator, CreateMode, Op, SessionState, Version, Watch};
 use crate::error::CoordError;
 use crate::lock::Lock;
@@ -91,6 +93,8 @@ pub struct ClusterNode<C: Coordinator, R: TaskRunner> {
     grace_until: Instant,
     joined_at: Instant,
     running: Option<Running>,
+    /// An outcome whose recording failed (connection lost): recorded later.
+    unrecorded: Option<(usize, ItemOutcome)>,
     state_rx: watch::Receiver<SessionState>,
 }
 
@@ -124,6 +128,7 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
             grace_until: Instant::now(),
             joined_at: Instant::now(),
             running: None,
+            unrecorded: None,
             state_rx,
             cfg,
         };
@@ -352,6 +357,7 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
         if let Some(r) = self.running.take() {
             r.handle.abort();
         }
+        self.unrecorded = None;
         let idle = Task {
             epoch: self.task.epoch,
             ..Task::default()
@@ -371,6 +377,9 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
 
     /// Starts the next item when this node runs and has one.
     async fn advance(&mut self) -> Result<()> {
+        if let Some((position, outcome)) = self.unrecorded.take() {
+            self.record_item(position, Some(outcome)).await?;
+        }
         if self.running.is_some() || roles::duty(&self.group, &self.cfg.name) != Duty::Runner {
             return Ok(());
         }
@@ -412,7 +421,9 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
 
     async fn record_item(&mut self, position: usize, outcome: Option<ItemOutcome>) -> Result<()> {
         let Some(o) = outcome else { return Ok(()) }; // aborted
-        let item = &self.task.running_content[position];
+        let Some(item) = self.task.running_content.get(position) else {
+            return Ok(()); // the task was taken from us meanwhile
+        };
         let detail = ResultDetail {
             task_id: item.task_id.clone(),
             state: if o.error.is_some() {
@@ -452,7 +463,10 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
         }
         match roles::duty(&self.group, &self.cfg.name) {
             Duty::Runner => {
-                if roles::judge(&self.group).as_ref() == Some(&self.cfg.name) {
+                // With no backup left, every Runner judges the others (the
+                // fail-over re-reads GroupState under the lock, so the
+                // first to act wins and the others find nothing to do).
+                if self.group.current_backup.is_empty() {
                     self.judge().await?;
                 }
                 self.claim_queued().await

@@ -79,6 +79,8 @@ pub fn accept(mut task: Task) -> Result<Task, TaskError> {
         }
     }
     task.in_progressing_id = -1;
+    task.owner = None;
+    task.epoch = 0;
     task.running_result = RunningResult::default();
     task.running_status = TaskState::Nothing;
     task.result_detail.clear();

@@ -145,21 +145,12 @@ impl Cluster {
             .unwrap()
     }
 
-    /// Gives a node a task of `items` items (as `submit` will).
+    /// Gives a node a task of `items` items (as `submit` does to an idle Runner).
     pub async fn give(&self, name: &NodeName, items: usize) {
         let (_, v) = self.task(name).await;
         let task = Task {
-            running_content: (0..items)
-                .map(|i| RunningContent {
-                    task_id: TaskId::Int(1),
-                    url: format!("http://127.0.0.1/item/{i}"),
-                    method: "GET".into(),
-                    parameters: None,
-                    header: None,
-                    body: None,
-                })
-                .collect(),
-            ..Task::default()
+            owner: Some(name.clone()),
+            ..items_task(items, &name.to_string())
         };
         metadata::write(&self.observer, &self.layout.task(name), &task, Some(v))
             .await
@@ -181,6 +172,23 @@ impl Cluster {
             assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+}
+
+/// A task of `items` items with URLs unique to `tag`.
+pub fn items_task(items: usize, tag: &str) -> Task {
+    Task {
+        running_content: (0..items)
+            .map(|i| RunningContent {
+                task_id: TaskId::Int(1),
+                url: format!("http://127.0.0.1/{tag}/{i}"),
+                method: "GET".into(),
+                parameters: None,
+                header: None,
+                body: None,
+            })
+            .collect(),
+        ..Task::default()
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crawlkeeper_cluster::Coordinator;
 use crawlkeeper_model::cluster::{CrawlerRole, HeartState, TaskState};
 
 use crate::harness::*;
@@ -159,4 +160,321 @@ async fn a_zombie_runner_is_fenced_and_rejoins_as_a_backup() {
     );
     let (old, _) = c.task(&n("c_1")).await;
     assert!(old.running_content.is_empty(), "the zombie holds no task");
+}
+
+/// Every URL of the given node-tagged tasks ran once, except at most
+/// `in_flight` of them run twice.
+fn each_ran_once(c: &Cluster, expected: usize, in_flight: usize) {
+    let runs = c.runs();
+    assert_eq!(runs.len(), expected, "{runs:?}");
+    let twice = runs.values().filter(|&&r| r == 2).count();
+    assert!(
+        runs.values().all(|&r| r <= 2) && twice <= in_flight,
+        "{runs:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_runners_dying_at_once_are_replaced_in_index_order() {
+    let c = Cluster::new(3, 2, Duration::from_secs(1));
+    let mut m = Vec::new();
+    for i in 1..=5 {
+        m.push(c.start(i).await);
+    }
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 3
+    })
+    .await;
+    c.give(&n("c_1"), 4).await;
+    c.give(&n("c_2"), 4).await;
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_2")).await.0.result_detail.len() == 1
+    })
+    .await;
+    m[0].kill();
+    m[1].kill();
+    c.until("both take-overs", LIMIT, || async {
+        c.group().await.current_runner == names(&["c_3", "c_4", "c_5"])
+    })
+    .await;
+    let g = c.group().await;
+    assert_eq!(g.fail_runner, names(&["c_1", "c_2"]));
+    assert!(g.current_backup.is_empty());
+    assert_eq!((g.total_crawler, g.total_runner, g.total_backup), (3, 3, 0));
+    // c_1's task went to c_4 (the primary), c_2's to c_5.
+    for (heir, tag) in [("c_4", "c_1"), ("c_5", "c_2")] {
+        c.until("the tasks", LIMIT, || async {
+            c.task(&n(heir)).await.0.running_status == TaskState::Done
+        })
+        .await;
+        let (t, _) = c.task(&n(heir)).await;
+        assert_eq!(recorded(&t), 4);
+        assert!(
+            t.running_content[0].url.contains(tag),
+            "{heir} got {tag}'s task"
+        );
+    }
+    each_ran_once(&c, 8, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dead_primary_backup_is_recorded_and_the_next_backup_handles_the_next_death() {
+    let c = Cluster::new(1, 2, Duration::from_secs(1));
+    let m1 = c.start(1).await;
+    let m2 = c.start(2).await;
+    let _m3 = c.start(3).await;
+    c.until("the election", LIMIT, || async {
+        c.group().await.standby_id == 2
+    })
+    .await;
+    m2.kill();
+    c.until("the dead backup", LIMIT, || async {
+        c.group().await.fail_backup == names(&["c_2"])
+    })
+    .await;
+    let g = c.group().await;
+    assert_eq!(g.standby_id, 3);
+    assert_eq!(g.current_backup, names(&["c_3"]));
+    assert_eq!(
+        c.node_state(&n("c_2")).await.role,
+        CrawlerRole::DeadBackupRunner
+    );
+    assert_eq!(
+        c.heartbeat(&n("c_2")).await.healthy_state,
+        HeartState::Asystole
+    );
+
+    c.give(&n("c_1"), 3).await;
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_1")).await.0.result_detail.len() == 1
+    })
+    .await;
+    m1.kill();
+    c.until("the take-over", LIMIT, || async {
+        c.group().await.current_runner == names(&["c_3"])
+    })
+    .await;
+    c.until("the task", LIMIT, || async {
+        c.task(&n("c_3")).await.0.running_status == TaskState::Done
+    })
+    .await;
+    assert_eq!(recorded(&c.task(&n("c_3")).await.0), 3);
+    each_ran_once(&c, 3, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_no_backup_left_a_dead_runners_task_is_queued_and_claimed() {
+    let c = Cluster::new(2, 0, Duration::from_secs(1));
+    let m1 = c.start(1).await;
+    let _m2 = c.start(2).await;
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 2
+    })
+    .await;
+    c.give(&n("c_1"), 4).await;
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_1")).await.0.result_detail.len() == 2
+    })
+    .await;
+    m1.kill();
+    c.until("the claim", LIMIT, || async {
+        c.task(&n("c_2")).await.0.running_status == TaskState::Done
+    })
+    .await;
+    let g = c.group().await;
+    assert_eq!(g.current_runner, names(&["c_2"]));
+    assert_eq!(g.fail_runner, names(&["c_1"]));
+    let (t, _) = c.task(&n("c_2")).await;
+    assert_eq!(recorded(&t), 4, "resumed after the last recorded item");
+    assert!(
+        c.observer
+            .children(&format!("{}/queue", c.layout.root()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    each_ran_once(&c, 4, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_graceful_leave_hands_the_task_over_at_once() {
+    let c = Cluster::new(1, 1, Duration::from_secs(1));
+    let m1 = c.start(1).await;
+    let _m2 = c.start(2).await;
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 1
+    })
+    .await;
+    c.give(&n("c_1"), 6).await;
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_1")).await.0.result_detail.len() == 2
+    })
+    .await;
+    let asked = tokio::time::Instant::now();
+    m1.stop.send(true).unwrap();
+    c.until("the hand-over", LIMIT, || async {
+        c.group().await.current_runner == names(&["c_2"])
+    })
+    .await;
+    // No heartbeat timeout was waited for: the item in flight (1 s) and a
+    // few coordinator round trips.
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
+    c.until("the task", LIMIT, || async {
+        c.task(&n("c_2")).await.0.running_status == TaskState::Done
+    })
+    .await;
+    let g = c.group().await;
+    assert!(
+        g.fail_runner.is_empty() && g.fail_crawler.is_empty(),
+        "a leave is no failure"
+    );
+    assert_eq!(g.current_crawler, names(&["c_2"]));
+    assert_eq!(
+        c.heartbeat(&n("c_1")).await.healthy_state,
+        HeartState::ApparentDeath
+    );
+    assert_eq!(recorded(&c.task(&n("c_2")).await.0), 6);
+    each_ran_once(&c, 6, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn coordinator_outages_declare_nobody_dead_and_lose_nothing() {
+    let c = Cluster::new(1, 1, Duration::from_secs(1));
+    let m1 = c.start(1).await;
+    let m2 = c.start(2).await;
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 1
+    })
+    .await;
+    c.give(&n("c_1"), 10).await;
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_1")).await.0.result_detail.len() == 1
+    })
+    .await;
+    // Shorter than the session timeout (2 s): nothing changes.
+    for m in [&m1, &m2] {
+        m.session().cut_off();
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for m in [&m1, &m2] {
+        m.session().heal();
+    }
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_1")).await.0.result_detail.len() >= 4
+    })
+    .await;
+    // Longer: every session expires; the nodes register again and go on.
+    let before = (m1.session().session_id(), m2.session().session_id());
+    for m in [&m1, &m2] {
+        m.session().cut_off();
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for m in [&m1, &m2] {
+        m.session().heal();
+    }
+    c.until("the task", LIMIT, || async {
+        c.task(&n("c_1")).await.0.running_status == TaskState::Done
+    })
+    .await;
+    assert_ne!(
+        (m1.session().session_id(), m2.session().session_id()),
+        before,
+        "new sessions"
+    );
+    let g = c.group().await;
+    assert!(
+        g.fail_crawler.is_empty(),
+        "nobody died of the outage: {g:?}"
+    );
+    assert_eq!(g.current_runner, names(&["c_1"]));
+    assert_eq!(g.current_backup, names(&["c_2"]));
+    assert_eq!(recorded(&c.task(&n("c_1")).await.0), 10);
+    each_ran_once(&c, 10, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_restarted_with_its_name_takes_its_place_again() {
+    let c = Cluster::new(1, 1, Duration::from_secs(1));
+    let _m1 = c.start(1).await;
+    let m2 = c.start(2).await;
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 1
+    })
+    .await;
+    m2.handle.abort(); // the process dies...
+    let _again = c.start(2).await; // ...and is restarted before its session expired
+    m2.session().expire(); // the old session ends after the new one started
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let g = c.group().await;
+    assert_eq!(
+        g.current_crawler,
+        names(&["c_1", "c_2"]),
+        "no duplicate membership"
+    );
+    assert_eq!(g.current_backup, names(&["c_2"]));
+    assert!(g.fail_crawler.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn submitted_tasks_go_to_idle_runners_or_the_queue_and_bad_ones_change_nothing() {
+    use crawlkeeper_cluster::node::{Placement, SubmitError, submit};
+
+    let c = Cluster::new(2, 0, Duration::from_secs(1));
+    let _m1 = c.start(1).await;
+    let _m2 = c.start(2).await;
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 2
+    })
+    .await;
+    let mut bad = items_task(2, "bad");
+    bad.running_content[1].url = "not a url".into();
+    let before = c.task(&n("c_1")).await;
+    let err = submit(&c.observer, GROUP, bad).await.unwrap_err();
+    assert!(matches!(err, SubmitError::Invalid(_)));
+    assert!(err.to_string().contains("item 1"), "{err}");
+    assert_eq!(c.task(&n("c_1")).await, before, "nothing changed");
+    assert!(matches!(
+        submit(&c.observer, "no-such-group", items_task(1, "x")).await,
+        Err(SubmitError::NoGroup(_))
+    ));
+
+    assert_eq!(
+        submit(&c.observer, GROUP, items_task(3, "a"))
+            .await
+            .unwrap(),
+        Placement::Runner(n("c_1"))
+    );
+    assert_eq!(
+        submit(&c.observer, GROUP, items_task(3, "b"))
+            .await
+            .unwrap(),
+        Placement::Runner(n("c_2"))
+    );
+    assert!(matches!(
+        submit(&c.observer, GROUP, items_task(3, "q"))
+            .await
+            .unwrap(),
+        Placement::Queued(_)
+    ));
+    c.until("all three tasks", LIMIT, || async { c.runs().len() == 9 })
+        .await;
+    c.until("the queue drained", LIMIT, || async {
+        c.observer
+            .children(&format!("{}/queue", c.layout.root()))
+            .await
+            .unwrap()
+            .is_empty()
+    })
+    .await;
+    c.until("everything recorded", LIMIT, || async {
+        let a = c.task(&n("c_1")).await.0;
+        let b = c.task(&n("c_2")).await.0;
+        a.running_status == TaskState::Done && b.running_status == TaskState::Done
+    })
+    .await;
+    each_ran_once(&c, 9, 0);
 }
