@@ -68,13 +68,19 @@ fn session_state(s: zk::SessionState) -> SessionState {
 }
 
 fn error(e: zk::Error, path: &str) -> CoordError {
-    match e {
+    match &e {
         zk::Error::NoNode => CoordError::NoNode(path.to_owned()),
         zk::Error::NodeExists => CoordError::NodeExists(path.to_owned()),
         zk::Error::BadVersion => CoordError::BadVersion(path.to_owned()),
         zk::Error::NotEmpty => CoordError::NotEmpty(path.to_owned()),
         zk::Error::NoChildrenForEphemerals => CoordError::NoChildrenForEphemerals(path.to_owned()),
         zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Throttled => {
+            CoordError::ConnectionLoss
+        }
+        // The client reports transport failures (a reset connection, no
+        // response in time) this way: the session may well survive.
+        zk::Error::UnexpectedError(_) | zk::Error::Custom(_) => {
+            tracing::debug!(error = %e, "ZooKeeper transport error");
             CoordError::ConnectionLoss
         }
         zk::Error::SessionExpired | zk::Error::SessionMoved => CoordError::SessionExpired,

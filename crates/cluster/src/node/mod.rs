@@ -358,19 +358,13 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
             r.handle.abort();
         }
         self.unrecorded = None;
-        let idle = Task {
-            epoch: self.task.epoch,
-            ..Task::default()
-        };
-        let v = metadata::write(
-            &self.coord,
-            &self.layout.task(&self.cfg.name),
-            &idle,
-            Some(self.task_version),
-        )
-        .await?;
-        self.task = idle;
-        self.task_version = v;
+        // The take-over rewrote our task node (no items, epoch + 1, in the
+        // same transaction that declared us dead): take that version.
+        if let Some((t, v)) =
+            metadata::read::<Task>(&self.coord, &self.layout.task(&self.cfg.name)).await?
+        {
+            self.adopt_task(t, v);
+        }
         self.register().await?;
         self.join().await
     }

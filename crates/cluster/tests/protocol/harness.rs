@@ -2,11 +2,15 @@
 //! paused clock.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crawlkeeper_cluster::node::{ClusterNode, Connect, ItemOutcome, NodeConfig, TaskRunner};
-use crawlkeeper_cluster::{Coordinator, Layout, MemoryCoordinator, MemoryEnsemble, metadata};
+use crawlkeeper_cluster::{
+    CoordError, Coordinator, Layout, MemoryCoordinator, MemoryEnsemble, MetaError, metadata,
+};
 use crawlkeeper_model::cluster::{
     GroupState, Heartbeat, NodeName, NodeState, RunningContent, Task, TaskId,
 };
@@ -40,42 +44,64 @@ impl TaskRunner for FakeRunner {
     }
 }
 
+/// Where the nodes' sessions come from, and how one is killed.
+pub trait Backend: Send + Sync + 'static {
+    /// A session.
+    type C: Coordinator;
+    /// Opens a session.
+    fn open(&self) -> Pin<Box<dyn Future<Output = Result<Self::C, CoordError>> + Send>>;
+    /// Ends a session as the server does when its process dies.
+    fn kill(&self, c: &Self::C) -> impl Future<Output = ()> + Send;
+}
+
+/// In memory, on the paused clock.
+pub struct Mem(pub MemoryEnsemble);
+
+impl Backend for Mem {
+    type C = MemoryCoordinator;
+
+    fn open(&self) -> Pin<Box<dyn Future<Output = Result<MemoryCoordinator, CoordError>> + Send>> {
+        let c = self.0.connect(SESSION_TIMEOUT);
+        Box::pin(async move { Ok(c) })
+    }
+
+    async fn kill(&self, c: &MemoryCoordinator) {
+        c.expire();
+    }
+}
+
 /// A node running in the test, and the session it uses now.
 #[allow(dead_code)] // not every scenario reads every field
-pub struct Member {
+pub struct Member<C> {
     pub name: NodeName,
-    pub session: Arc<Mutex<Option<MemoryCoordinator>>>,
+    pub session: Arc<Mutex<Option<C>>>,
     pub stop: watch::Sender<bool>,
     pub handle: JoinHandle<()>,
 }
 
-impl Member {
-    pub fn session(&self) -> MemoryCoordinator {
+impl<C: Clone> Member<C> {
+    pub fn session(&self) -> C {
         self.session.lock().unwrap().clone().unwrap()
-    }
-
-    /// A crash: the process is gone, its session expires.
-    pub fn kill(&self) {
-        self.handle.abort();
-        self.session().expire();
     }
 }
 
-pub struct Cluster {
-    pub ensemble: MemoryEnsemble,
-    pub observer: MemoryCoordinator,
+pub struct Cluster<B: Backend> {
+    pub backend: Arc<B>,
+    pub observer: Mutex<B::C>,
     pub layout: Layout,
     pub runner: FakeRunner,
     pub runners: usize,
     pub backups: usize,
+    pub heartbeat: Heartbeat,
+    pub formation_timeout: Duration,
 }
 
-impl Cluster {
+impl Cluster<Mem> {
     pub fn new(runners: usize, backups: usize, work: Duration) -> Self {
         let ensemble = MemoryEnsemble::new();
         Cluster {
-            observer: ensemble.connect(SESSION_TIMEOUT),
-            ensemble,
+            observer: Mutex::new(ensemble.connect(SESSION_TIMEOUT)),
+            backend: Arc::new(Mem(ensemble)),
             layout: Layout::new(GROUP).unwrap(),
             runner: FakeRunner {
                 runs: Default::default(),
@@ -83,22 +109,30 @@ impl Cluster {
             },
             runners,
             backups,
+            heartbeat: Heartbeat::new(Duration::from_millis(500), Duration::from_secs(2), 3)
+                .unwrap(),
+            formation_timeout: Duration::from_secs(5),
         }
     }
+}
 
-    pub async fn start(&self, index: u32) -> Member {
+impl<B: Backend> Cluster<B> {
+    /// Starts node `c_<index>`.
+    pub async fn start(&self, index: u32) -> Member<B::C> {
         let name: NodeName = format!("c_{index}").parse().unwrap();
         let session = Arc::new(Mutex::new(None));
-        let (e, s) = (self.ensemble.clone(), session.clone());
-        let connect: Connect<MemoryCoordinator> = Arc::new(move || {
-            let c = e.connect(SESSION_TIMEOUT);
-            *s.lock().unwrap() = Some(c.clone());
-            Box::pin(async move { Ok(c) })
+        let (b, s) = (self.backend.clone(), session.clone());
+        let connect: Connect<B::C> = Arc::new(move || {
+            let (b, s) = (b.clone(), s.clone());
+            Box::pin(async move {
+                let c = b.open().await?;
+                *s.lock().unwrap() = Some(c.clone());
+                Ok(c)
+            })
         });
         let mut cfg = NodeConfig::new(GROUP, name.clone(), self.runners, self.backups);
-        cfg.heartbeat =
-            Heartbeat::new(Duration::from_millis(500), Duration::from_secs(2), 3).unwrap();
-        cfg.formation_timeout = Duration::from_secs(5);
+        cfg.heartbeat = self.heartbeat.clone();
+        cfg.formation_timeout = self.formation_timeout;
         let node = ClusterNode::start(connect, cfg, self.runner.clone())
             .await
             .unwrap();
@@ -114,35 +148,49 @@ impl Cluster {
         }
     }
 
+    /// A crash: the process is gone, its session ends.
+    pub async fn kill(&self, m: &Member<B::C>) {
+        m.handle.abort();
+        self.backend.kill(&m.session()).await;
+    }
+
+    /// The test's own session (reopened when an outage expired it).
+    pub fn obs(&self) -> B::C {
+        self.observer.lock().unwrap().clone()
+    }
+
+    /// Reads meta-data, riding out coordinator outages.
+    async fn read<T: serde::de::DeserializeOwned>(&self, path: &str) -> (T, i32) {
+        loop {
+            match metadata::read::<T>(&self.obs(), path).await {
+                Ok(Some(found)) => return found,
+                Ok(None) => panic!("no meta-data at {path}"),
+                Err(MetaError::Coord(e)) if e.is_retryable() => {}
+                Err(MetaError::Coord(e)) if e.is_fatal() => {
+                    if let Ok(c) = self.backend.open().await {
+                        *self.observer.lock().unwrap() = c;
+                    }
+                }
+                Err(e) => panic!("{path}: {e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     pub async fn group(&self) -> GroupState {
-        metadata::read(&self.observer, &self.layout.group_state())
-            .await
-            .unwrap()
-            .unwrap()
-            .0
+        self.read(&self.layout.group_state()).await.0
     }
 
     pub async fn node_state(&self, name: &NodeName) -> NodeState {
-        metadata::read(&self.observer, &self.layout.node_state(name))
-            .await
-            .unwrap()
-            .unwrap()
-            .0
+        self.read(&self.layout.node_state(name)).await.0
     }
 
     pub async fn heartbeat(&self, name: &NodeName) -> Heartbeat {
-        metadata::read(&self.observer, &self.layout.heartbeat(name))
-            .await
-            .unwrap()
-            .unwrap()
-            .0
+        self.read(&self.layout.heartbeat(name)).await.0
     }
 
     pub async fn task(&self, name: &NodeName) -> (Task, i32) {
-        metadata::read(&self.observer, &self.layout.task(name))
-            .await
-            .unwrap()
-            .unwrap()
+        self.read(&self.layout.task(name)).await
     }
 
     /// Gives a node a task of `items` items (as `submit` does to an idle Runner).
@@ -152,7 +200,7 @@ impl Cluster {
             owner: Some(name.clone()),
             ..items_task(items, &name.to_string())
         };
-        metadata::write(&self.observer, &self.layout.task(name), &task, Some(v))
+        metadata::write(&self.obs(), &self.layout.task(name), &task, Some(v))
             .await
             .unwrap();
     }
@@ -190,6 +238,17 @@ pub fn items_task(items: usize, tag: &str) -> Task {
             .collect(),
         ..Task::default()
     }
+}
+
+/// Every URL ran once, except at most `in_flight` of them run twice.
+pub fn each_ran_once<B: Backend>(c: &Cluster<B>, expected: usize, in_flight: usize) {
+    let runs = c.runs();
+    assert_eq!(runs.len(), expected, "{runs:?}");
+    let twice = runs.values().filter(|&&r| r == 2).count();
+    assert!(
+        runs.values().all(|&r| r <= 2) && twice <= in_flight,
+        "{runs:?}"
+    );
 }
 
 pub fn n(s: &str) -> NodeName {

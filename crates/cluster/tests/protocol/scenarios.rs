@@ -86,7 +86,7 @@ async fn a_killed_runners_task_is_taken_over_and_finished_once() {
         c.task(&n("c_1")).await.0.result_detail.len() == 2
     })
     .await;
-    m1.kill();
+    c.kill(&m1).await;
     c.until("the take-over", LIMIT, || async {
         c.group().await.current_runner == names(&["c_2"])
     })
@@ -162,18 +162,6 @@ async fn a_zombie_runner_is_fenced_and_rejoins_as_a_backup() {
     assert!(old.running_content.is_empty(), "the zombie holds no task");
 }
 
-/// Every URL of the given node-tagged tasks ran once, except at most
-/// `in_flight` of them run twice.
-fn each_ran_once(c: &Cluster, expected: usize, in_flight: usize) {
-    let runs = c.runs();
-    assert_eq!(runs.len(), expected, "{runs:?}");
-    let twice = runs.values().filter(|&&r| r == 2).count();
-    assert!(
-        runs.values().all(|&r| r <= 2) && twice <= in_flight,
-        "{runs:?}"
-    );
-}
-
 #[tokio::test(start_paused = true)]
 async fn two_runners_dying_at_once_are_replaced_in_index_order() {
     let c = Cluster::new(3, 2, Duration::from_secs(1));
@@ -191,8 +179,8 @@ async fn two_runners_dying_at_once_are_replaced_in_index_order() {
         c.task(&n("c_2")).await.0.result_detail.len() == 1
     })
     .await;
-    m[0].kill();
-    m[1].kill();
+    c.kill(&m[0]).await;
+    c.kill(&m[1]).await;
     c.until("both take-overs", LIMIT, || async {
         c.group().await.current_runner == names(&["c_3", "c_4", "c_5"])
     })
@@ -227,7 +215,7 @@ async fn a_dead_primary_backup_is_recorded_and_the_next_backup_handles_the_next_
         c.group().await.standby_id == 2
     })
     .await;
-    m2.kill();
+    c.kill(&m2).await;
     c.until("the dead backup", LIMIT, || async {
         c.group().await.fail_backup == names(&["c_2"])
     })
@@ -249,7 +237,7 @@ async fn a_dead_primary_backup_is_recorded_and_the_next_backup_handles_the_next_
         c.task(&n("c_1")).await.0.result_detail.len() == 1
     })
     .await;
-    m1.kill();
+    c.kill(&m1).await;
     c.until("the take-over", LIMIT, || async {
         c.group().await.current_runner == names(&["c_3"])
     })
@@ -276,7 +264,7 @@ async fn with_no_backup_left_a_dead_runners_task_is_queued_and_claimed() {
         c.task(&n("c_1")).await.0.result_detail.len() == 2
     })
     .await;
-    m1.kill();
+    c.kill(&m1).await;
     c.until("the claim", LIMIT, || async {
         c.task(&n("c_2")).await.0.running_status == TaskState::Done
     })
@@ -287,7 +275,7 @@ async fn with_no_backup_left_a_dead_runners_task_is_queued_and_claimed() {
     let (t, _) = c.task(&n("c_2")).await;
     assert_eq!(recorded(&t), 4, "resumed after the last recorded item");
     assert!(
-        c.observer
+        c.obs()
             .children(&format!("{}/queue", c.layout.root()))
             .await
             .unwrap()
@@ -433,37 +421,31 @@ async fn submitted_tasks_go_to_idle_runners_or_the_queue_and_bad_ones_change_not
     let mut bad = items_task(2, "bad");
     bad.running_content[1].url = "not a url".into();
     let before = c.task(&n("c_1")).await;
-    let err = submit(&c.observer, GROUP, bad).await.unwrap_err();
+    let err = submit(&c.obs(), GROUP, bad).await.unwrap_err();
     assert!(matches!(err, SubmitError::Invalid(_)));
     assert!(err.to_string().contains("item 1"), "{err}");
     assert_eq!(c.task(&n("c_1")).await, before, "nothing changed");
     assert!(matches!(
-        submit(&c.observer, "no-such-group", items_task(1, "x")).await,
+        submit(&c.obs(), "no-such-group", items_task(1, "x")).await,
         Err(SubmitError::NoGroup(_))
     ));
 
     assert_eq!(
-        submit(&c.observer, GROUP, items_task(3, "a"))
-            .await
-            .unwrap(),
+        submit(&c.obs(), GROUP, items_task(3, "a")).await.unwrap(),
         Placement::Runner(n("c_1"))
     );
     assert_eq!(
-        submit(&c.observer, GROUP, items_task(3, "b"))
-            .await
-            .unwrap(),
+        submit(&c.obs(), GROUP, items_task(3, "b")).await.unwrap(),
         Placement::Runner(n("c_2"))
     );
     assert!(matches!(
-        submit(&c.observer, GROUP, items_task(3, "q"))
-            .await
-            .unwrap(),
+        submit(&c.obs(), GROUP, items_task(3, "q")).await.unwrap(),
         Placement::Queued(_)
     ));
     c.until("all three tasks", LIMIT, || async { c.runs().len() == 9 })
         .await;
     c.until("the queue drained", LIMIT, || async {
-        c.observer
+        c.obs()
             .children(&format!("{}/queue", c.layout.root()))
             .await
             .unwrap()

@@ -1,0 +1,239 @@
+//! The start-up, kill-mid-task, zombie, two-deaths and outage scenarios on
+//! a real ZooKeeper: several nodes in this process, each with its own
+//! session, on the test script's server (a chroot per test) or, for the
+//! outages, on a server of the test's own that is stopped and restarted.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use crawlkeeper_cluster::{CoordError, Layout, ZkCoordinator};
+use crawlkeeper_model::cluster::{CrawlerRole, HeartState, Heartbeat, TaskState};
+use crawlkeeper_testsite::zookeeper::{ZkServer, shared_address};
+
+use crate::harness::*;
+use crate::stalled::Stalled;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+pub struct Zk {
+    connect: String,
+    timeout: Duration,
+}
+
+impl Backend for Zk {
+    type C = Stalled<ZkCoordinator>;
+
+    fn open(&self) -> Pin<Box<dyn Future<Output = Result<Self::C, CoordError>> + Send>> {
+        let (connect, timeout) = (self.connect.clone(), self.timeout);
+        Box::pin(async move {
+            Ok(Stalled::new(
+                ZkCoordinator::connect(&connect, timeout).await?,
+            ))
+        })
+    }
+
+    async fn kill(&self, c: &Self::C) {
+        c.inner.kill_session().await.unwrap();
+    }
+}
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+async fn cluster(address: &str, session: Duration, runners: usize, backups: usize) -> Cluster<Zk> {
+    let root = format!(
+        "/protocol-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    );
+    let backend = Zk {
+        connect: format!("{address}{root}"),
+        timeout: session,
+    };
+    Cluster {
+        observer: std::sync::Mutex::new(backend.open().await.unwrap()),
+        backend: Arc::new(backend),
+        layout: Layout::new(GROUP).unwrap(),
+        runner: FakeRunner {
+            runs: Default::default(),
+            work: Duration::from_millis(300),
+        },
+        runners,
+        backups,
+        heartbeat: Heartbeat::new(Duration::from_millis(200), Duration::from_secs(1), 2).unwrap(),
+        formation_timeout: Duration::from_secs(3),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zk_start_up_and_a_late_joiner() {
+    let c = cluster(&shared_address(), Duration::from_secs(1), 2, 1).await;
+    let _m = [c.start(3).await, c.start(1).await, c.start(2).await];
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 2
+    })
+    .await;
+    let g = c.group().await;
+    assert_eq!(g.current_runner, names(&["c_1", "c_2"]));
+    assert_eq!(g.current_backup, names(&["c_3"]));
+    assert_eq!(g.standby_id, 3);
+    c.until("roles", LIMIT, || async {
+        c.node_state(&n("c_3")).await.role == CrawlerRole::BackupRunner
+    })
+    .await;
+    let _late = c.start(0).await;
+    c.until("the late joiner", LIMIT, || async {
+        c.group().await.total_crawler == 4
+    })
+    .await;
+    assert_eq!(c.group().await.standby_id, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zk_a_killed_runners_task_is_finished_by_the_backup() {
+    let c = cluster(&shared_address(), Duration::from_secs(1), 1, 1).await;
+    let m1 = c.start(1).await;
+    let _m2 = c.start(2).await;
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 1
+    })
+    .await;
+    c.give(&n("c_1"), 6).await;
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_1")).await.0.result_detail.len() == 2
+    })
+    .await;
+    c.kill(&m1).await;
+    c.until("the task", LIMIT, || async {
+        c.task(&n("c_2")).await.0.running_status == TaskState::Done
+    })
+    .await;
+    let g = c.group().await;
+    assert_eq!(
+        (g.current_runner.clone(), g.fail_runner.clone()),
+        (names(&["c_2"]), names(&["c_1"]))
+    );
+    assert_eq!(
+        c.heartbeat(&n("c_1")).await.healthy_state,
+        HeartState::Asystole
+    );
+    assert_eq!(recorded(&c.task(&n("c_2")).await.0), 6);
+    each_ran_once(&c, 6, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zk_a_zombie_is_fenced_and_rejoins_as_a_backup() {
+    let c = cluster(&shared_address(), Duration::from_secs(1), 1, 1).await;
+    let m1 = c.start(1).await;
+    let _m2 = c.start(2).await;
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 1
+    })
+    .await;
+    c.give(&n("c_1"), 8).await;
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_1")).await.0.result_detail.len() == 2
+    })
+    .await;
+    // Paused longer than its session: its requests stall, the server ends
+    // its session.
+    let zombie = m1.session();
+    zombie.pause();
+    c.backend.kill(&zombie).await;
+    c.until("the take-over", LIMIT, || async {
+        c.group().await.current_runner == names(&["c_2"])
+    })
+    .await;
+    zombie.resume();
+    c.until("the task", LIMIT, || async {
+        c.task(&n("c_2")).await.0.running_status == TaskState::Done
+    })
+    .await;
+    c.until("the zombie's return", LIMIT, || async {
+        c.group().await.current_backup == names(&["c_1"])
+    })
+    .await;
+    assert!(c.task(&n("c_1")).await.0.running_content.is_empty());
+    assert_eq!(recorded(&c.task(&n("c_2")).await.0), 8);
+    each_ran_once(&c, 8, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zk_two_runners_dying_at_once_are_both_replaced() {
+    let c = cluster(&shared_address(), Duration::from_secs(1), 3, 2).await;
+    let mut m = Vec::new();
+    for i in 1..=5 {
+        m.push(c.start(i).await);
+    }
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 3
+    })
+    .await;
+    c.give(&n("c_1"), 4).await;
+    c.give(&n("c_2"), 4).await;
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_2")).await.0.result_detail.len() == 1
+    })
+    .await;
+    c.kill(&m[0]).await;
+    c.kill(&m[1]).await;
+    c.until("both take-overs", LIMIT, || async {
+        c.group().await.current_runner == names(&["c_3", "c_4", "c_5"])
+    })
+    .await;
+    for heir in ["c_4", "c_5"] {
+        c.until("the tasks", LIMIT, || async {
+            c.task(&n(heir)).await.0.running_status == TaskState::Done
+        })
+        .await;
+    }
+    assert_eq!(c.group().await.fail_runner, names(&["c_1", "c_2"]));
+    each_ran_once(&c, 8, 2);
+}
+
+async fn outage(session: Duration) {
+    let server = Arc::new(tokio::task::spawn_blocking(ZkServer::start).await.unwrap());
+    let c = cluster(server.address(), session, 1, 1).await;
+    let _m1 = c.start(1).await;
+    let _m2 = c.start(2).await;
+    c.until("the election", LIMIT, || async {
+        c.group().await.total_runner == 1
+    })
+    .await;
+    c.give(&n("c_1"), 12).await;
+    c.until("progress", LIMIT, || async {
+        c.task(&n("c_1")).await.0.result_detail.len() == 2
+    })
+    .await;
+    let s = server.clone();
+    tokio::task::spawn_blocking(move || {
+        s.halt();
+        s.restart();
+    })
+    .await
+    .unwrap();
+    c.until("the task", LIMIT, || async {
+        c.task(&n("c_1")).await.0.running_status == TaskState::Done
+    })
+    .await;
+    let g = c.group().await;
+    assert!(
+        g.fail_crawler.is_empty(),
+        "nobody died of the outage: {g:?}"
+    );
+    assert_eq!(g.current_runner, names(&["c_1"]));
+    assert_eq!(recorded(&c.task(&n("c_1")).await.0), 12);
+    each_ran_once(&c, 12, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zk_an_outage_shorter_than_the_session_timeout_changes_nothing() {
+    outage(Duration::from_secs(20)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zk_an_outage_longer_than_the_session_timeout_makes_nodes_register_again() {
+    outage(Duration::from_secs(1)).await;
+}
