@@ -6,10 +6,12 @@
 //! | `engine` | pages/s, CPU per page and peak RSS of `crawl` against the test site |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
 //! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend |
+//! | `failover` | time from a Runner's death to its backup's next item; false deaths under load |
 //! | `coord` | compare-and-set writes/s, watch latency, session-expiry detection, per coordinator |
 
 mod coord;
 mod engine;
+mod failover;
 mod memory;
 mod proc;
 mod store;
@@ -34,6 +36,8 @@ enum Command {
     Store(store::StoreArgs),
     /// The coordinators: compare-and-set rate, watch latency, expiry detection.
     Coord(coord::CoordArgs),
+    /// The cluster protocol's fail-over on ZooKeeper.
+    Failover(failover::FailoverArgs),
     /// (internal) A ZooKeeper session holding an ephemeral node until killed.
     #[command(hide = true)]
     CoordChild(coord::ChildArgs),
@@ -45,6 +49,7 @@ fn main() -> Result<()> {
         Command::Memory(a) => memory::run(a),
         Command::Store(a) => store::run(a),
         Command::Coord(a) => coord::run(a),
+        Command::Failover(a) => failover::run(a),
         Command::CoordChild(a) => coord::child(a),
     }
 }
