@@ -97,11 +97,14 @@ impl Coordinator for Counting {
     }
 }
 
+/// Item starts: which node, which URL, when.
+type Starts = Arc<Mutex<Vec<(NodeName, String, Instant)>>>;
+
 /// Records when each node started each item.
 #[derive(Clone)]
 struct Recorder {
     node: NodeName,
-    starts: Arc<Mutex<Vec<(NodeName, String, Instant)>>>,
+    starts: Starts,
     work: Duration,
 }
 
@@ -147,7 +150,7 @@ async fn start(
     name: &str,
     runners: usize,
     backups: usize,
-    starts: &Arc<Mutex<Vec<(NodeName, String, Instant)>>>,
+    starts: &Starts,
     work: Duration,
 ) -> Result<Node> {
     let name: NodeName = name.parse()?;
@@ -189,10 +192,10 @@ async fn start(
 }
 
 async fn read<T: serde::de::DeserializeOwned>(c: &ZkCoordinator, p: &str) -> Result<T> {
-    Ok(metadata::read::<T>(c, p)
+    metadata::read::<T>(c, p)
         .await?
         .map(|(t, _)| t)
-        .ok_or_else(|| anyhow::anyhow!("no {p}"))?)
+        .ok_or_else(|| anyhow::anyhow!("no {p}"))
 }
 
 async fn wait_for(what: &str, mut f: impl AsyncFnMut() -> Result<bool>) -> Result<()> {
