@@ -15,3 +15,4 @@ fi
 scripts/postgres.sh >/dev/null
 "$bench" store
 "$bench" coord
+"$bench" failover --runs 20
