@@ -62,14 +62,16 @@ async fn cluster(address: &str, session: Duration, runners: usize, backups: usiz
         },
         runners,
         backups,
-        heartbeat: Heartbeat::new(Duration::from_millis(200), Duration::from_secs(1), 2).unwrap(),
+        // Generous judgement: these tests share two cores with the rest of the
+        // suite; kills end sessions at once, so they are found dead at once.
+        heartbeat: Heartbeat::new(Duration::from_millis(200), Duration::from_secs(2), 3).unwrap(),
         formation_timeout: Duration::from_secs(3),
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zk_start_up_and_a_late_joiner() {
-    let c = cluster(&shared_address(), Duration::from_secs(1), 2, 1).await;
+    let c = cluster(&shared_address(), Duration::from_secs(4), 2, 1).await;
     let _m = [c.start(3).await, c.start(1).await, c.start(2).await];
     c.until("the election", LIMIT, || async {
         c.group().await.total_runner == 2
@@ -93,7 +95,7 @@ async fn zk_start_up_and_a_late_joiner() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zk_a_killed_runners_task_is_finished_by_the_backup() {
-    let c = cluster(&shared_address(), Duration::from_secs(1), 1, 1).await;
+    let c = cluster(&shared_address(), Duration::from_secs(4), 1, 1).await;
     let m1 = c.start(1).await;
     let _m2 = c.start(2).await;
     c.until("the election", LIMIT, || async {
@@ -125,7 +127,7 @@ async fn zk_a_killed_runners_task_is_finished_by_the_backup() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zk_a_zombie_is_fenced_and_rejoins_as_a_backup() {
-    let c = cluster(&shared_address(), Duration::from_secs(1), 1, 1).await;
+    let c = cluster(&shared_address(), Duration::from_secs(4), 1, 1).await;
     let m1 = c.start(1).await;
     let _m2 = c.start(2).await;
     c.until("the election", LIMIT, || async {
@@ -162,7 +164,7 @@ async fn zk_a_zombie_is_fenced_and_rejoins_as_a_backup() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zk_two_runners_dying_at_once_are_both_replaced() {
-    let c = cluster(&shared_address(), Duration::from_secs(1), 3, 2).await;
+    let c = cluster(&shared_address(), Duration::from_secs(4), 3, 2).await;
     let mut m = Vec::new();
     for i in 1..=5 {
         m.push(c.start(i).await);
