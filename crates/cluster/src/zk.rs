@@ -184,8 +184,10 @@ impl ZkCoordinator {
     /// `Expired`. For tests and fault drills.
     pub async fn kill_session(&self) -> Result<()> {
         let session = self.client()?.session().clone();
+        let mut state = self.state.clone();
         // Our own client, pushed off, reconnects and may take the session
-        // back before the second connection is established: try again.
+        // back before the second connection closes it: then try again,
+        // until this client sees its session end.
         let mut last = CoordError::ConnectionLoss;
         for _ in 0..20 {
             match zk::Client::connector()
@@ -193,12 +195,16 @@ impl ZkCoordinator {
                 .connect(&self.hosts)
                 .await
             {
-                Ok(other) => {
-                    drop(other); // the last client of a session closes it
-                    return Ok(());
+                Ok(other) => drop(other), // the last client of a session closes it
+                Err(zk::Error::SessionExpired) => {}
+                Err(e) => {
+                    last = error(e, "/");
+                    continue;
                 }
-                Err(zk::Error::SessionExpired) => return Ok(()),
-                Err(e) => last = error(e, "/"),
+            }
+            let ended = state.wait_for(|s| s.is_terminal());
+            if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(3), ended).await {
+                return Ok(());
             }
         }
         Err(last)
