@@ -682,38 +682,14 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                 owner: heir.clone(),
                 ..t
             });
+            self.hand_over(&mut ops, heir.as_ref(), taken, epoch)
+                .await?;
             match heir {
                 Some(h) => {
-                    let (_, hv) = self.coord.get(&self.layout.task(&h)).await?;
-                    let given = taken.unwrap_or(Task {
-                        epoch,
-                        owner: Some(h.clone()),
-                        ..Task::default()
-                    });
-                    ops.push(Op::Set {
-                        path: self.layout.task(&h),
-                        data: encode(&given),
-                        version: Some(hv),
-                    });
-                    ops.push(Op::Set {
-                        path: self.layout.node_state(&h),
-                        data: encode(&NodeState {
-                            group: self.cfg.group.clone(),
-                            role: CrawlerRole::Runner,
-                        }),
-                        version: None,
-                    });
                     tracing::warn!(dead = %d, heir = %h, "runner dead; backup takes over its task");
                     group::replace_runner(&mut g, &d, &h);
                 }
                 None => {
-                    if let Some(t) = taken {
-                        ops.push(Op::Create {
-                            path: crate::path::join(&self.queue(), "task-"),
-                            data: encode(&t),
-                            mode: CreateMode::PersistentSequential,
-                        });
-                    }
                     tracing::warn!(dead = %d, "runner dead and no backup left; its task goes to the queue");
                     group::drop_runner(&mut g, &d);
                 }
@@ -733,6 +709,55 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
             self.reload_task().await?;
         }
         self.sync_role().await
+    }
+
+    /// Adds the operations that give `task` (what is left of a Runner's
+    /// task, if anything) to `heir` as a Runner, or, with no heir, to the
+    /// queue; all under the new `epoch`.
+    async fn hand_over(
+        &self,
+        ops: &mut Vec<Op>,
+        heir: Option<&NodeName>,
+        task: Option<Task>,
+        epoch: u64,
+    ) -> Result<()> {
+        match heir {
+            Some(h) => {
+                let (_, hv) = self.coord.get(&self.layout.task(h)).await?;
+                let given = Task {
+                    epoch,
+                    owner: Some(h.clone()),
+                    ..task.unwrap_or_default()
+                };
+                ops.push(Op::Set {
+                    path: self.layout.task(h),
+                    data: encode(&given),
+                    version: Some(hv),
+                });
+                ops.push(Op::Set {
+                    path: self.layout.node_state(h),
+                    data: encode(&NodeState {
+                        group: self.cfg.group.clone(),
+                        role: CrawlerRole::Runner,
+                    }),
+                    version: None,
+                });
+            }
+            None => {
+                if let Some(t) = task {
+                    ops.push(Op::Create {
+                        path: crate::path::join(&self.queue(), "task-"),
+                        data: encode(&Task {
+                            epoch,
+                            owner: None,
+                            ..t
+                        }),
+                        mode: CreateMode::PersistentSequential,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The primary backup records backups whose session is gone.
@@ -895,48 +920,10 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                     version: Some(self.task_version),
                 });
                 group::leave(&mut g, &me);
-                match heir {
-                    Some(h) => {
-                        let (_, hv) = self.coord.get(&self.layout.task(&h)).await?;
-                        let given = unfinished
-                            .map(|t| Task {
-                                epoch,
-                                owner: Some(h.clone()),
-                                ..t
-                            })
-                            .unwrap_or(Task {
-                                epoch,
-                                owner: Some(h.clone()),
-                                ..Task::default()
-                            });
-                        ops.push(Op::Set {
-                            path: self.layout.task(&h),
-                            data: encode(&given),
-                            version: Some(hv),
-                        });
-                        ops.push(Op::Set {
-                            path: self.layout.node_state(&h),
-                            data: encode(&NodeState {
-                                group: self.cfg.group.clone(),
-                                role: CrawlerRole::Runner,
-                            }),
-                            version: None,
-                        });
-                        group::promote(&mut g, &h);
-                    }
-                    None => {
-                        if let Some(t) = unfinished {
-                            ops.push(Op::Create {
-                                path: crate::path::join(&self.queue(), "task-"),
-                                data: encode(&Task {
-                                    epoch,
-                                    owner: None,
-                                    ..t
-                                }),
-                                mode: CreateMode::PersistentSequential,
-                            });
-                        }
-                    }
+                self.hand_over(&mut ops, heir.as_ref(), unfinished, epoch)
+                    .await?;
+                if let Some(h) = &heir {
+                    group::promote(&mut g, h);
                 }
             } else {
                 group::leave(&mut g, &me);
