@@ -645,10 +645,19 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                 continue;
             };
             let epoch = t.epoch + 1;
-            let fenced = Task {
-                epoch,
-                owner: heir.clone(),
-                ..Task::default()
+            // Fenced: a new epoch and owner. A task that moves on leaves an
+            // empty node behind; a finished one keeps its record here.
+            let fenced = match progress::take_over(&t) {
+                Some(_) => Task {
+                    epoch,
+                    owner: heir.clone(),
+                    ..Task::default()
+                },
+                None => Task {
+                    epoch,
+                    owner: heir.clone(),
+                    ..t.clone()
+                },
             };
             ops.push(Op::Set {
                 path: self.layout.task(&d),
