@@ -122,6 +122,16 @@ impl Layout {
         format!("{}/node/{name}", self.root)
     }
 
+    /// `…/node/<name>/session`: ephemeral, there while the node's session lives.
+    pub fn session(&self, name: &NodeName) -> String {
+        format!("{}/session", self.node(name))
+    }
+
+    /// `/crawlkeeper/<group>/queue`: tasks waiting for an idle Runner.
+    pub fn queue(&self) -> String {
+        format!("{}/queue", self.root)
+    }
+
     /// `…/node/<name>/state`: the NodeState.
     pub fn node_state(&self, name: &NodeName) -> String {
         format!("{}/state", self.node(name))

@@ -69,7 +69,7 @@ pub async fn submit(
             Err(e) => return Err(e.into()),
         }
     }
-    let queue = format!("{}/queue", layout.root());
+    let queue = layout.queue();
     c.create_all(&queue).await?;
     let at = metadata::create(
         c,

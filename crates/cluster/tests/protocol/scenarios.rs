@@ -276,7 +276,7 @@ async fn with_no_backup_left_a_dead_runners_task_is_queued_and_claimed() {
     assert_eq!(recorded(&t), 4, "resumed after the last recorded item");
     assert!(
         c.obs()
-            .children(&format!("{}/queue", c.layout.root()))
+            .children(&c.layout.queue())
             .await
             .unwrap()
             .is_empty()
@@ -446,7 +446,7 @@ async fn submitted_tasks_go_to_idle_runners_or_the_queue_and_bad_ones_change_not
         .await;
     c.until("the queue drained", LIMIT, || async {
         c.obs()
-            .children(&format!("{}/queue", c.layout.root()))
+            .children(&c.layout.queue())
             .await
             .unwrap()
             .is_empty()
