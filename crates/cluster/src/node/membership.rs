@@ -168,7 +168,7 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
     pub(super) async fn on_error(&mut self, e: NodeError) -> Result<()> {
         let coord_error = match &e {
             NodeError::Coord(c) | NodeError::Meta(MetaError::Coord(c)) => Some(c.clone()),
-            NodeError::Meta(MetaError::Decode { .. }) => None,
+            NodeError::Meta(MetaError::Decode { .. }) | NodeError::Config(_) => None,
         };
         match coord_error {
             Some(c) if c.is_retryable() => {

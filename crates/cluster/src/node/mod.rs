@@ -71,6 +71,9 @@ pub enum NodeError {
     /// The coordinator failed for good.
     #[error(transparent)]
     Coord(#[from] CoordError),
+    /// The node's settings are not valid.
+    #[error("invalid node settings: {0}")]
+    Config(#[from] crawlkeeper_model::cluster::HeartbeatError),
 }
 
 /// How a node's run ended.
@@ -116,9 +119,7 @@ pub struct ClusterNode<C: Coordinator, R: TaskRunner> {
 impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
     /// Connects, registers and joins the group.
     pub async fn start(connect: Connect<C>, cfg: NodeConfig, runner: R) -> Result<Self> {
-        cfg.heartbeat
-            .validate()
-            .map_err(|e| CoordError::Backend(e.to_string()))?;
+        cfg.heartbeat.validate()?;
         let coord = connect().await?;
         let layout = Layout::new(&cfg.group)?;
         let monitor = HeartMonitor::new(

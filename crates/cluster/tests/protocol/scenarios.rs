@@ -460,3 +460,32 @@ async fn submitted_tasks_go_to_idle_runners_or_the_queue_and_bad_ones_change_not
     .await;
     each_ran_once(&c, 9, 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn bad_heartbeat_settings_are_refused_before_anything_is_written() {
+    use std::sync::Arc;
+
+    use crawlkeeper_cluster::node::{ClusterNode, Connect, NodeConfig, NodeError};
+    use crawlkeeper_cluster::{MemoryCoordinator, MemoryEnsemble};
+
+    let ensemble = MemoryEnsemble::new();
+    let e = ensemble.clone();
+    let connect: Connect<MemoryCoordinator> =
+        Arc::new(move || Box::pin(std::future::ready(Ok(e.connect(SESSION_TIMEOUT)))));
+    let mut cfg = NodeConfig::new(GROUP, n("c_1"), 1, 1);
+    cfg.heartbeat.update_timeout = cfg.heartbeat.update_time;
+    let err = ClusterNode::start(connect, cfg, FakeRunner::default())
+        .await
+        .err()
+        .expect("refused");
+    assert!(matches!(err, NodeError::Config(_)), "{err}");
+    assert!(
+        err.to_string().contains("must be longer than update_time"),
+        "{err}"
+    );
+    let observer = ensemble.connect(SESSION_TIMEOUT);
+    assert!(
+        observer.children("/").await.unwrap().is_empty(),
+        "nothing written"
+    );
+}
