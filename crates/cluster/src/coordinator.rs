@@ -163,6 +163,18 @@ impl Watch {
     }
 }
 
+/// Polled in place (a `select!` loop keeps it across iterations).
+impl Future for Watch {
+    type Output = WatchEvent;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<WatchEvent> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
 impl fmt::Debug for Watch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Watch")

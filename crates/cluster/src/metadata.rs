@@ -35,20 +35,22 @@ fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).expect("meta-data objects always serialize")
 }
 
+/// Decodes an object read from the node at `path`.
+pub fn decode<T: DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T, MetaError> {
+    serde_json::from_slice(bytes).map_err(|source| MetaError::Decode {
+        path: path.to_owned(),
+        what: short_name::<T>(),
+        source,
+    })
+}
+
 /// Reads an object and its version; `None` when the node does not exist.
 pub async fn read<T: DeserializeOwned>(
     c: &impl Coordinator,
     path: &str,
 ) -> Result<Option<(T, Version)>, MetaError> {
     match c.get(path).await {
-        Ok((bytes, version)) => {
-            let value = serde_json::from_slice(&bytes).map_err(|source| MetaError::Decode {
-                path: path.to_owned(),
-                what: short_name::<T>(),
-                source,
-            })?;
-            Ok(Some((value, version)))
-        }
+        Ok((bytes, version)) => Ok(Some((decode(path, &bytes)?, version))),
         Err(CoordError::NoNode(_)) => Ok(None),
         Err(e) => Err(e.into()),
     }

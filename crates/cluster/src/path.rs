@@ -102,6 +102,11 @@ impl Layout {
         &self.root
     }
 
+    /// `/crawlkeeper/<group>/group`: the GroupState and its lock.
+    pub fn group_dir(&self) -> String {
+        format!("{}/group", self.root)
+    }
+
     /// `/crawlkeeper/<group>/group/state`: the GroupState.
     pub fn group_state(&self) -> String {
         format!("{}/group/state", self.root)

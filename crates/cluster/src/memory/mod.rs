@@ -12,7 +12,7 @@
 //! `Suspended` at once, and `Expired` (or `Connected` again) when healed.
 //! [`MemoryCoordinator::expire`] expires a session at once (a crash).
 
-mod tree;
+pub(crate) mod tree;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};

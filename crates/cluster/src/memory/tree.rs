@@ -10,7 +10,7 @@ use crate::path;
 
 /// One node.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Znode {
+pub(crate) struct Znode {
     pub data: Vec<u8>,
     pub version: Version,
     /// The session of an ephemeral node.
@@ -22,7 +22,7 @@ pub(super) struct Znode {
 
 /// A change that watches may be waiting for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Change {
+pub(crate) enum Change {
     /// Fires the data watches of a path.
     Data(String, WatchEvent),
     /// Fires the child watches of a path.
@@ -31,7 +31,7 @@ pub(super) enum Change {
 
 /// Every node, by path.
 #[derive(Debug, Clone)]
-pub(super) struct Tree {
+pub(crate) struct Tree {
     nodes: BTreeMap<String, Znode>,
 }
 

@@ -6,17 +6,7 @@ use std::future::Future;
 
 use crawlkeeper_model::cluster::RunningContent;
 
-/// The outcome of one item.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ItemOutcome {
-    /// The HTTP status, when there was a response.
-    pub status_code: Option<u16>,
-    /// A short description of the response (the result itself belongs in
-    /// the store, keyed by task and item, so a replay writes it once).
-    pub response: Option<String>,
-    /// Why the item failed; `None` when it succeeded.
-    pub error: Option<String>,
-}
+pub use crate::protocol::task::ItemOutcome;
 
 /// Runs the items of tasks.
 pub trait TaskRunner: Send + Sync + 'static {

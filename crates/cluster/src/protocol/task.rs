@@ -7,6 +7,18 @@ use crawlkeeper_model::cluster::{ResultDetail, RunningResult, Task, TaskState};
 
 use crate::path::MAX_VALUE_BYTES;
 
+/// The outcome of one item, as its runner reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemOutcome {
+    /// The HTTP status, when there was a response.
+    pub status_code: Option<u16>,
+    /// A short description of the response (the result itself belongs in
+    /// the store, keyed by task and item, so a replay writes it once).
+    pub response: Option<String>,
+    /// Why the item failed; `None` when it succeeded.
+    pub error: Option<String>,
+}
+
 /// Why a submitted Task was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TaskError {

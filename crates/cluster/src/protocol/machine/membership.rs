@@ -1,0 +1,270 @@
+//! Membership flows: registering the node's meta-data and session node,
+//! joining GroupState under the lock (by name, never twice), the
+//! election, the node's role, following GroupState, and rejoining as a
+//! backup after losing the task to a take-over.
+
+use crawlkeeper_model::cluster::{CrawlerRole, HeartState, Heartbeat, NodeState};
+
+use super::*;
+use crate::protocol::group;
+
+impl Machine {
+    /// Creates (or takes back) the node's meta-data and its session node.
+    pub(super) fn register(&mut self, out: &mut Vec<Command>) {
+        let me = &self.cfg.name;
+        let state = NodeState {
+            group: self.cfg.group.clone(),
+            role: CrawlerRole::Initial,
+        };
+        let beat = Heartbeat {
+            healthy_state: HeartState::Newborn,
+            ..self.cfg.heartbeat.clone()
+        };
+        let requests = vec![
+            Request::CreateAll(self.layout.node(me)),
+            Request::CreateAll(self.layout.group_dir()),
+            Request::CreateAll(self.layout.queue()),
+            Request::Put {
+                path: self.layout.node_state(me),
+                data: encode(&state),
+            },
+            Request::GetOrCreate {
+                path: self.layout.task(me),
+                data: encode(&Task::default()),
+            },
+            Request::Put {
+                path: self.layout.heartbeat(me),
+                data: encode(&beat),
+            },
+            Request::Ephemeral(self.layout.session(me)),
+        ];
+        self.io(Flow::Register, requests, out);
+    }
+
+    pub(super) fn registered(
+        &mut self,
+        mut r: impl Iterator<Item = Reply>,
+        out: &mut Vec<Command>,
+    ) {
+        let mut r = r.by_ref().skip(4);
+        let task = next(&mut r).value();
+        self.beat_version = next(&mut r).version();
+        if let Some((bytes, version)) = task {
+            let path = self.layout.task(&self.cfg.name);
+            let Some(t) = self.decode::<Task>(&path, &bytes, out) else {
+                return;
+            };
+            self.adopt(t, version);
+            if self.fenced() && self.running.take().is_some() {
+                // Taken over while this node was away: its item is not its own.
+                self.unrecorded = None;
+                out.push(Command::Abort);
+            }
+        }
+    }
+
+    /// Joins GroupState under the lock.
+    pub(super) fn join(&mut self, out: &mut Vec<Command>) {
+        let requests = vec![
+            self.lock(),
+            Request::GetOrCreate {
+                path: self.layout.group_state(),
+                data: encode(&GroupState::default()),
+            },
+        ];
+        self.io(Flow::JoinRead, requests, out);
+    }
+
+    pub(super) fn join_read(&mut self, r: impl Iterator<Item = Reply>, out: &mut Vec<Command>) {
+        let Some((mut g, version)) = self.read_group(r, out) else {
+            return;
+        };
+        let me = self.cfg.name.clone();
+        let mut requests = Vec::new();
+        if !g.is_member(&me) {
+            if roles::formed(&g) {
+                group::join_late(&mut g, &me);
+            } else {
+                group::join_forming(&mut g, &me);
+            }
+            requests.push(set(self.layout.group_state(), &g, Some(version)));
+        }
+        requests.push(Request::Unlock);
+        self.io(Flow::JoinWrite(g), requests, out);
+    }
+
+    pub(super) fn joined(&mut self, g: GroupState, now: Now) {
+        self.group = g;
+        self.joined_at = now.mono;
+        self.joined_once = true;
+        self.recovering = None;
+        self.reset_judgement(now.mono);
+        self.then([Job::SyncRole]);
+    }
+
+    /// Reads the GroupState from the second reply of `[Lock, read]`.
+    pub(super) fn read_group(
+        &mut self,
+        r: impl Iterator<Item = Reply>,
+        out: &mut Vec<Command>,
+    ) -> Option<(GroupState, Version)> {
+        let (bytes, version) = r.skip(1).map(Reply::value).next().flatten()?;
+        let g = self.decode(&self.layout.group_state(), &bytes, out)?;
+        Some((g, version))
+    }
+
+    /// Reads the GroupState under the lock, or releases the lock when it
+    /// is missing (then goes on with `otherwise`).
+    pub(super) fn group_under_lock(
+        &mut self,
+        r: impl Iterator<Item = Reply>,
+        otherwise: Vec<Job>,
+        out: &mut Vec<Command>,
+    ) -> Option<(GroupState, Version)> {
+        let found = self.read_group(r, out);
+        if found.is_none() && !self.done {
+            self.io(Flow::Ack(otherwise), vec![Request::Unlock], out);
+        }
+        found
+    }
+
+    /// Writes this node's role as its duty says.
+    pub(super) fn sync_role(&mut self, out: &mut Vec<Command>) {
+        let role = match self.duty() {
+            Duty::Runner => CrawlerRole::Runner,
+            Duty::PrimaryBackup | Duty::SecondaryBackup => CrawlerRole::BackupRunner,
+            Duty::Outside if roles::formed(&self.group) => return,
+            Duty::Outside => CrawlerRole::Initial,
+        };
+        let state = NodeState {
+            group: self.cfg.group.clone(),
+            role,
+        };
+        let path = self.layout.node_state(&self.cfg.name);
+        self.io(
+            Flow::Ack(Vec::new()),
+            vec![Request::Put {
+                path,
+                data: encode(&state),
+            }],
+            out,
+        );
+    }
+
+    pub(super) fn refresh_group(&mut self, out: &mut Vec<Command>) {
+        let before = self.duty();
+        let path = self.layout.group_state();
+        self.io(Flow::Refresh(before), vec![Request::Get(path)], out);
+    }
+
+    pub(super) fn refreshed(
+        &mut self,
+        before: Duty,
+        reply: Reply,
+        now: Now,
+        out: &mut Vec<Command>,
+    ) {
+        if let Some((bytes, _)) = reply.value() {
+            let Some(g) = self.decode(&self.layout.group_state(), &bytes, out) else {
+                return;
+            };
+            self.group = g;
+        }
+        let duty = self.duty();
+        let mut jobs = Vec::new();
+        if duty != before {
+            self.reset_judgement(now.mono);
+            jobs.push(Job::SyncRole);
+            if duty == Duty::Runner {
+                jobs.push(Job::ReloadTask);
+            }
+        }
+        if duty == Duty::Outside
+            && roles::formed(&self.group)
+            && !self.group.is_member(&self.cfg.name)
+        {
+            // Dropped from the group (declared dead): join again.
+            if self.running.is_some() || !self.task.running_content.is_empty() {
+                jobs.push(Job::ReloadTask);
+            }
+            jobs.push(Job::Join);
+        }
+        self.then(jobs);
+    }
+
+    /// What the duty asks for at each tick.
+    pub(super) fn act_on_duty(&mut self) {
+        if !roles::formed(&self.group) {
+            return self.then([Job::MaybeElect]);
+        }
+        match self.duty() {
+            Duty::Runner => {
+                // With no backup left, every Runner judges the others (the
+                // fail-over re-reads GroupState under the lock, so the
+                // first to act wins and the others find nothing to do).
+                if self.group.current_backup.is_empty() {
+                    self.then([Job::Judge, Job::ClaimQueued]);
+                } else {
+                    self.then([Job::ClaimQueued]);
+                }
+            }
+            Duty::PrimaryBackup => self.then([Job::Judge, Job::CheckBackups]),
+            Duty::SecondaryBackup => self.then([Job::CheckPrimary]),
+            Duty::Outside => {}
+        }
+    }
+
+    pub(super) fn maybe_elect(&mut self, now: Now, out: &mut Vec<Command>) {
+        let expected = self.cfg.runners + self.cfg.backups;
+        let waited = now.mono.saturating_duration_since(self.joined_at);
+        if !roles::ready_to_elect(
+            self.group.current_crawler.len(),
+            expected,
+            waited,
+            self.cfg.formation_timeout,
+        ) {
+            return;
+        }
+        let requests = vec![self.lock(), Request::Get(self.layout.group_state())];
+        self.io(Flow::ElectRead, requests, out);
+    }
+
+    pub(super) fn elect_read(&mut self, r: impl Iterator<Item = Reply>, out: &mut Vec<Command>) {
+        let Some((g, version)) = self.group_under_lock(r, vec![Job::SyncRole], out) else {
+            return;
+        };
+        if roles::formed(&g) {
+            // Someone else held it first.
+            self.group = g;
+            return self.io(Flow::Ack(vec![Job::SyncRole]), vec![Request::Unlock], out);
+        }
+        let elected = group::elect(&g.current_crawler, self.cfg.runners);
+        let requests = vec![
+            set(self.layout.group_state(), &elected, Some(version)),
+            Request::Unlock,
+        ];
+        self.io(Flow::ElectWrite(elected), requests, out);
+    }
+
+    /// Declared dead while alive: stop the item, drop the task, join again.
+    pub(super) fn rejoin(&mut self, out: &mut Vec<Command>) {
+        tracing::warn!(node = %self.cfg.name, "this node lost its task to a take-over; rejoining as a backup");
+        if self.running.take().is_some() {
+            out.push(Command::Abort);
+        }
+        self.unrecorded = None;
+        // The take-over rewrote our task node (no items, epoch + 1, in the
+        // same transaction that declared us dead): take that version.
+        let path = self.layout.task(&self.cfg.name);
+        self.io(Flow::RejoinRead, vec![Request::Get(path)], out);
+    }
+
+    pub(super) fn rejoin_read(&mut self, reply: Reply, out: &mut Vec<Command>) {
+        if !self.take_task(reply, out) {
+            return;
+        }
+        if !self.stopping {
+            self.then([Job::Register, Job::Join]);
+        }
+    }
+}

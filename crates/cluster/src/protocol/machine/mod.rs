@@ -1,0 +1,716 @@
+//! A cluster node's protocol as one pure state machine: events in,
+//! commands out. It owns everything a node knows (its GroupState, its
+//! task and the versions it last saw, the judgement of hearts, what it is
+//! running) and decides everything a node does; a thin runtime
+//! ([`crate::node`]) performs its [`Command`]s on a coordinator and feeds
+//! the outcomes back as [`Event`]s. No I/O, no clock of its own (every
+//! event comes with [`Now`]), so its tests script a whole life without a
+//! coordinator.
+//!
+//! Contract with the runtime:
+//! - [`Machine::start`], then [`Machine::handle`] for every event; each
+//!   returns commands to perform **in order**. At most one of them asks
+//!   for an answer ([`Command::Io`] or [`Command::Reconnect`]), and it is
+//!   the last: the runtime performs it and hands the answer back
+//!   ([`Event::Replied`], [`Event::Reconnected`]) before anything else.
+//! - Outside events ([`Event::Tick`], [`Event::ItemDone`],
+//!   [`Event::Changed`], [`Event::Session`], [`Event::Stop`]) are handed in
+//!   only while no answer is awaited ([`Machine::awaiting`] is false).
+//! - A batch of requests runs in order and stops at the first error; when a
+//!   batch fails, the runtime releases the group lock if it holds it.
+//!
+//! | file | flows |
+//! |---|---|
+//! | `mod.rs` | types, the agenda, errors and recovery |
+//! | `membership.rs` | register, join, election, role, refresh, rejoin |
+//! | `work.rs` | beat, the task watch, items started and recorded, queued tasks |
+//! | `judge.rs` | hearts, fail-over with fencing, dead backups |
+//! | `leave.rs` | graceful leave |
+
+mod judge;
+mod leave;
+mod membership;
+#[cfg(test)]
+mod tests;
+mod work;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crawlkeeper_model::cluster::{GroupState, HeartbeatError, NodeName, RunningContent, Task};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::config::NodeConfig;
+use super::heart::HeartMonitor;
+use super::roles::{self, Duty};
+use super::task::ItemOutcome;
+use crate::coordinator::{Op, OpResult, SessionState, Version};
+use crate::error::{CoordError, ErrorClass};
+use crate::metadata::{self, MetaError};
+use crate::path::Layout;
+
+/// Why a node stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// Meta-data could not be read or written.
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+    /// The coordinator failed for good.
+    #[error(transparent)]
+    Coord(#[from] CoordError),
+    /// The node's settings are not valid.
+    #[error("invalid node settings: {0}")]
+    Config(#[from] HeartbeatError),
+}
+
+/// How a node's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It left on request, its task handed over.
+    Left,
+}
+
+/// The time an event happens: the monotonic instant every judgement uses,
+/// and the wall-clock time written into heartbeats for people to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    /// Monotonic: the only clock decisions depend on.
+    pub mono: Instant,
+    /// Wall clock (UTC): only written, never compared.
+    pub wall: chrono::NaiveDateTime,
+}
+
+/// What happened, as the machine's input.
+#[derive(Debug)]
+pub enum Event {
+    /// `update_time` passed: beat and act on the duty.
+    Tick,
+    /// The coordinator session changed state.
+    Session(SessionState),
+    /// The item at `position` finished (`None`: it panicked or was cancelled).
+    ItemDone {
+        /// Its position in the task.
+        position: usize,
+        /// Its outcome.
+        outcome: Option<ItemOutcome>,
+    },
+    /// A watched node changed (see [`Request::GetAndWatch`]).
+    Changed(String),
+    /// Leave the group gracefully.
+    Stop,
+    /// The answer to the last [`Command::Io`]: one reply per request, or
+    /// the first error.
+    Replied(Result<Vec<Reply>, CoordError>),
+    /// The answer to [`Command::Reconnect`].
+    Reconnected(Result<(), CoordError>),
+}
+
+/// What to do, as the machine's output.
+#[derive(Debug)]
+pub enum Command {
+    /// Perform these requests in order; answer with [`Event::Replied`].
+    Io(Vec<Request>),
+    /// Start running an item; report with [`Event::ItemDone`].
+    Run {
+        /// Its position in the task.
+        position: usize,
+        /// The item.
+        item: RunningContent,
+    },
+    /// Cancel the running item (no [`Event::ItemDone`] follows).
+    Abort,
+    /// Drop the session (and any lock and watch), wait `after`, open a new
+    /// session; answer with [`Event::Reconnected`].
+    Reconnect {
+        /// How long to wait first.
+        after: Duration,
+    },
+    /// Stop: the node's life is over.
+    Exit(Result<Exit, NodeError>),
+}
+
+/// One coordinator request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// Acquire the group lock (at `dir`, waiting at most `timeout`).
+    Lock {
+        /// The lock's node.
+        dir: String,
+        /// How long to wait.
+        timeout: Duration,
+    },
+    /// Release the group lock.
+    Unlock,
+    /// Create a node and its missing parents, unless it exists.
+    CreateAll(String),
+    /// Read a node: [`Reply::Value`].
+    Get(String),
+    /// Read a node, creating it with `data` first if missing: [`Reply::Value`].
+    GetOrCreate {
+        /// The node.
+        path: String,
+        /// Its value if created.
+        data: Vec<u8>,
+    },
+    /// Read a node and watch it: [`Reply::Value`], then [`Event::Changed`]
+    /// once when it changes.
+    GetAndWatch(String),
+    /// A node's version, if it exists: [`Reply::Exists`].
+    Exists(String),
+    /// A node's children, sorted: [`Reply::Children`].
+    Children(String),
+    /// Compare-and-set (any version when `None`): [`Reply::Version`].
+    Set {
+        /// The node.
+        path: String,
+        /// Its new value.
+        data: Vec<u8>,
+        /// The version it must have.
+        version: Option<Version>,
+    },
+    /// Write a node whether or not it exists: [`Reply::Version`].
+    Put {
+        /// The node.
+        path: String,
+        /// Its value.
+        data: Vec<u8>,
+    },
+    /// Create this session's ephemeral node, replacing a stale one left by
+    /// an earlier session of the same name.
+    Ephemeral(String),
+    /// An atomic transaction: [`Reply::Multi`].
+    Multi(Vec<Op>),
+    /// Close the session.
+    Close,
+}
+
+/// The answer to one [`Request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Done, nothing to report.
+    Done,
+    /// A node's value and version, or `None` when it does not exist.
+    Value(Option<(Vec<u8>, Version)>),
+    /// A node's version, or `None` when it does not exist.
+    Exists(Option<Version>),
+    /// Children names.
+    Children(Vec<String>),
+    /// A new version.
+    Version(Version),
+    /// A transaction's results.
+    Multi(Vec<OpResult>),
+}
+
+impl Reply {
+    fn value(self) -> Option<(Vec<u8>, Version)> {
+        match self {
+            Reply::Value(v) => v,
+            other => unreachable!("the runtime answered a read with {other:?}"),
+        }
+    }
+
+    fn exists(self) -> Option<Version> {
+        match self {
+            Reply::Exists(v) => v,
+            other => unreachable!("the runtime answered an exists with {other:?}"),
+        }
+    }
+
+    fn version(self) -> Version {
+        match self {
+            Reply::Version(v) => v,
+            other => unreachable!("the runtime answered a write with {other:?}"),
+        }
+    }
+}
+
+/// Work to do next, in agenda order.
+#[derive(Debug, Clone, PartialEq)]
+enum Job {
+    Register,
+    Join,
+    SyncRole,
+    RefreshGroup,
+    Duty,
+    MaybeElect,
+    Beat,
+    Advance,
+    Record(usize, ItemOutcome),
+    ReloadTask,
+    Rejoin,
+    ClaimQueued,
+    WatchTask,
+    Judge,
+    FailOver(Vec<NodeName>),
+    CheckBackups,
+    CheckPrimary,
+    DropBackup(NodeName),
+    Leave,
+}
+
+/// The answer awaited, with what the flow needs to go on.
+#[derive(Debug)]
+enum Flow {
+    /// Nothing to do with the replies but go on with these jobs.
+    Ack(Vec<Job>),
+    Reconnect,
+    Register,
+    JoinRead,
+    JoinWrite(GroupState),
+    Refresh(Duty),
+    ElectRead,
+    ElectWrite(GroupState),
+    Beat,
+    BeatConflict,
+    StartItem(usize, Task),
+    Record(usize, ItemOutcome, Task),
+    Reload,
+    RejoinRead,
+    ClaimList,
+    ClaimRead(String),
+    ClaimTake(Task),
+    Watch,
+    Observe(Vec<NodeName>),
+    FailOverRead(Vec<NodeName>),
+    FailOverGather(judge::Gathering),
+    FailOverCommit(GroupState),
+    CheckBackups(Vec<NodeName>),
+    CheckPrimary(NodeName),
+    DropRead(NodeName),
+    DropCommit(NodeName, GroupState),
+    LeaveRead,
+    LeaveGather(GroupState, Version, NodeName),
+    Closing,
+}
+
+/// First pause before opening a new session again after a failed attempt.
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+/// Longest pause between attempts to open a new session.
+const LONGEST_PAUSE: Duration = Duration::from_secs(5);
+
+/// One node's protocol state.
+pub struct Machine {
+    cfg: NodeConfig,
+    layout: Layout,
+    group: GroupState,
+    task: Task,
+    task_version: Version,
+    beat_version: Version,
+    monitor: HeartMonitor,
+    /// Session evidence is ignored until then (after a (re)join).
+    grace_until: Instant,
+    joined_at: Instant,
+    /// The item in flight, by position.
+    running: Option<usize>,
+    /// An outcome whose recording failed: recorded before anything else.
+    unrecorded: Option<(usize, ItemOutcome)>,
+    connected: bool,
+    watch_armed: bool,
+    /// After an error: no automatic work until the next tick.
+    quiet: bool,
+    stopping: bool,
+    joined_once: bool,
+    /// Opening a new session: the next pause if this attempt fails.
+    recovering: Option<Duration>,
+    done: bool,
+    agenda: VecDeque<Job>,
+    flow: Option<Flow>,
+}
+
+impl Machine {
+    /// A machine for a node with these settings; refuses invalid ones.
+    pub fn new(cfg: NodeConfig, now: Instant) -> Result<Self, NodeError> {
+        cfg.heartbeat.validate()?;
+        let layout = Layout::new(&cfg.group)?;
+        let hb = &cfg.heartbeat;
+        Ok(Machine {
+            monitor: HeartMonitor::new(hb.update_timeout, hb.heart_rhythm_timeout),
+            layout,
+            group: GroupState::default(),
+            task: Task::default(),
+            task_version: 0,
+            beat_version: 0,
+            grace_until: now,
+            joined_at: now,
+            running: None,
+            unrecorded: None,
+            connected: true,
+            watch_armed: false,
+            quiet: false,
+            stopping: false,
+            joined_once: false,
+            recovering: None,
+            done: false,
+            agenda: VecDeque::new(),
+            flow: None,
+            cfg,
+        })
+    }
+
+    /// This node's name.
+    pub fn name(&self) -> &NodeName {
+        &self.cfg.name
+    }
+
+    /// The GroupState as this node last saw it.
+    pub fn group(&self) -> &GroupState {
+        &self.group
+    }
+
+    /// This node's task as it last saw it.
+    pub fn task(&self) -> &Task {
+        &self.task
+    }
+
+    /// This node's duty in the GroupState it last saw.
+    pub fn duty(&self) -> Duty {
+        roles::duty(&self.group, &self.cfg.name)
+    }
+
+    /// The position of the item in flight.
+    pub fn running(&self) -> Option<usize> {
+        self.running
+    }
+
+    /// How often the node beats: [`Event::Tick`] is due at this rate.
+    pub fn update_time(&self) -> Duration {
+        self.cfg.heartbeat.update_time
+    }
+
+    /// Whether an answer is awaited (outside events must wait).
+    pub fn awaiting(&self) -> bool {
+        self.flow.is_some()
+    }
+
+    /// Whether the node's life is over.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Registers and joins the group: the first commands.
+    pub fn start(&mut self, now: Now) -> Vec<Command> {
+        let mut out = Vec::new();
+        self.then([Job::Register, Job::Join]);
+        self.pump(now, &mut out);
+        out
+    }
+
+    /// Handles one event; returns the commands it calls for.
+    pub fn handle(&mut self, now: Now, event: Event) -> Vec<Command> {
+        let mut out = Vec::new();
+        if self.done {
+            return out;
+        }
+        match event {
+            Event::Replied(result) => {
+                let flow = self.flow.take().expect("a reply answers a request");
+                match result {
+                    Ok(replies) => self.on_reply(flow, replies, now, &mut out),
+                    Err(e) => self.on_error(flow, e, &mut out),
+                }
+            }
+            Event::Reconnected(result) => {
+                self.flow = None;
+                match result {
+                    Ok(()) => {
+                        self.connected = true;
+                        self.then([Job::Register, Job::Join, Job::Advance]);
+                    }
+                    Err(e) => self.fail(e, &mut out),
+                }
+            }
+            Event::Tick => self.on_tick(),
+            Event::Session(state) => self.on_session(state, now, &mut out),
+            Event::ItemDone { position, outcome } => {
+                if self.running == Some(position) {
+                    self.running = None;
+                }
+                if let Some(o) = outcome {
+                    self.then([Job::Record(position, o)]);
+                }
+                self.agenda.push_back(Job::Advance);
+            }
+            Event::Changed(path) => {
+                if path == self.layout.task(&self.cfg.name) {
+                    self.watch_armed = false;
+                    self.then([Job::ReloadTask, Job::Advance]);
+                }
+            }
+            Event::Stop => self.stopping = true,
+        }
+        self.pump(now, &mut out);
+        out
+    }
+
+    fn on_tick(&mut self) {
+        self.quiet = false;
+        if !self.connected || self.recovering.is_some() || !self.joined_once {
+            return;
+        }
+        if self.stopping {
+            self.then([Job::Beat]);
+        } else {
+            self.then([Job::Beat, Job::RefreshGroup, Job::Duty, Job::Advance]);
+        }
+    }
+
+    fn on_session(&mut self, state: SessionState, now: Now, out: &mut Vec<Command>) {
+        match state {
+            SessionState::Connected => {
+                if !self.connected {
+                    // Back from an outage: judge afresh, nobody died of it.
+                    self.reset_judgement(now.mono);
+                }
+                self.connected = true;
+            }
+            SessionState::Suspended => self.connected = false,
+            SessionState::Expired => {
+                self.connected = false;
+                self.fail(CoordError::SessionExpired, out);
+            }
+            SessionState::Closed => {}
+        }
+    }
+
+    /// Starts jobs until one awaits an answer or the agenda is empty; then
+    /// the idle work: keep the task watched, leave when asked.
+    fn pump(&mut self, now: Now, out: &mut Vec<Command>) {
+        while self.flow.is_none() && !self.done {
+            if let Some(job) = self.agenda.pop_front() {
+                self.begin(job, now, out);
+                continue;
+            }
+            if self.quiet || self.recovering.is_some() || !self.joined_once {
+                return;
+            }
+            if self.stopping && self.running.is_none() {
+                self.begin(Job::Leave, now, out);
+            } else if !self.watch_armed && !self.stopping {
+                self.begin(Job::WatchTask, now, out);
+            } else {
+                return;
+            }
+        }
+    }
+
+    fn begin(&mut self, job: Job, now: Now, out: &mut Vec<Command>) {
+        match job {
+            Job::Register => self.register(out),
+            Job::Join => self.join(out),
+            Job::SyncRole => self.sync_role(out),
+            Job::RefreshGroup => self.refresh_group(out),
+            Job::Duty => self.act_on_duty(),
+            Job::MaybeElect => self.maybe_elect(now, out),
+            Job::Beat => self.beat(now, out),
+            Job::Advance => self.advance(out),
+            Job::Record(position, outcome) => self.record(position, outcome, out),
+            Job::ReloadTask => self.reload_task(out),
+            Job::Rejoin => self.rejoin(out),
+            Job::ClaimQueued => self.claim_queued(out),
+            Job::WatchTask => self.watch_task(out),
+            Job::Judge => self.judge(now, out),
+            Job::FailOver(dead) => self.fail_over(dead, out),
+            Job::CheckBackups => self.check_backups(now, out),
+            Job::CheckPrimary => self.check_primary(now, out),
+            Job::DropBackup(b) => self.drop_backup(b, out),
+            Job::Leave => self.leave(out),
+        }
+    }
+
+    fn on_reply(&mut self, flow: Flow, replies: Vec<Reply>, now: Now, out: &mut Vec<Command>) {
+        let mut r = replies.into_iter();
+        match flow {
+            Flow::Ack(jobs) => self.then(jobs),
+            Flow::Reconnect => unreachable!("a reconnection is answered by Reconnected"),
+            Flow::Register => self.registered(r, out),
+            Flow::JoinRead => self.join_read(r, out),
+            Flow::JoinWrite(g) => self.joined(g, now),
+            Flow::Refresh(before) => self.refreshed(before, next(&mut r), now, out),
+            Flow::ElectRead => self.elect_read(r, out),
+            Flow::ElectWrite(g) => {
+                tracing::info!(runners = ?g.current_runner, backups = ?g.current_backup, "election");
+                self.group = g;
+                self.then([Job::SyncRole]);
+            }
+            Flow::Beat => self.beat_version = next(&mut r).version(),
+            Flow::BeatConflict => self.beat_conflict(next(&mut r), out),
+            Flow::StartItem(position, t) => self.item_started(position, t, next(&mut r), out),
+            Flow::Record(_, _, t) => self.adopt(t, next(&mut r).version()),
+            Flow::Reload => self.reloaded(next(&mut r), out),
+            Flow::RejoinRead => self.rejoin_read(next(&mut r), out),
+            Flow::ClaimList => self.claim_list(next(&mut r), out),
+            Flow::ClaimRead(path) => self.claim_read(path, next(&mut r), out),
+            Flow::ClaimTake(t) => self.claimed(t, next(&mut r)),
+            Flow::Watch => self.watched(next(&mut r)),
+            Flow::Observe(runners) => self.observed(runners, r, now),
+            Flow::FailOverRead(dead) => self.fail_over_read(dead, r, out),
+            Flow::FailOverGather(g) => self.fail_over_gathered(g, r, out),
+            Flow::FailOverCommit(g) => self.failed_over(g),
+            Flow::CheckBackups(names) => self.backups_checked(names, r),
+            Flow::CheckPrimary(p) => {
+                if next(&mut r).exists().is_none() {
+                    self.then([Job::DropBackup(p)]);
+                }
+            }
+            Flow::DropRead(b) => self.drop_read(b, r, out),
+            Flow::DropCommit(b, g) => {
+                tracing::warn!(dead = %b, "backup runner dead");
+                self.group = g;
+                self.then([Job::SyncRole]);
+            }
+            Flow::LeaveRead => self.leave_read(r, now, out),
+            Flow::LeaveGather(g, gv, heir) => {
+                let heir_version = next(&mut r).value().map(|(_, v)| v);
+                self.leave_commit(g, gv, Some((heir, heir_version)), now, out);
+            }
+            Flow::Closing => {
+                tracing::info!(node = %self.cfg.name, "left the group; task handed over");
+                self.done = true;
+                out.push(Command::Exit(Ok(Exit::Left)));
+            }
+        }
+    }
+
+    /// An error answered a request: some are outcomes a flow expects (a
+    /// lost compare-and-set), the rest go to [`Machine::fail`].
+    fn on_error(&mut self, flow: Flow, e: CoordError, out: &mut Vec<Command>) {
+        let conflict = matches!(e, CoordError::BadVersion(_));
+        match flow {
+            Flow::Beat if conflict => {
+                let path = self.layout.heartbeat(&self.cfg.name);
+                self.io(Flow::BeatConflict, vec![Request::Get(path)], out);
+            }
+            Flow::StartItem(..) if conflict => self.then([Job::ReloadTask, Job::Advance]),
+            Flow::Record(position, outcome, _) => {
+                // Kept, and recorded first when the node goes on.
+                self.unrecorded = Some((position, outcome));
+                if conflict {
+                    self.then([Job::ReloadTask]);
+                } else {
+                    self.fail(e, out);
+                }
+            }
+            Flow::ClaimTake(_) if conflict || matches!(e, CoordError::NoNode(_)) => {
+                // Another Runner claimed it first.
+            }
+            _ => self.fail(e, out),
+        }
+    }
+
+    /// Coordinator trouble outside what a flow expects: the agenda is
+    /// dropped (the next tick starts afresh). A lost connection is waited
+    /// out; an expired session is replaced by a new one (registering and
+    /// joining again, with backoff while that fails); anything else fatal
+    /// ends the node. Before the node first joined, every error ends it.
+    fn fail(&mut self, e: CoordError, out: &mut Vec<Command>) {
+        self.agenda.clear();
+        self.flow = None;
+        self.watch_armed = false;
+        self.quiet = true;
+        let fatal = e.class() == ErrorClass::Fatal && e != CoordError::SessionExpired;
+        if let Some(pause) = self.recovering {
+            if fatal {
+                return self.exit(NodeError::Coord(e), out);
+            }
+            tracing::debug!(node = %self.cfg.name, error = %e, "new session failed; retrying");
+            self.recovering = Some((pause * 2).min(LONGEST_PAUSE));
+            return self.reconnect(pause, out);
+        }
+        if !self.joined_once || fatal {
+            return self.exit(NodeError::Coord(e), out);
+        }
+        if e == CoordError::SessionExpired {
+            tracing::warn!(node = %self.cfg.name, "coordinator session expired; registering again");
+            self.recovering = Some(FIRST_PAUSE);
+            return self.reconnect(Duration::ZERO, out);
+        }
+        tracing::debug!(node = %self.cfg.name, error = %e, "coordinator trouble; retrying");
+    }
+
+    fn reconnect(&mut self, after: Duration, out: &mut Vec<Command>) {
+        self.connected = false;
+        self.flow = Some(Flow::Reconnect);
+        out.push(Command::Reconnect { after });
+    }
+
+    fn exit(&mut self, why: NodeError, out: &mut Vec<Command>) {
+        self.done = true;
+        self.agenda.clear();
+        self.flow = None;
+        out.push(Command::Exit(Err(why)));
+    }
+
+    /// Puts jobs at the front of the agenda, in this order.
+    fn then(&mut self, jobs: impl IntoIterator<Item = Job, IntoIter: DoubleEndedIterator>) {
+        for job in jobs.into_iter().rev() {
+            self.agenda.push_front(job);
+        }
+    }
+
+    /// Sends a batch and awaits its answer in `flow`.
+    fn io(&mut self, flow: Flow, requests: Vec<Request>, out: &mut Vec<Command>) {
+        debug_assert!(self.flow.is_none(), "one answer awaited at a time");
+        self.flow = Some(flow);
+        out.push(Command::Io(requests));
+    }
+
+    fn lock(&self) -> Request {
+        Request::Lock {
+            dir: self.layout.group_lock(),
+            timeout: self.cfg.lock_timeout,
+        }
+    }
+
+    /// Decodes a meta-data object; a value that does not decode ends the
+    /// node (something else wrote the group's meta-data).
+    fn decode<T: DeserializeOwned>(
+        &mut self,
+        path: &str,
+        bytes: &[u8],
+        out: &mut Vec<Command>,
+    ) -> Option<T> {
+        match metadata::decode(path, bytes) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.exit(e.into(), out);
+                None
+            }
+        }
+    }
+
+    fn reset_judgement(&mut self, now: Instant) {
+        let hb = &self.cfg.heartbeat;
+        self.monitor = HeartMonitor::new(hb.update_timeout, hb.heart_rhythm_timeout);
+        self.grace_until = now + hb.update_timeout * hb.heart_rhythm_timeout;
+    }
+}
+
+fn next(replies: &mut impl Iterator<Item = Reply>) -> Reply {
+    replies
+        .next()
+        .expect("the runtime answers every request of a batch")
+}
+
+fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("meta-data objects always serialize")
+}
+
+/// A compare-and-set of a meta-data object.
+fn set(path: String, value: &impl Serialize, version: Option<Version>) -> Request {
+    Request::Set {
+        path,
+        data: encode(value),
+        version,
+    }
+}
+
+/// A compare-and-set inside a transaction.
+fn set_op(path: String, value: &impl Serialize, version: Option<Version>) -> Op {
+    Op::Set {
+        path,
+        data: encode(value),
+        version,
+    }
+}

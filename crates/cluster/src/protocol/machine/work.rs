@@ -1,0 +1,209 @@
+//! The node's own work: its heartbeat, its task (watched, re-read,
+//! fenced), its items (started and recorded by compare-and-set), and
+//! queued tasks claimed when idle.
+
+use crawlkeeper_model::cluster::{HeartState, Heartbeat, ResultDetail, TaskState};
+
+use super::*;
+use crate::protocol::task as progress;
+
+impl Machine {
+    /// Refreshes this node's heartbeat with compare-and-set: a conflict
+    /// means someone else wrote it (declared dead: `Asystole`).
+    pub(super) fn beat(&mut self, now: Now, out: &mut Vec<Command>) {
+        let beat = Heartbeat {
+            heart_rhythm_time: Some(now.wall),
+            healthy_state: HeartState::Healthy,
+            task_state: self.task.running_status,
+            ..self.cfg.heartbeat.clone()
+        };
+        let path = self.layout.heartbeat(&self.cfg.name);
+        self.io(
+            Flow::Beat,
+            vec![set(path, &beat, Some(self.beat_version))],
+            out,
+        );
+    }
+
+    pub(super) fn beat_conflict(&mut self, reply: Reply, out: &mut Vec<Command>) {
+        let Some((bytes, version)) = reply.value() else {
+            return;
+        };
+        let path = self.layout.heartbeat(&self.cfg.name);
+        let Some(hb) = self.decode::<Heartbeat>(&path, &bytes, out) else {
+            return;
+        };
+        self.beat_version = version;
+        if hb.healthy_state == HeartState::Asystole {
+            self.then([Job::Rejoin]);
+        }
+    }
+
+    /// Reads the task node and watches it (a Runner waits for work on this
+    /// watch, never by polling).
+    pub(super) fn watch_task(&mut self, out: &mut Vec<Command>) {
+        let path = self.layout.task(&self.cfg.name);
+        self.io(Flow::Watch, vec![Request::GetAndWatch(path)], out);
+    }
+
+    pub(super) fn watched(&mut self, reply: Reply) {
+        self.watch_armed = true;
+        if let Some((bytes, version)) = reply.value()
+            && version != self.task_version
+            && let Ok(t) = serde_json::from_slice::<Task>(&bytes)
+        {
+            self.adopt(t, version);
+        }
+    }
+
+    /// A task read from our node: ours, or taken from us.
+    pub(super) fn adopt(&mut self, t: Task, version: Version) {
+        self.task = t;
+        self.task_version = version;
+    }
+
+    /// Whether the task node names another owner: taken over.
+    pub(super) fn fenced(&self) -> bool {
+        self.task
+            .owner
+            .as_ref()
+            .is_some_and(|o| o != &self.cfg.name)
+    }
+
+    /// Adopts the task read in `reply`; `false` when it did not decode
+    /// (the node then ends).
+    pub(super) fn take_task(&mut self, reply: Reply, out: &mut Vec<Command>) -> bool {
+        if let Some((bytes, version)) = reply.value() {
+            let path = self.layout.task(&self.cfg.name);
+            let Some(t) = self.decode::<Task>(&path, &bytes, out) else {
+                return false;
+            };
+            self.adopt(t, version);
+        }
+        true
+    }
+
+    pub(super) fn reload_task(&mut self, out: &mut Vec<Command>) {
+        let path = self.layout.task(&self.cfg.name);
+        self.io(Flow::Reload, vec![Request::Get(path)], out);
+    }
+
+    pub(super) fn reloaded(&mut self, reply: Reply, out: &mut Vec<Command>) {
+        if self.take_task(reply, out) && self.fenced() {
+            self.then([Job::Rejoin]);
+        }
+    }
+
+    /// Starts the next item when this node runs and has one (an outcome
+    /// not yet recorded goes first).
+    pub(super) fn advance(&mut self, out: &mut Vec<Command>) {
+        if let Some((position, outcome)) = self.unrecorded.take() {
+            return self.then([Job::Record(position, outcome), Job::Advance]);
+        }
+        if self.running.is_some() || self.stopping || self.duty() != Duty::Runner {
+            return;
+        }
+        let Some(position) = progress::next_item(&self.task) else {
+            return;
+        };
+        let mut t = self.task.clone();
+        progress::start_item(&mut t, position);
+        t.owner = Some(self.cfg.name.clone());
+        let path = self.layout.task(&self.cfg.name);
+        let request = set(path, &t, Some(self.task_version));
+        self.io(Flow::StartItem(position, t), vec![request], out);
+    }
+
+    pub(super) fn item_started(
+        &mut self,
+        position: usize,
+        t: Task,
+        reply: Reply,
+        out: &mut Vec<Command>,
+    ) {
+        let item = t.running_content[position].clone();
+        self.adopt(t, reply.version());
+        self.running = Some(position);
+        out.push(Command::Run { position, item });
+    }
+
+    /// Records an item's outcome in the task, once.
+    pub(super) fn record(&mut self, position: usize, o: ItemOutcome, out: &mut Vec<Command>) {
+        let Some(item) = self.task.running_content.get(position) else {
+            return; // the task was taken from us meanwhile
+        };
+        let detail = ResultDetail {
+            task_id: item.task_id.clone(),
+            state: if o.error.is_some() {
+                TaskState::Error
+            } else {
+                TaskState::Done
+            },
+            status_code: o.status_code,
+            response: o.response.clone(),
+            error_msg: o.error.clone(),
+        };
+        let mut t = self.task.clone();
+        if progress::record(&mut t, position, detail) {
+            let path = self.layout.task(&self.cfg.name);
+            let request = set(path, &t, Some(self.task_version));
+            self.io(Flow::Record(position, o, t), vec![request], out);
+        }
+    }
+
+    /// An idle Runner claims the first queued task.
+    pub(super) fn claim_queued(&mut self, out: &mut Vec<Command>) {
+        if self.running.is_some() || self.stopping || progress::next_item(&self.task).is_some() {
+            return;
+        }
+        self.io(
+            Flow::ClaimList,
+            vec![Request::Children(self.layout.queue())],
+            out,
+        );
+    }
+
+    pub(super) fn claim_list(&mut self, reply: Reply, out: &mut Vec<Command>) {
+        let Reply::Children(names) = reply else {
+            unreachable!("the runtime answered children with {reply:?}");
+        };
+        if let Some(first) = names.first() {
+            let path = crate::path::join(&self.layout.queue(), first);
+            self.io(Flow::ClaimRead(path.clone()), vec![Request::Get(path)], out);
+        }
+    }
+
+    pub(super) fn claim_read(&mut self, path: String, reply: Reply, out: &mut Vec<Command>) {
+        let Some((bytes, version)) = reply.value() else {
+            return; // claimed by another Runner meanwhile
+        };
+        let mut t = match metadata::decode::<Task>(&path, &bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(error = %e, "a queued task does not decode; left in the queue");
+                return;
+            }
+        };
+        t.owner = Some(self.cfg.name.clone());
+        let ops = vec![
+            Op::Delete {
+                path,
+                version: Some(version),
+            },
+            Op::Set {
+                path: self.layout.task(&self.cfg.name),
+                data: encode(&t),
+                version: Some(self.task_version),
+            },
+        ];
+        self.io(Flow::ClaimTake(t), vec![Request::Multi(ops)], out);
+    }
+
+    pub(super) fn claimed(&mut self, t: Task, reply: Reply) {
+        if let Reply::Multi(results) = reply
+            && let Some(OpResult::Set(version)) = results.get(1)
+        {
+            self.adopt(t, *version);
+        }
+    }
+}
