@@ -22,7 +22,6 @@ use crate::path;
 pub struct ZkCoordinator {
     /// `None` once closed.
     client: Arc<Mutex<Option<zk::Client>>>,
-    hosts: Arc<str>,
     chroot: Option<Arc<str>>,
     state: watch::Receiver<SessionState>,
     /// Kept so that the state never reads as closed while a clone lives.
@@ -167,7 +166,6 @@ impl ZkCoordinator {
         });
         Ok(ZkCoordinator {
             client: Arc::new(Mutex::new(Some(client))),
-            hosts: hosts.into(),
             chroot: chroot.map(Into::into),
             state: rx,
             _state_tx: tx,
@@ -179,35 +177,9 @@ impl ZkCoordinator {
         Ok(self.client()?.session_timeout())
     }
 
-    /// Ends this session from a second connection, as the server does when
-    /// a session expires: its ephemeral nodes go and this client learns
-    /// `Expired`. For tests and fault drills.
-    pub async fn kill_session(&self) -> Result<()> {
-        let session = self.client()?.session().clone();
-        let mut state = self.state.clone();
-        // Our own client, pushed off, reconnects and may take the session
-        // back before the second connection closes it: then try again,
-        // until this client sees its session end.
-        let mut last = CoordError::ConnectionLoss;
-        for _ in 0..20 {
-            match zk::Client::connector()
-                .with_session(session.clone())
-                .connect(&self.hosts)
-                .await
-            {
-                Ok(other) => drop(other), // the last client of a session closes it
-                Err(zk::Error::SessionExpired) => {}
-                Err(e) => {
-                    last = error(e, "/");
-                    continue;
-                }
-            }
-            let ended = state.wait_for(|s| s.is_terminal());
-            if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(3), ended).await {
-                return Ok(());
-            }
-        }
-        Err(last)
+    /// The session's id, as the server knows it.
+    pub fn session_id(&self) -> Result<i64> {
+        Ok(self.client()?.session().id().0)
     }
 
     /// The chroot this session works under, if any.

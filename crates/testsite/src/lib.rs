@@ -8,6 +8,7 @@
 //! | [`log`] | the request log tests judge a crawl by |
 //! | [`tls`] | a throw-away certificate authority, for HTTPS and HTTP/2 |
 //! | [`zookeeper`] | a real ZooKeeper server for the cluster's tests (`scripts/zookeeper.sh`) |
+//! | [`relay`] | a TCP relay a test cuts to make a client vanish, as a crashed process does |
 //!
 //! Each host is a listener on its own loopback address (127.0.0.1,
 //! 127.0.0.2, …: a host and an authority of its own). Host pages `/p/0 … /p/{n-1}` link to each other in every form
@@ -19,6 +20,7 @@
 //! under `/never/` is one a correct crawler never requests.
 
 pub mod log;
+pub mod relay;
 pub mod server;
 pub mod site;
 pub mod tls;

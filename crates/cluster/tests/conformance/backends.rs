@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use crawlkeeper_cluster::{Coordinator, MemoryCoordinator, MemoryEnsemble, ZkCoordinator};
 
+use crate::zk_kill::Relays;
+
 /// The session timeout of every test session.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -45,7 +47,10 @@ impl Backend for Memory {
 }
 
 pub struct Zk {
-    connect: String,
+    server: String,
+    root: String,
+    relays: Relays,
+    observer: tokio::sync::OnceCell<ZkCoordinator>,
 }
 
 static N: AtomicU32 = AtomicU32::new(0);
@@ -53,14 +58,15 @@ static N: AtomicU32 = AtomicU32::new(0);
 impl Zk {
     /// A chroot of its own on the shared test server.
     pub fn new() -> Self {
-        let address = crawlkeeper_testsite::zookeeper::shared_address();
-        let root = format!(
-            "/conformance-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        );
         Zk {
-            connect: format!("{address}{root}"),
+            server: crawlkeeper_testsite::zookeeper::shared_address(),
+            root: format!(
+                "/conformance-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ),
+            relays: Relays::default(),
+            observer: tokio::sync::OnceCell::new(),
         }
     }
 }
@@ -68,13 +74,25 @@ impl Zk {
 impl Backend for Zk {
     type C = ZkCoordinator;
 
+    /// Through a relay of its own, so that it can be killed.
     async fn session(&self) -> ZkCoordinator {
-        ZkCoordinator::connect(&self.connect, SESSION_TIMEOUT)
+        self.relays
+            .connect(&self.server, &self.root, SESSION_TIMEOUT)
             .await
-            .unwrap_or_else(|e| panic!("ZooKeeper at {}: {e}", self.connect))
+            .unwrap_or_else(|e| panic!("ZooKeeper at {}{}: {e}", self.server, self.root))
     }
 
+    /// As when its process crashes: the server hears nothing more.
     async fn expire(&self, c: &ZkCoordinator) {
-        c.kill_session().await.unwrap();
+        let observer = self
+            .observer
+            .get_or_init(|| async {
+                let at = format!("{}{}", self.server, self.root);
+                ZkCoordinator::connect(&at, Duration::from_secs(10))
+                    .await
+                    .unwrap()
+            })
+            .await;
+        self.relays.kill(c, observer).await;
     }
 }

@@ -5,6 +5,8 @@
 
 mod backends;
 mod suite;
+#[path = "../common/zk_kill.rs"]
+mod zk_kill;
 
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {

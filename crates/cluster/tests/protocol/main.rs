@@ -6,4 +6,6 @@
 mod harness;
 mod scenarios;
 mod stalled;
+#[path = "../common/zk_kill.rs"]
+mod zk_kill;
 mod zookeeper;

@@ -15,28 +15,40 @@ use crawlkeeper_testsite::zookeeper::{ZkServer, shared_address};
 
 use crate::harness::*;
 use crate::stalled::Stalled;
+use crate::zk_kill::Relays;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 pub struct Zk {
-    connect: String,
+    server: String,
+    root: String,
     timeout: Duration,
+    relays: Arc<Relays>,
+    observer: tokio::sync::OnceCell<ZkCoordinator>,
 }
 
 impl Backend for Zk {
     type C = Stalled<ZkCoordinator>;
 
+    /// Through a relay of its own, so that it can be killed.
     fn open(&self) -> Pin<Box<dyn Future<Output = Result<Self::C, CoordError>> + Send>> {
-        let (connect, timeout) = (self.connect.clone(), self.timeout);
-        Box::pin(async move {
-            Ok(Stalled::new(
-                ZkCoordinator::connect(&connect, timeout).await?,
-            ))
-        })
+        let (server, root, timeout) = (self.server.clone(), self.root.clone(), self.timeout);
+        let relays = self.relays.clone();
+        Box::pin(async move { Ok(Stalled::new(relays.connect(&server, &root, timeout).await?)) })
     }
 
+    /// As when its process crashes: the server hears nothing more.
     async fn kill(&self, c: &Self::C) {
-        c.inner.kill_session().await.unwrap();
+        let observer = self
+            .observer
+            .get_or_init(|| async {
+                let at = format!("{}{}", self.server, self.root);
+                ZkCoordinator::connect(&at, Duration::from_secs(10))
+                    .await
+                    .unwrap()
+            })
+            .await;
+        self.relays.kill(&c.inner, observer).await;
     }
 }
 
@@ -49,8 +61,11 @@ async fn cluster(address: &str, session: Duration, runners: usize, backups: usiz
         N.fetch_add(1, Ordering::SeqCst)
     );
     let backend = Zk {
-        connect: format!("{address}{root}"),
+        server: address.to_owned(),
+        root,
         timeout: session,
+        relays: Arc::default(),
+        observer: tokio::sync::OnceCell::new(),
     };
     Cluster {
         observer: std::sync::Mutex::new(backend.open().await.unwrap()),
@@ -63,7 +78,7 @@ async fn cluster(address: &str, session: Duration, runners: usize, backups: usiz
         runners,
         backups,
         // Generous judgement: these tests share two cores with the rest of the
-        // suite; kills end sessions at once, so they are found dead at once.
+        // suite; a killed session ends when the server expires it.
         heartbeat: Heartbeat::new(Duration::from_millis(200), Duration::from_secs(2), 3).unwrap(),
         formation_timeout: Duration::from_secs(3),
     }
