@@ -12,32 +12,51 @@ use std::time::Duration;
 use crawlkeeper_cluster::{CoordError, Coordinator, CreateMode, ZkCoordinator};
 use crawlkeeper_testsite::relay::Relay;
 
-/// Sessions opened through relays, by session id.
-#[derive(Default)]
-pub struct Relays(Mutex<HashMap<i64, Relay>>);
+/// Sessions on one server under one root, opened through relays.
+pub struct Relays {
+    server: String,
+    root: String,
+    /// By session id.
+    relays: Mutex<HashMap<i64, Relay>>,
+    /// A session of the test's own (no relay), to watch kills end.
+    observer: tokio::sync::OnceCell<ZkCoordinator>,
+}
 
 static PROBES: AtomicU32 = AtomicU32::new(0);
 
 impl Relays {
-    /// Opens a session on `server` (`host:port`) under `root`, through a
-    /// relay of its own.
-    pub async fn connect(
-        &self,
-        server: &str,
-        root: &str,
-        timeout: Duration,
-    ) -> Result<ZkCoordinator, CoordError> {
-        let relay = Relay::start(server)
+    /// Sessions on `server` (`host:port`) under `root`.
+    pub fn new(server: &str, root: &str) -> Self {
+        Relays {
+            server: server.to_owned(),
+            root: root.to_owned(),
+            relays: Mutex::default(),
+            observer: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Opens a session through a relay of its own.
+    pub async fn connect(&self, timeout: Duration) -> Result<ZkCoordinator, CoordError> {
+        let relay = Relay::start(&self.server)
             .await
             .map_err(|e| CoordError::Backend(format!("relay: {e}")))?;
-        let c = ZkCoordinator::connect(&format!("{}{root}", relay.address()), timeout).await?;
-        self.0.lock().unwrap().insert(c.session_id()?, relay);
+        let at = format!("{}{}", relay.address(), self.root);
+        let c = ZkCoordinator::connect(&at, timeout).await?;
+        self.relays.lock().unwrap().insert(c.session_id()?, relay);
         Ok(c)
     }
 
-    /// Kills `victim`'s session; `observer` is a session of its own under
-    /// the same root.
-    pub async fn kill(&self, victim: &ZkCoordinator, observer: &ZkCoordinator) {
+    /// Kills `victim`'s session, as its process's crash would.
+    pub async fn kill(&self, victim: &ZkCoordinator) {
+        let observer = self
+            .observer
+            .get_or_init(|| async {
+                let at = format!("{}{}", self.server, self.root);
+                ZkCoordinator::connect(&at, Duration::from_secs(10))
+                    .await
+                    .unwrap()
+            })
+            .await;
         let probe = format!(
             "/kill-probe-{}-{}",
             std::process::id(),
@@ -48,7 +67,7 @@ impl Relays {
             .await
             .expect("the victim is alive before the kill");
         let id = victim.session_id().unwrap();
-        let relay = self.0.lock().unwrap().remove(&id);
+        let relay = self.relays.lock().unwrap().remove(&id);
         relay.expect("a session opened through a relay").cut();
         let gone = async {
             loop {

@@ -47,10 +47,7 @@ impl Backend for Memory {
 }
 
 pub struct Zk {
-    server: String,
-    root: String,
     relays: Relays,
-    observer: tokio::sync::OnceCell<ZkCoordinator>,
 }
 
 static N: AtomicU32 = AtomicU32::new(0);
@@ -58,15 +55,13 @@ static N: AtomicU32 = AtomicU32::new(0);
 impl Zk {
     /// A chroot of its own on the shared test server.
     pub fn new() -> Self {
+        let root = format!(
+            "/conformance-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
         Zk {
-            server: crawlkeeper_testsite::zookeeper::shared_address(),
-            root: format!(
-                "/conformance-{}-{}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::SeqCst)
-            ),
-            relays: Relays::default(),
-            observer: tokio::sync::OnceCell::new(),
+            relays: Relays::new(&crawlkeeper_testsite::zookeeper::shared_address(), &root),
         }
     }
 }
@@ -77,22 +72,13 @@ impl Backend for Zk {
     /// Through a relay of its own, so that it can be killed.
     async fn session(&self) -> ZkCoordinator {
         self.relays
-            .connect(&self.server, &self.root, SESSION_TIMEOUT)
+            .connect(SESSION_TIMEOUT)
             .await
-            .unwrap_or_else(|e| panic!("ZooKeeper at {}{}: {e}", self.server, self.root))
+            .unwrap_or_else(|e| panic!("ZooKeeper: {e}"))
     }
 
     /// As when its process crashes: the server hears nothing more.
     async fn expire(&self, c: &ZkCoordinator) {
-        let observer = self
-            .observer
-            .get_or_init(|| async {
-                let at = format!("{}{}", self.server, self.root);
-                ZkCoordinator::connect(&at, Duration::from_secs(10))
-                    .await
-                    .unwrap()
-            })
-            .await;
-        self.relays.kill(c, observer).await;
+        self.relays.kill(c).await;
     }
 }

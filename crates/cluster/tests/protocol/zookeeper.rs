@@ -20,11 +20,8 @@ use crate::zk_kill::Relays;
 const LIMIT: Duration = Duration::from_secs(60);
 
 pub struct Zk {
-    server: String,
-    root: String,
     timeout: Duration,
     relays: Arc<Relays>,
-    observer: tokio::sync::OnceCell<ZkCoordinator>,
 }
 
 impl Backend for Zk {
@@ -32,23 +29,13 @@ impl Backend for Zk {
 
     /// Through a relay of its own, so that it can be killed.
     fn open(&self) -> Pin<Box<dyn Future<Output = Result<Self::C, CoordError>> + Send>> {
-        let (server, root, timeout) = (self.server.clone(), self.root.clone(), self.timeout);
-        let relays = self.relays.clone();
-        Box::pin(async move { Ok(Stalled::new(relays.connect(&server, &root, timeout).await?)) })
+        let (relays, timeout) = (self.relays.clone(), self.timeout);
+        Box::pin(async move { Ok(Stalled::new(relays.connect(timeout).await?)) })
     }
 
     /// As when its process crashes: the server hears nothing more.
     async fn kill(&self, c: &Self::C) {
-        let observer = self
-            .observer
-            .get_or_init(|| async {
-                let at = format!("{}{}", self.server, self.root);
-                ZkCoordinator::connect(&at, Duration::from_secs(10))
-                    .await
-                    .unwrap()
-            })
-            .await;
-        self.relays.kill(&c.inner, observer).await;
+        self.relays.kill(&c.inner).await;
     }
 }
 
@@ -61,11 +48,8 @@ async fn cluster(address: &str, session: Duration, runners: usize, backups: usiz
         N.fetch_add(1, Ordering::SeqCst)
     );
     let backend = Zk {
-        server: address.to_owned(),
-        root,
         timeout: session,
-        relays: Arc::default(),
-        observer: tokio::sync::OnceCell::new(),
+        relays: Arc::new(Relays::new(address, &root)),
     };
     Cluster {
         observer: std::sync::Mutex::new(backend.open().await.unwrap()),
