@@ -89,7 +89,8 @@ pub enum Event {
     Tick,
     /// The coordinator session changed state.
     Session(SessionState),
-    /// The item at `position` finished (`None`: it panicked or was cancelled).
+    /// The item at `position` finished (`None`: its runner panicked; it is
+    /// recorded as an error, not run again).
     ItemDone {
         /// Its position in the task.
         position: usize,
@@ -427,9 +428,12 @@ impl Machine {
                 if self.running == Some(position) {
                     self.running = None;
                 }
-                if let Some(o) = outcome {
-                    self.then([Job::Record(position, o)]);
-                }
+                let outcome = outcome.unwrap_or_else(|| ItemOutcome {
+                    status_code: None,
+                    response: None,
+                    error: Some("the task runner panicked".into()),
+                });
+                self.then([Job::Record(position, outcome)]);
                 self.agenda.push_back(Job::Advance);
             }
             Event::Changed(path) => {

@@ -152,6 +152,23 @@ fn a_runner_runs_its_items_in_order_and_records_each_once() {
 }
 
 #[test]
+fn an_item_whose_runner_panicked_is_recorded_as_an_error_and_not_run_again() {
+    let (mut w, [a, ..]) = formed(2);
+    w.nodes[a].running = None;
+    w.deliver(
+        a,
+        Event::ItemDone {
+            position: 0,
+            outcome: None,
+        },
+    );
+    let t = w.task("spider-1");
+    assert_eq!(t.result_detail[0].state, TaskState::Error);
+    assert_eq!(t.running_result.fail_count, 1);
+    assert_eq!(w.nodes[a].started, vec!["0", "10"]);
+}
+
+#[test]
 fn a_silent_runner_is_dead_after_three_late_checks_and_failed_over_in_one_transaction() {
     let (mut w, [a, b, c]) = formed(3);
     w.finish(a, ok(200)); // item 0 recorded, item 1 in flight
