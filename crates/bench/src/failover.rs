@@ -212,13 +212,8 @@ async fn wait_for(what: &str, mut f: impl AsyncFnMut() -> Result<bool>) -> Resul
 fn task(items: usize) -> Task {
     Task {
         running_content: (0..items)
-            .map(|i| RunningContent {
-                task_id: TaskId::Int(i as i64),
-                url: format!("http://127.0.0.1/item/{i}"),
-                method: "GET".into(),
-                parameters: None,
-                header: None,
-                body: None,
+            .map(|i| {
+                RunningContent::get(TaskId::Int(i as i64), format!("http://127.0.0.1/item/{i}"))
             })
             .collect(),
         ..Task::default()

@@ -227,14 +227,7 @@ impl<B: Backend> Cluster<B> {
 pub fn items_task(items: usize, tag: &str) -> Task {
     Task {
         running_content: (0..items)
-            .map(|i| RunningContent {
-                task_id: TaskId::Int(1),
-                url: format!("http://127.0.0.1/{tag}/{i}"),
-                method: "GET".into(),
-                parameters: None,
-                header: None,
-                body: None,
-            })
+            .map(|i| RunningContent::get(TaskId::Int(1), format!("http://127.0.0.1/{tag}/{i}")))
             .collect(),
         ..Task::default()
     }

@@ -76,6 +76,20 @@ pub struct RunningContent {
     pub body: Option<String>,
 }
 
+impl RunningContent {
+    /// A plain `GET` of `url`, with no parameters, headers or body.
+    pub fn get(task_id: TaskId, url: impl Into<String>) -> Self {
+        RunningContent {
+            task_id,
+            url: url.into(),
+            method: "GET".into(),
+            parameters: None,
+            header: None,
+            body: None,
+        }
+    }
+}
+
 /// How many items succeeded and failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunningResult {

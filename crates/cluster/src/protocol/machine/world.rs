@@ -62,13 +62,8 @@ pub(super) fn config(me: &str, runners: usize, backups: usize) -> NodeConfig {
 pub(super) fn items(n: usize) -> Task {
     Task {
         running_content: (0..n)
-            .map(|i| RunningContent {
-                task_id: TaskId::Int(i as i64 * 10),
-                url: format!("http://127.0.0.1/{i}"),
-                method: "GET".into(),
-                parameters: None,
-                header: None,
-                body: None,
+            .map(|i| {
+                RunningContent::get(TaskId::Int(i as i64 * 10), format!("http://127.0.0.1/{i}"))
             })
             .collect(),
         ..Task::default()
