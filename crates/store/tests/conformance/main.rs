@@ -20,6 +20,7 @@ macro_rules! conformance {
 conformance!(
     jobs_are_found_by_name_and_listed,
     admission_reports_each_url_new_once,
+    large_admissions_report_known_and_repeated_urls,
     results_are_stored_once_in_finishing_order,
     a_url_finished_without_admission_gets_its_row,
     loads_take_the_shallowest_and_resume_requeues_what_was_loaded,
@@ -28,4 +29,5 @@ conformance!(
     a_job_is_locked_by_one_owner,
     large_batches,
     a_batch_retried_after_an_unconfirmed_commit_keeps_its_results,
+    results_written_by_two_connections_keep_one_order,
 );

@@ -140,6 +140,32 @@ pub fn admission_reports_each_url_new_once(b: &mut Backend) {
     assert_eq!((counts.seen, counts.done, counts.pending()), (3, 0, 3));
 }
 
+pub fn large_admissions_report_known_and_repeated_urls(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let page = |i: usize| entry("a.test", &format!("/p{i}"), 2);
+    // Known before: every seventh page.
+    let known: Vec<_> = (0..100).step_by(7).map(page).collect();
+    assert!(admit(b, job, &known, false).iter().all(|n| *n));
+    // A long batch with known pages, a page twice in a row and a page twice
+    // far apart, among new ones; then a long batch of new pages only.
+    let mut items: Vec<_> = (0..100).map(page).collect();
+    items.insert(10, page(10));
+    items.push(page(50));
+    let expected: Vec<bool> = items
+        .iter()
+        .enumerate()
+        .map(|(i, (e, _))| {
+            !known.iter().any(|(k, _)| k.key == e.key)
+                && !items[..i].iter().any(|(p, _)| p.key == e.key)
+        })
+        .collect();
+    assert_eq!(admit(b, job, &items, true), expected);
+    let fresh: Vec<_> = (100..180).map(page).collect();
+    assert!(admit(b, job, &fresh, true).iter().all(|n| *n));
+    let counts = b.store.find_job("j").unwrap().unwrap().counts;
+    assert_eq!(counts.seen, 180);
+}
+
 pub fn results_are_stored_once_in_finishing_order(b: &mut Backend) {
     let job = b.store.open_job(&spec("j")).unwrap().id;
     let items: Vec<_> = (0..5)
@@ -327,4 +353,32 @@ pub fn a_batch_retried_after_an_unconfirmed_commit_keeps_its_results(b: &mut Bac
         "y was stored by this batch, x long before"
     );
     assert_eq!(b.store.results(job, 0, 10).unwrap().len(), 2);
+}
+
+pub fn results_written_by_two_connections_keep_one_order(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let mut other = (b.reopen)();
+    let [x, y, z] = ["/x", "/y", "/z"].map(|p| entry("a.test", p, 1));
+    admit(b, job, &[x.clone(), y.clone(), z.clone()], true);
+    finish(b, job, &[(x.0.clone(), false)]);
+    // Another connection appends a result between two of this one's.
+    let mut batch = Batch {
+        finished: vec![FinishedUrl::new(y.0.key, record(&y.0, false))],
+        ..Batch::default()
+    };
+    other.apply(job, &mut batch).unwrap();
+    assert_eq!(batch.recorded, [true]);
+    assert_eq!(finish(b, job, &[(z.0.clone(), false)]), [true]);
+    let urls: Vec<String> = b
+        .store
+        .results(job, 0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| serde_json::from_str::<serde_json::Value>(&r).unwrap()["url"].to_string())
+        .collect();
+    assert_eq!(
+        urls,
+        [&x.0.url, &y.0.url, &z.0.url].map(|u| format!("\"{u}\"")),
+        "positions are shared by every connection"
+    );
 }

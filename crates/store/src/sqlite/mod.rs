@@ -1,6 +1,10 @@
 //! [`SqliteStore`]: the embedded default. One file in WAL mode; every batch
 //! is one transaction; several processes may share the file (each job is
-//! locked by the process crawling it).
+//! locked by the process crawling it). A batch is applied by [`apply`].
+
+mod admit;
+mod apply;
+mod finish;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -8,13 +12,12 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crawlkeeper_model::JobCounts;
 use crawlkeeper_model::state::{Batch, Resumed};
-use crawlkeeper_model::{FrontierEntry, JobCounts};
-use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
-use crate::codec::{
-    chain_from, chain_text, key_bytes, key_from, now_text, parse_authority, saved_state,
-};
+use self::apply::{AuthorityIds, apply_in, run_cached};
+use crate::codec::{now_text, parse_authority, saved_state};
 use crate::schema::{self, state};
 use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 
@@ -22,11 +25,15 @@ use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
-    authorities: HashMap<(i64, String), i64>,
+    authorities: AuthorityIds,
+    /// Per job: the next result position, valid while the file's
+    /// `data_version` is the one noted (no other connection has committed
+    /// since this one wrote it).
+    next_seq: HashMap<i64, (i64, i64)>,
     locks: Vec<(String, File)>,
 }
 
-fn err(e: rusqlite::Error) -> StoreError {
+pub(crate) fn err(e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
             StoreError::Unavailable(e.to_string())
@@ -47,6 +54,8 @@ impl SqliteStore {
             StoreError::Backend(format!("cannot open state file {}: {e}", path.display()))
         })?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
+        // Every statement of a batch stays prepared.
+        conn.set_prepared_statement_cache_capacity(32);
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(|e| match err(e) {
                 StoreError::Backend(m) => StoreError::Corrupt(format!(
@@ -63,6 +72,7 @@ impl SqliteStore {
             conn,
             path,
             authorities: HashMap::new(),
+            next_seq: HashMap::new(),
             locks: Vec::new(),
         };
         store.migrate()?;
@@ -178,7 +188,8 @@ impl Store for SqliteStore {
         tx.execute("DELETE FROM jobs WHERE id = ?1", [job.id.0])
             .map_err(err)?;
         tx.commit().map_err(err)?;
-        self.authorities.retain(|(j, _), _| *j != job.id.0);
+        self.authorities.remove(&job.id.0);
+        self.next_seq.remove(&job.id.0);
         Ok(true)
     }
 
@@ -273,15 +284,31 @@ impl Store for SqliteStore {
     }
 
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {
-        let mut tx = self.conn.transaction().map_err(err)?;
-        let result = apply_in(&mut tx, &mut self.authorities, job.0, batch);
+        // BEGIN and COMMIT are cached statements: a batch may be one URL.
+        run_cached(&self.conn, "BEGIN")?;
+        let result = apply_in(
+            &self.conn,
+            &mut self.authorities,
+            &self.next_seq,
+            job.0,
+            batch,
+        )
+        .and_then(|next| run_cached(&self.conn, "COMMIT").map(|()| next));
         match result {
-            Ok(()) => tx.commit().map_err(err),
+            Ok(next) => {
+                if let Some(next) = next {
+                    self.next_seq.insert(job.0, next);
+                }
+                Ok(())
+            }
             Err(e) => {
-                // Dropping the transaction rolls it back; forget authority ids
-                // it may have created.
-                drop(tx);
-                self.authorities.retain(|(j, _), _| *j != job.0);
+                if !self.conn.is_autocommit() {
+                    // A failed COMMIT (busy) leaves the transaction open.
+                    let _ = run_cached(&self.conn, "ROLLBACK");
+                }
+                // Forget what the rolled back transaction may have created.
+                self.authorities.remove(&job.0);
+                self.next_seq.remove(&job.0);
                 Err(e)
             }
         }
@@ -306,194 +333,4 @@ impl Store for SqliteStore {
             .map_err(err)?;
         rows.collect::<Result<_, _>>().map_err(err)
     }
-}
-
-fn authority_id(
-    tx: &Transaction<'_>,
-    cache: &mut HashMap<(i64, String), i64>,
-    job: i64,
-    authority: &str,
-) -> Result<i64, StoreError> {
-    if let Some(id) = cache.get(&(job, authority.to_owned())) {
-        return Ok(*id);
-    }
-    let existing: Option<i64> = tx
-        .query_row(
-            "SELECT id FROM authorities WHERE job = ?1 AND authority = ?2",
-            params![job, authority],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(err)?;
-    let id = match existing {
-        Some(id) => id,
-        None => {
-            let next: i64 = tx
-                .query_row(
-                    "SELECT coalesce(max(id), 0) + 1 FROM authorities WHERE job = ?1",
-                    [job],
-                    |r| r.get(0),
-                )
-                .map_err(err)?;
-            tx.execute(
-                "INSERT INTO authorities (job, id, authority) VALUES (?1, ?2, ?3)",
-                params![job, next, authority],
-            )
-            .map_err(err)?;
-            next
-        }
-    };
-    cache.insert((job, authority.to_owned()), id);
-    Ok(id)
-}
-
-fn apply_in(
-    tx: &mut Transaction<'_>,
-    cache: &mut HashMap<(i64, String), i64>,
-    job: i64,
-    batch: &mut Batch,
-) -> Result<(), StoreError> {
-    batch.recorded.clear();
-    batch.admitted.clear();
-    batch.loaded.clear();
-    if !batch.finished.is_empty() {
-        let mut seq: i64 = tx
-            .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM results WHERE job = ?1")
-            .map_err(err)?
-            .query_row([job], |r| r.get(0))
-            .map_err(err)?;
-        let first = *batch.first_position.get_or_insert(seq as u64) as i64;
-        for f in &batch.finished {
-            let key = key_bytes(f.key);
-            // Admitted and not finished; or never admitted (skipped with its authority).
-            let claimed = tx
-                .prepare_cached(
-                    "UPDATE urls SET state = 2, seq = ?1 WHERE job = ?2 AND key = ?3 AND state <> 2",
-                )
-                .map_err(err)?
-                .execute(params![seq, job, key])
-                .map_err(err)?
-                == 1
-                || {
-                    let auth = authority_id(tx, cache, job, &f.record.authority.to_string())?;
-                    tx.prepare_cached(
-                        "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 2, ?7) ON CONFLICT DO NOTHING",
-                    )
-                    .map_err(err)?
-                    .execute(params![job, key, auth, f.record.url, f.record.depth, f.record.parent, seq])
-                    .map_err(err)?
-                        == 1
-                };
-            let recorded = if claimed {
-                tx.prepare_cached(
-                    "INSERT INTO results (job, seq, failed, record) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(err)?
-                .execute(params![
-                    job,
-                    seq,
-                    i64::from(f.record.error.is_some()),
-                    f.json
-                ])
-                .map_err(err)?;
-                seq += 1;
-                true
-            } else {
-                // Done already: by an attempt of this batch whose commit was not confirmed?
-                tx.prepare_cached("SELECT seq FROM urls WHERE job = ?1 AND key = ?2")
-                    .map_err(err)?
-                    .query_row(params![job, key], |r| r.get::<_, Option<i64>>(0))
-                    .optional()
-                    .map_err(err)?
-                    .flatten()
-                    .is_some_and(|s| s >= first)
-            };
-            batch.recorded.push(recorded);
-        }
-    }
-    for (entry, authority, loaded) in &batch.admit {
-        let auth = authority_id(tx, cache, job, &authority.to_string())?;
-        let st = if *loaded {
-            state::LOADED
-        } else {
-            state::QUEUED
-        };
-        let new = tx
-            .prepare_cached(
-                "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
-            )
-            .map_err(err)?
-            .execute(params![
-                job,
-                key_bytes(entry.key),
-                auth,
-                entry.url,
-                entry.depth,
-                entry.parent,
-                chain_text(entry),
-                st
-            ])
-            .map_err(err)?
-            == 1;
-        batch.admitted.push(new);
-    }
-    for (authority, limit) in &batch.load {
-        let auth = authority_id(tx, cache, job, &authority.to_string())?;
-        let rows: Vec<(i64, FrontierEntry)> = {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT id, key, url, depth, parent, chain FROM urls
-                     WHERE job = ?1 AND auth = ?2 AND state = 0 ORDER BY depth LIMIT ?3",
-                )
-                .map_err(err)?;
-            let rows = stmt
-                .query_map(params![job, auth, *limit as i64], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, Vec<u8>>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, u32>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                    ))
-                })
-                .map_err(err)?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (id, key, url, depth, parent, chain) = row.map_err(err)?;
-                out.push((
-                    id,
-                    FrontierEntry {
-                        key: key_from(&key)?,
-                        url,
-                        depth,
-                        parent,
-                        redirect_chain: chain_from(chain)?,
-                    },
-                ));
-            }
-            out
-        };
-        for (id, _) in &rows {
-            tx.prepare_cached("UPDATE urls SET state = 1 WHERE id = ?1")
-                .map_err(err)?
-                .execute([id])
-                .map_err(err)?;
-        }
-        batch
-            .loaded
-            .push(rows.into_iter().map(|(_, e)| e).collect());
-    }
-    for saved in &batch.authorities {
-        let name = saved.authority.to_string();
-        let auth = authority_id(tx, cache, job, &name)?;
-        let text = serde_json::to_string(saved).map_err(|e| StoreError::Backend(e.to_string()))?;
-        tx.prepare_cached("UPDATE authorities SET state = ?1 WHERE job = ?2 AND id = ?3")
-            .map_err(err)?
-            .execute(params![text, job, auth])
-            .map_err(err)?;
-    }
-    Ok(())
 }

@@ -1,0 +1,142 @@
+//! Applying a batch inside one transaction: statements prepared once per
+//! connection, authority ids and the next result position remembered
+//! between batches, so that a batch of one URL costs only its own rows.
+
+use std::collections::HashMap;
+
+use crawlkeeper_model::state::Batch;
+use crawlkeeper_model::{Authority, FrontierEntry};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::admit::admit_urls;
+use super::err;
+use super::finish::finish_urls;
+use crate::StoreError;
+use crate::codec::{chain_from, key_from};
+
+/// Authority row ids by job, so that naming an authority costs no query.
+pub type AuthorityIds = HashMap<i64, HashMap<Authority, i64>>;
+
+/// Runs a statement without parameters or rows, prepared once.
+pub fn run_cached(conn: &Connection, sql: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(sql)
+        .map_err(err)?
+        .execute([])
+        .map(drop)
+        .map_err(err)
+}
+
+pub fn authority_id(
+    tx: &Connection,
+    cache: &mut AuthorityIds,
+    job: i64,
+    authority: &Authority,
+) -> Result<i64, StoreError> {
+    if let Some(id) = cache.get(&job).and_then(|ids| ids.get(authority)) {
+        return Ok(*id);
+    }
+    let name = authority.to_string();
+    let existing: Option<i64> = tx
+        .query_row(
+            "SELECT id FROM authorities WHERE job = ?1 AND authority = ?2",
+            params![job, name],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(err)?;
+    let id = match existing {
+        Some(id) => id,
+        None => {
+            let next: i64 = tx
+                .query_row(
+                    "SELECT coalesce(max(id), 0) + 1 FROM authorities WHERE job = ?1",
+                    [job],
+                    |r| r.get(0),
+                )
+                .map_err(err)?;
+            tx.execute(
+                "INSERT INTO authorities (job, id, authority) VALUES (?1, ?2, ?3)",
+                params![job, next, name],
+            )
+            .map_err(err)?;
+            next
+        }
+    };
+    cache.entry(job).or_default().insert(authority.clone(), id);
+    Ok(id)
+}
+
+/// Applies `batch` inside the open transaction; returns the job's next
+/// result position and the file's data version when results were written.
+pub fn apply_in(
+    tx: &Connection,
+    cache: &mut AuthorityIds,
+    next_seq: &HashMap<i64, (i64, i64)>,
+    job: i64,
+    batch: &mut Batch,
+) -> Result<Option<(i64, i64)>, StoreError> {
+    batch.recorded.clear();
+    batch.admitted.clear();
+    batch.loaded.clear();
+    let mut next = None;
+    if !batch.finished.is_empty() {
+        next = Some(finish_urls(tx, cache, next_seq, job, batch)?);
+    }
+    admit_urls(tx, cache, job, &batch.admit, &mut batch.admitted)?;
+    for (authority, limit) in &batch.load {
+        let auth = authority_id(tx, cache, job, authority)?;
+        let rows: Vec<(i64, FrontierEntry)> = {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT id, key, url, depth, parent, chain FROM urls
+                     WHERE job = ?1 AND auth = ?2 AND state = 0 ORDER BY depth LIMIT ?3",
+                )
+                .map_err(err)?;
+            let rows = stmt
+                .query_map(params![job, auth, *limit as i64], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Vec<u8>>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, u32>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                    ))
+                })
+                .map_err(err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (id, key, url, depth, parent, chain) = row.map_err(err)?;
+                out.push((
+                    id,
+                    FrontierEntry {
+                        key: key_from(&key)?,
+                        url,
+                        depth,
+                        parent,
+                        redirect_chain: chain_from(chain)?,
+                    },
+                ));
+            }
+            out
+        };
+        for (id, _) in &rows {
+            tx.prepare_cached("UPDATE urls SET state = 1 WHERE id = ?1")
+                .map_err(err)?
+                .execute([id])
+                .map_err(err)?;
+        }
+        batch
+            .loaded
+            .push(rows.into_iter().map(|(_, e)| e).collect());
+    }
+    for saved in &batch.authorities {
+        let auth = authority_id(tx, cache, job, &saved.authority)?;
+        let text = serde_json::to_string(saved).map_err(|e| StoreError::Backend(e.to_string()))?;
+        tx.prepare_cached("UPDATE authorities SET state = ?1 WHERE job = ?2 AND id = ?3")
+            .map_err(err)?
+            .execute(params![text, job, auth])
+            .map_err(err)?;
+    }
+    Ok(next)
+}

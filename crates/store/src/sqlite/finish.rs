@@ -1,0 +1,123 @@
+//! Storing finished URLs: each claims its row of `urls` (or gets one) and,
+//! the first time, gets the next result position; the records are then
+//! written [`CHUNK`] to a statement.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use crawlkeeper_model::state::Batch;
+use rusqlite::types::ToSql;
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+
+use super::apply::{AuthorityIds, authority_id};
+use super::err;
+use crate::StoreError;
+use crate::codec::key_bytes;
+
+/// Records inserted by one statement.
+const CHUNK: usize = 16;
+
+/// The statement inserting `rows` records.
+fn insert_sql(rows: usize) -> String {
+    let values = vec!["(?, ?, ?, ?)"; rows].join(", ");
+    format!("INSERT INTO results (job, seq, failed, record) VALUES {values}")
+}
+
+static INSERT_ONE: LazyLock<String> = LazyLock::new(|| insert_sql(1));
+static INSERT_CHUNK: LazyLock<String> = LazyLock::new(|| insert_sql(CHUNK));
+
+/// Stores the records of `batch.finished`, filling `batch.recorded`;
+/// returns the job's next result position and the file's data version it
+/// is valid for. `next_seq` holds the position noted after the last batch
+/// of this connection.
+pub fn finish_urls(
+    tx: &Connection,
+    cache: &mut AuthorityIds,
+    next_seq: &HashMap<i64, (i64, i64)>,
+    job: i64,
+    batch: &mut Batch,
+) -> Result<(i64, i64), StoreError> {
+    let version: i64 = tx
+        .prepare_cached("PRAGMA data_version")
+        .map_err(err)?
+        .query_row([], |r| r.get(0))
+        .map_err(err)?;
+    // Unless another connection has committed since, the position noted
+    // after this connection's last batch is still the next one.
+    let mut seq: i64 = match next_seq.get(&job) {
+        Some(&(seq, v)) if v == version => seq,
+        _ => tx
+            .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM results WHERE job = ?1")
+            .map_err(err)?
+            .query_row([job], |r| r.get(0))
+            .map_err(err)?,
+    };
+    let first = *batch.first_position.get_or_insert(seq as u64) as i64;
+    let mut claim = tx
+        .prepare_cached(
+            "UPDATE urls SET state = 2, seq = ?1 WHERE job = ?2 AND key = ?3 AND state <> 2",
+        )
+        .map_err(err)?;
+    // (position, failed, index in the batch) of each record to write.
+    let mut records = Vec::with_capacity(batch.finished.len());
+    for (i, f) in batch.finished.iter().enumerate() {
+        let key = key_bytes(f.key);
+        // Admitted and not finished; or never admitted (skipped with its authority).
+        let claimed = claim.execute(params![seq, job, key]).map_err(err)? == 1 || {
+            let auth = authority_id(tx, cache, job, &f.record.authority)?;
+            tx.prepare_cached(
+                "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 2, ?7) ON CONFLICT DO NOTHING",
+            )
+            .map_err(err)?
+            .execute(params![
+                job,
+                key,
+                auth,
+                f.record.url,
+                f.record.depth,
+                f.record.parent,
+                seq
+            ])
+            .map_err(err)?
+                == 1
+        };
+        let recorded = if claimed {
+            records.push((seq, i64::from(f.record.error.is_some()), i));
+            seq += 1;
+            true
+        } else {
+            // Done already: by an attempt of this batch whose commit was not confirmed?
+            tx.prepare_cached("SELECT seq FROM urls WHERE job = ?1 AND key = ?2")
+                .map_err(err)?
+                .query_row(params![job, key], |r| r.get::<_, Option<i64>>(0))
+                .optional()
+                .map_err(err)?
+                .flatten()
+                .is_some_and(|s| s >= first)
+        };
+        batch.recorded.push(recorded);
+    }
+    let mut one = tx.prepare_cached(&INSERT_ONE).map_err(err)?;
+    let mut chunk = tx.prepare_cached(&INSERT_CHUNK).map_err(err)?;
+    for part in records.chunks(CHUNK) {
+        let json = |i: usize| &batch.finished[i].json;
+        if part.len() < CHUNK {
+            for (seq, failed, i) in part {
+                one.execute(params![job, seq, failed, json(*i)])
+                    .map_err(err)?;
+            }
+            continue;
+        }
+        let values = part.iter().flat_map(|(seq, failed, i)| {
+            [
+                &job as &dyn ToSql,
+                seq as &dyn ToSql,
+                failed as &dyn ToSql,
+                json(*i) as &dyn ToSql,
+            ]
+        });
+        chunk.execute(params_from_iter(values)).map_err(err)?;
+    }
+    Ok((seq, version))
+}
