@@ -5,6 +5,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`sqlite`] | [`SqliteStore`]: one file, WAL, the embedded default |
+//! | [`checkpoint`] | SQLite checkpoints on their own thread, off the commit path |
 //! | [`postgres`] | [`PgStore`]: PostgreSQL, for clusters |
 //! | [`codec`] | how keys, chains and records are written in rows |
 //! | [`schema`] | the tables, created or migrated on connect |
@@ -14,6 +15,7 @@
 //! result is written once per job and URL key, so a replay after a crash
 //! never makes a second row.
 
+pub mod checkpoint;
 pub mod codec;
 pub mod postgres;
 pub mod schema;

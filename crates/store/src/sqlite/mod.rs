@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: the embedded default. One file in WAL mode; every batch
 //! is one transaction; several processes may share the file (each job is
-//! locked by the process crawling it). A batch is applied by [`apply`].
+//! locked by the process crawling it). Checkpoints run on their own thread
+//! ([`crate::checkpoint`]); a batch is applied by [`apply`].
 
 mod admit;
 mod apply;
@@ -17,12 +18,17 @@ use crawlkeeper_model::state::{Batch, Resumed};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use self::apply::{AuthorityIds, apply_in, run_cached};
+use crate::checkpoint::{Checkpointer, Thresholds};
 use crate::codec::{now_text, parse_authority, saved_state};
 use crate::schema::{self, state};
 use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 
 /// A crawl state file.
 pub struct SqliteStore {
+    /// Started with the first batch; dropped (joined) before `conn` closes.
+    checkpointer: Option<Checkpointer>,
+    /// The file is in WAL mode (so checkpoints can run on their own thread).
+    wal: bool,
     conn: Connection,
     path: PathBuf,
     authorities: AuthorityIds,
@@ -56,7 +62,8 @@ impl SqliteStore {
         conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
         // Every statement of a batch stays prepared.
         conn.set_prepared_statement_cache_capacity(32);
-        conn.pragma_update(None, "journal_mode", "WAL")
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
             .map_err(|e| match err(e) {
                 StoreError::Backend(m) => StoreError::Corrupt(format!(
                     "{} is not a crawlkeeper state file: {m}",
@@ -69,6 +76,9 @@ impl SqliteStore {
         conn.pragma_update(None, "cache_size", -16_000)
             .map_err(err)?;
         let mut store = Self {
+            checkpointer: None,
+            // A file system without shared memory keeps another journal.
+            wal: mode.eq_ignore_ascii_case("wal"),
             conn,
             path,
             authorities: HashMap::new(),
@@ -284,6 +294,13 @@ impl Store for SqliteStore {
     }
 
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {
+        if self.wal && self.checkpointer.is_none() {
+            self.checkpointer = Some(Checkpointer::start(
+                &self.path,
+                &mut self.conn,
+                Thresholds::default(),
+            )?);
+        }
         // BEGIN and COMMIT are cached statements: a batch may be one URL.
         run_cached(&self.conn, "BEGIN")?;
         let result = apply_in(

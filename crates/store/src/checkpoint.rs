@@ -1,0 +1,222 @@
+//! Checkpoints of a SQLite state file off the commit path.
+//!
+//! In WAL mode SQLite copies the log back into the database file every
+//! thousand pages or so (a checkpoint), by default inside the commit that
+//! crossed the mark, with two `fsync`s. The crawler commits from one thread
+//! that the engine waits on, so each checkpoint stalled every worker. Here
+//! the writing connection only counts the log's pages (a WAL hook) and
+//! wakes a thread with its own connection that checkpoints in `PASSIVE`
+//! mode, concurrently with the writer: nothing a commit makes durable
+//! changes, only who copies it to the database file, and when.
+//!
+//! A passive checkpoint never waits, so the log restarts from its
+//! beginning only when it has been copied entirely before the next write
+//! begins. Under a steady stream of commits that may never happen by
+//! itself: once the log holds [`RESTART_FRAMES`] pages, the writer
+//! checkpoints inline (copying the few pages the thread has not, then
+//! syncing), which lets the next transaction start the log over.
+
+use std::ffi::c_int;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::wal::CheckpointMode;
+use rusqlite::{Connection, MAIN_DB};
+use tracing::debug;
+
+use crate::StoreError;
+
+/// Log pages written between two checkpoints of the thread (SQLite's
+/// default automatic checkpoint).
+pub const STEP_FRAMES: c_int = 1000;
+/// Log pages after which the writer checkpoints itself, so that the log
+/// restarts (a log of ~40 MB at 4 KiB pages).
+pub const RESTART_FRAMES: c_int = 10_000;
+
+/// When checkpoints happen, in log pages (frames).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thresholds {
+    /// Pages written between two wake-ups of the thread.
+    pub step: c_int,
+    /// Pages in the log after which the writer checkpoints inline.
+    pub restart: c_int,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            step: STEP_FRAMES,
+            restart: RESTART_FRAMES,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Signal {
+    wanted: bool,
+    stop: bool,
+}
+
+type Shared = Arc<(Mutex<Signal>, Condvar)>;
+
+/// The checkpointing thread of one state file.
+pub struct Checkpointer {
+    shared: Shared,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    /// Starts a thread checkpointing the file at `path`, and hooks
+    /// `writer` (a connection to the same file in WAL mode) to wake it.
+    pub fn start(path: &Path, writer: &mut Connection, at: Thresholds) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(|e| {
+            StoreError::Backend(format!("cannot open state file {}: {e}", path.display()))
+        })?;
+        conn.busy_timeout(Duration::from_secs(10))
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        // A connection sees the log only once it has read the file.
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Backend(format!(
+                "state file {} is not in WAL mode ({mode})",
+                path.display()
+            )));
+        }
+        let shared: Shared = Arc::default();
+        let thread = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("sqlite-checkpoint".into())
+                .spawn(move || run(&conn, &shared))
+                .map_err(|e| StoreError::Backend(format!("cannot start a thread: {e}")))?
+        };
+        let waker = shared.clone();
+        let mut last: c_int = 0;
+        writer
+            .wal_hook(Some(
+                move |wal: &mut rusqlite::hooks::Wal, frames: c_int| {
+                    if frames >= at.restart {
+                        // Busy when the thread is checkpointing: the next commit
+                        // tries again. An error here would fail the commit.
+                        if let Err(e) = wal.checkpoint_v2(CheckpointMode::PASSIVE) {
+                            debug!(error = %e, "inline checkpoint deferred");
+                        }
+                        last = 0;
+                    } else {
+                        if frames < last {
+                            // The log restarted.
+                            last = 0;
+                        }
+                        if frames - last >= at.step {
+                            last = frames;
+                            wake(&waker);
+                        }
+                    }
+                    Ok(())
+                },
+            ))
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        Ok(Self {
+            shared,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        {
+            let (lock, cv) = &*self.shared;
+            lock.lock().unwrap_or_else(PoisonError::into_inner).stop = true;
+            cv.notify_one();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn wake(shared: &Shared) {
+    let (lock, cv) = &**shared;
+    lock.lock().unwrap_or_else(PoisonError::into_inner).wanted = true;
+    cv.notify_one();
+}
+
+fn run(conn: &Connection, shared: &Shared) {
+    let (lock, cv) = &**shared;
+    loop {
+        {
+            let mut s = lock.lock().unwrap_or_else(PoisonError::into_inner);
+            while !s.wanted && !s.stop {
+                s = cv.wait(s).unwrap_or_else(PoisonError::into_inner);
+            }
+            if s.stop {
+                return;
+            }
+            s.wanted = false;
+        }
+        match conn.wal_checkpoint_v2(Some(MAIN_DB), CheckpointMode::PASSIVE) {
+            Ok((log, copied)) => debug!(log, copied, "checkpoint"),
+            // The file stays correct; the next wake tries again.
+            Err(e) => debug!(error = %e, "checkpoint failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wal_frames(db: &Path) -> u64 {
+        let wal = db.with_extension("db-wal");
+        std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0) / (4096 + 24)
+    }
+
+    #[test]
+    fn the_log_stays_bounded_and_every_commit_is_kept() {
+        let dir = std::env::temp_dir().join(format!("ck_ckpt_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("t.db");
+        let mut writer = Connection::open(&db).unwrap();
+        writer
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+            .unwrap();
+        writer
+            .execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB)")
+            .unwrap();
+        let at = Thresholds {
+            step: 20,
+            restart: 100,
+        };
+        let ckpt = Checkpointer::start(&db, &mut writer, at).unwrap();
+        let mut largest = 0;
+        for i in 0..400 {
+            let tx = writer.transaction().unwrap();
+            for j in 0..5 {
+                // Rows of a page each: five log pages per commit.
+                tx.execute(
+                    "INSERT INTO t (k, v) VALUES (?1, zeroblob(3000))",
+                    [i * 5 + j],
+                )
+                .unwrap();
+            }
+            tx.commit().unwrap();
+            largest = largest.max(wal_frames(&db));
+        }
+        // 2,000 pages were logged; the log restarted well before that (the
+        // margin covers commits made while the thread held the checkpoint).
+        assert!(largest < 1000, "the log grew to {largest} pages");
+        drop(ckpt);
+        let n: i64 = Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2000);
+        drop(writer);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
