@@ -164,7 +164,10 @@ impl Engine {
         let started = Instant::now();
         let deadline = started + self.config.engine.run_timeout;
         let (state, sink) = self.state.take().expect("run is called once");
-        let mut store = spawn_worker(state, sink);
+        // Half the workers may wait in a group commit; the others keep
+        // fetching.
+        let group_target = (self.config.engine.max_workers / 2).max(1);
+        let mut store = spawn_worker(state, sink, group_target);
         match store.rx.recv().await {
             Some(Reply::Resumed(resumed)) => {
                 if resumed.counts.seen > 0 {

@@ -7,11 +7,15 @@
 //! handles the replies as events, so a slow disk or database delays
 //! commits, not dispatch.
 
+use std::time::Duration;
+
+mod group;
 mod memory;
 mod worker;
 
 pub use crawlkeeper_model::state::{Batch, Resumed};
 
+pub use group::GroupPolicy;
 pub use memory::MemoryState;
 pub use worker::{AdmitItem, Command, Reply, StateHandle, entry_of, job_of, spawn_worker};
 
@@ -25,6 +29,14 @@ pub trait CrawlState: Send + 'static {
     /// Applies `batch` in one transaction, filling its outputs. When it
     /// returns `Ok` the changes are durable; on `Err` none are applied.
     fn apply(&mut self, batch: &mut Batch) -> Result<(), StateError>;
+
+    /// How long the worker may hold a commit back to gather more finished
+    /// URLs into it, sharing the transaction's fixed cost (see
+    /// [`GroupPolicy`]). Zero, the default, commits as soon as the worker
+    /// is free: right for state kept in memory.
+    fn commit_wait(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// The state could not be read or written.

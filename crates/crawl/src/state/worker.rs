@@ -1,9 +1,11 @@
 //! The state worker: a thread that owns the [`CrawlState`] and the sink,
 //! gathers the engine's commands into one transaction at a time (group
-//! commit), writes the records of newly finished URLs to the sink after
-//! they are durable, and answers the engine.
+//! commit, waiting a little for more when the state asks for it, see
+//! [`GroupPolicy`]), writes the records of newly finished URLs to the sink
+//! after they are durable, and answers the engine.
 
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -12,6 +14,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracing::{error, info, warn};
 use url::Url;
 
+use super::group::GroupPolicy;
 use super::{Batch, CrawlState, Resumed, StateError};
 use crate::pipeline::Job;
 use crate::sink::Sink;
@@ -86,8 +89,8 @@ pub enum Reply {
 
 /// The engine's side of the worker.
 pub struct StateHandle {
-    /// Commands to the worker.
-    pub tx: UnboundedSender<Command>,
+    /// Commands to the worker (sending never blocks).
+    pub tx: Sender<Command>,
     /// Replies from the worker.
     pub rx: UnboundedReceiver<Reply>,
     thread: Option<JoinHandle<()>>,
@@ -102,13 +105,21 @@ impl Drop for StateHandle {
     }
 }
 
-/// Starts the worker thread for `state`, writing records to `sink`.
-pub fn spawn_worker(state: Box<dyn CrawlState>, sink: Box<dyn Sink>) -> StateHandle {
-    let (tx, commands) = unbounded_channel();
+/// Starts the worker thread for `state`, writing records to `sink`. A
+/// commit waits for at most `group_target` finished URLs (when the state
+/// asks for group commit at all, [`CrawlState::commit_wait`]); the engine
+/// gives a fraction of its workers, so that waiting never starves it.
+pub fn spawn_worker(
+    state: Box<dyn CrawlState>,
+    sink: Box<dyn Sink>,
+    group_target: usize,
+) -> StateHandle {
+    let (tx, commands) = channel();
     let (replies, rx) = unbounded_channel();
+    let policy = GroupPolicy::new(state.commit_wait(), group_target);
     let thread = std::thread::Builder::new()
         .name("crawl-state".into())
-        .spawn(move || run(state, sink, commands, replies))
+        .spawn(move || run(state, sink, policy, commands, replies))
         // Spawning a thread only fails when the OS is out of resources.
         .expect("the state thread starts");
     StateHandle {
@@ -118,10 +129,72 @@ pub fn spawn_worker(state: Box<dyn CrawlState>, sink: Box<dyn Sink>) -> StateHan
     }
 }
 
+/// Commands that arrived during a commit and were not taken yet.
+struct Inbox {
+    commands: Receiver<Command>,
+    /// One command taken to see whether more were waiting.
+    peeked: Option<Command>,
+}
+
+impl Inbox {
+    /// The next command, waiting for it; `None` once the engine is gone.
+    fn recv(&mut self) -> Option<Command> {
+        self.peeked.take().or_else(|| self.commands.recv().ok())
+    }
+
+    /// True when no command is waiting.
+    fn is_empty(&mut self) -> bool {
+        if self.peeked.is_none() {
+            self.peeked = self.commands.try_recv().ok();
+        }
+        self.peeked.is_none()
+    }
+
+    /// The commands of the next transaction: every one waiting now, and,
+    /// when `policy` says to wait, every one that arrived by its deadline
+    /// (the worker sleeps meanwhile, so that the engine's sends do not wake
+    /// it one by one), up to [`MAX_COMMANDS`].
+    fn gather(&mut self, first: Command, policy: &mut GroupPolicy) -> Vec<Command> {
+        let mut gathered = vec![first];
+        self.drain(&mut gathered);
+        let finished = gathered.iter().filter(|c| is_finish(c)).count();
+        // Loads feed the frontier and Close ends the run: never held back.
+        if !gathered.iter().any(is_urgent)
+            && gathered.len() < MAX_COMMANDS
+            && let Some(deadline) = policy.deadline(finished, Instant::now())
+        {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            self.drain(&mut gathered);
+        }
+        let finished = gathered.iter().filter(|c| is_finish(c)).count();
+        policy.observe(finished, Instant::now());
+        gathered
+    }
+
+    /// Takes the commands waiting now, up to [`MAX_COMMANDS`] in all.
+    fn drain(&mut self, gathered: &mut Vec<Command>) {
+        while gathered.len() < MAX_COMMANDS {
+            match self.commands.try_recv() {
+                Ok(c) => gathered.push(c),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+fn is_finish(c: &Command) -> bool {
+    matches!(c, Command::Finish(..))
+}
+
+fn is_urgent(c: &Command) -> bool {
+    matches!(c, Command::Load { .. } | Command::Close)
+}
+
 fn run(
     mut state: Box<dyn CrawlState>,
     mut sink: Box<dyn Sink>,
-    mut commands: UnboundedReceiver<Command>,
+    mut policy: GroupPolicy,
+    commands: Receiver<Command>,
     replies: UnboundedSender<Reply>,
 ) {
     let resumed = with_retry(|| state.resume());
@@ -134,14 +207,12 @@ fn run(
             return;
         }
     }
-    while let Some(first) = commands.blocking_recv() {
-        let mut gathered = vec![first];
-        while gathered.len() < MAX_COMMANDS {
-            match commands.try_recv() {
-                Ok(c) => gathered.push(c),
-                Err(_) => break,
-            }
-        }
+    let mut inbox = Inbox {
+        commands,
+        peeked: None,
+    };
+    while let Some(first) = inbox.recv() {
+        let gathered = inbox.gather(first, &mut policy);
         let mut batch = Batch::default();
         let mut admits = Vec::new();
         let mut loads = Vec::new();
@@ -165,12 +236,16 @@ fn run(
                 Command::Close => close = true,
             }
         }
+        let applying = Instant::now();
         if !batch.is_empty()
             && let Err(e) = with_retry(|| state.apply(&mut batch))
         {
             error!(error = %e, "cannot write the crawl state; stopping");
             let _ = replies.send(Reply::Failed(e));
             return;
+        }
+        if !batch.finished.is_empty() {
+            policy.observe_apply(applying.elapsed());
         }
         // Durable now: the engine may reuse the workers before the records
         // reach the sink (the output is brought up to date on resume).
@@ -197,7 +272,7 @@ fn run(
             .try_for_each(|(f, _)| sink.write_json(&f.record, &f.json));
         // Flush when there is nothing more to do right away, and at the end.
         let flushed = written.and_then(|()| {
-            if close || commands.is_empty() {
+            if close || inbox.is_empty() {
                 sink.flush()
             } else {
                 Ok(())

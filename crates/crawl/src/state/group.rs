@@ -1,0 +1,154 @@
+//! When the state worker holds a commit back to gather more finished URLs
+//! into it (group commit with a bounded wait).
+//!
+//! Each transaction of a store has a fixed cost (its log write, locks,
+//! statements to begin and end it, SQLite's page-cache sweep at commit) on
+//! top of a cost per row. At tens of thousands of pages per second the
+//! worker, left to itself, commits nearly every page alone: it is idle
+//! when the page arrives, so its transaction holds one page, and the fixed
+//! cost is paid per page. The policy lets it wait a little for more pages,
+//! but only when the recent rate says that a few more will arrive within
+//! the wait, and no longer than the target number should take to arrive:
+//! a slow crawl (many hosts, long delays) commits at once, as before.
+//! Waiting never weakens durability: the engine counts a page's worker
+//! busy until its record is durable either way; it only delays the moment,
+//! and the target (a fraction of the workers) leaves the others fetching.
+
+use std::time::{Duration, Instant};
+
+/// Fewest finished URLs a wait should be expected to gather; below this
+/// rate the worker commits at once.
+const MIN_EXPECTED: f64 = 2.0;
+/// Weight of the newest rate sample.
+const ALPHA: f64 = 0.25;
+/// Shortest wait worth a sleep.
+const MIN_WAIT: Duration = Duration::from_micros(50);
+
+/// The group-commit policy of one worker.
+#[derive(Debug, Clone)]
+pub struct GroupPolicy {
+    max_wait: Duration,
+    target: usize,
+    /// Finished URLs per second, smoothed.
+    rate: f64,
+    last: Option<Instant>,
+    /// How long a transaction takes to apply, smoothed (seconds).
+    apply: f64,
+}
+
+impl GroupPolicy {
+    /// A policy that waits at most `max_wait` (zero: never), and no longer
+    /// than `target` finished URLs should take to arrive.
+    pub fn new(max_wait: Duration, target: usize) -> Self {
+        Self {
+            max_wait,
+            target: target.max(1),
+            rate: 0.0,
+            last: None,
+            apply: 0.0,
+        }
+    }
+
+    /// Notes that a transaction with `finished` URLs was gathered at `now`.
+    pub fn observe(&mut self, finished: usize, now: Instant) {
+        if let Some(last) = self.last {
+            let secs = now.duration_since(last).as_secs_f64().max(1e-6);
+            self.rate = (1.0 - ALPHA) * self.rate + ALPHA * (finished as f64 / secs);
+        }
+        self.last = Some(now);
+    }
+
+    /// Notes that applying a transaction took `took`.
+    pub fn observe_apply(&mut self, took: Duration) {
+        self.apply = (1.0 - ALPHA) * self.apply + ALPHA * took.as_secs_f64();
+    }
+
+    /// Until when to wait for more commands, with `finished` URLs gathered
+    /// so far at `now`; `None` to commit at once. The wait ends early
+    /// enough that, counting the URLs that arrive while the transaction is
+    /// applied, about `target` wait for their commit at a time.
+    pub fn deadline(&self, finished: usize, now: Instant) -> Option<Instant> {
+        if self.max_wait.is_zero() || finished == 0 || finished >= self.target {
+            return None;
+        }
+        if self.rate * self.max_wait.as_secs_f64() < MIN_EXPECTED {
+            return None;
+        }
+        let needed = (self.target - finished) as f64 / self.rate - self.apply;
+        let wait = self.max_wait.min(Duration::from_secs_f64(needed.max(0.0)));
+        (wait >= MIN_WAIT).then(|| now + wait)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A policy that has seen `per_ms` finished URLs per millisecond.
+    fn warmed(max_wait: Duration, target: usize, per_ms: usize) -> (GroupPolicy, Instant) {
+        let mut p = GroupPolicy::new(max_wait, target);
+        let mut t = Instant::now();
+        for _ in 0..50 {
+            p.observe(per_ms, t);
+            t += MS;
+        }
+        (p, t)
+    }
+
+    #[test]
+    fn a_fast_stream_waits_a_bounded_time_for_more() {
+        let (p, now) = warmed(MS, 32, 30);
+        let d = p.deadline(3, now).expect("waits");
+        assert!(d > now && d <= now + MS, "{:?}", d - now);
+        assert!(p.deadline(32, now).is_none(), "a full batch commits");
+    }
+
+    #[test]
+    fn a_slow_stream_commits_at_once() {
+        // One page per millisecond: a wait of 1 ms would gather one more.
+        let (p, now) = warmed(MS, 32, 1);
+        assert!(p.deadline(1, now).is_none());
+    }
+
+    #[test]
+    fn no_wait_without_finished_urls_or_when_disabled() {
+        let (p, now) = warmed(MS, 32, 30);
+        assert!(
+            p.deadline(0, now).is_none(),
+            "loads and admissions go at once"
+        );
+        let (p, now) = warmed(Duration::ZERO, 32, 30);
+        assert!(p.deadline(1, now).is_none());
+    }
+
+    #[test]
+    fn the_wait_ends_when_the_target_should_be_reached() {
+        // 64 per ms: 31 more take about half a millisecond.
+        let (p, now) = warmed(MS, 32, 64);
+        let d = p.deadline(1, now).unwrap() - now;
+        assert!(d < MS && d > MS / 4, "{d:?}");
+    }
+
+    #[test]
+    fn the_time_to_apply_shortens_the_wait() {
+        let (mut p, now) = warmed(MS, 32, 64);
+        let before = p.deadline(1, now).unwrap() - now;
+        for _ in 0..20 {
+            p.observe_apply(MS / 4);
+        }
+        let after = p.deadline(1, now).unwrap() - now;
+        assert!(after + MS / 5 < before, "{before:?} then {after:?}");
+        for _ in 0..20 {
+            p.observe_apply(MS);
+        }
+        assert!(p.deadline(1, now).is_none(), "applying takes all the time");
+    }
+
+    #[test]
+    fn a_new_policy_has_no_rate_and_commits_at_once() {
+        let p = GroupPolicy::new(MS, 32);
+        assert!(p.deadline(1, Instant::now()).is_none());
+    }
+}
