@@ -12,7 +12,7 @@ use crawlkeeper_cluster::{
     CoordError, Coordinator, Layout, MemoryCoordinator, MemoryEnsemble, MetaError, metadata,
 };
 use crawlkeeper_model::cluster::{
-    GroupState, Heartbeat, NodeName, NodeState, RunningContent, Task, TaskId,
+    GroupState, Heartbeat, NodeName, NodeState, RunningContent, Task, TaskId, TaskState,
 };
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -84,6 +84,9 @@ impl<C: Clone> Member<C> {
         self.session.lock().unwrap().clone().unwrap()
     }
 }
+
+/// How long a scenario waits for anything.
+pub const LIMIT: Duration = Duration::from_secs(60);
 
 pub struct Cluster<B: Backend> {
     pub backend: Arc<B>,
@@ -207,6 +210,38 @@ impl<B: Backend> Cluster<B> {
 
     pub fn runs(&self) -> BTreeMap<String, u32> {
         self.runner.runs.lock().unwrap().clone()
+    }
+
+    /// Waits until the election made `runners` Runners.
+    pub async fn elected(&self, runners: u32) {
+        self.until("the election", LIMIT, || async {
+            self.group().await.total_runner == runners
+        })
+        .await;
+    }
+
+    /// Waits until `name`'s task has `items` results recorded.
+    pub async fn recorded(&self, name: &NodeName, items: usize) {
+        self.until("progress", LIMIT, || async {
+            self.task(name).await.0.result_detail.len() == items
+        })
+        .await;
+    }
+
+    /// Waits until `name`'s task is done.
+    pub async fn finished(&self, name: &NodeName) {
+        self.until(&format!("{name}'s task done"), LIMIT, || async {
+            self.task(name).await.0.running_status == TaskState::Done
+        })
+        .await;
+    }
+
+    /// Waits until the Runners are exactly `runners`.
+    pub async fn runners_become(&self, what: &str, runners: &[&str]) {
+        self.until(what, LIMIT, || async {
+            self.group().await.current_runner == names(runners)
+        })
+        .await;
     }
 
     /// Waits (on the paused clock) until `cond` holds, at most `limit`.

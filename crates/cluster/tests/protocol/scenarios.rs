@@ -7,18 +7,13 @@ use crawlkeeper_model::cluster::{CrawlerRole, HeartState, TaskState};
 
 use crate::harness::*;
 
-const LIMIT: Duration = Duration::from_secs(60);
-
 #[tokio::test(start_paused = true)]
 async fn start_up_elects_the_smallest_indices_and_a_late_joiner_stands_by() {
     let c = Cluster::new(2, 1, Duration::from_secs(1));
     let _m3 = c.start(3).await;
     let _m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 2
-    })
-    .await;
+    c.elected(2).await;
     let g = c.group().await;
     assert_eq!(g.current_runner, names(&["c_1", "c_2"]));
     assert_eq!(g.current_backup, names(&["c_3"]));
@@ -55,15 +50,9 @@ async fn a_runner_runs_every_item_of_its_task_once_and_records_each() {
     let c = Cluster::new(1, 1, Duration::from_secs(1));
     let _m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 1
-    })
-    .await;
+    c.elected(1).await;
     c.give(&n("c_1"), 5).await;
-    c.until("the task", LIMIT, || async {
-        c.task(&n("c_1")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.finished(&n("c_1")).await;
     let (t, _) = c.task(&n("c_1")).await;
     assert_eq!(recorded(&t), 5);
     assert_eq!(t.running_result.success_count, 5);
@@ -77,24 +66,15 @@ async fn a_killed_runners_task_is_taken_over_and_finished_once() {
     let c = Cluster::new(1, 1, Duration::from_secs(1));
     let m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 1
-    })
-    .await;
+    c.elected(1).await;
     c.give(&n("c_1"), 6).await;
     c.until("two items", LIMIT, || async {
         c.task(&n("c_1")).await.0.result_detail.len() == 2
     })
     .await;
     c.kill(&m1).await;
-    c.until("the take-over", LIMIT, || async {
-        c.group().await.current_runner == names(&["c_2"])
-    })
-    .await;
-    c.until("the task", LIMIT, || async {
-        c.task(&n("c_2")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.runners_become("the take-over", &["c_2"]).await;
+    c.finished(&n("c_2")).await;
     let g = c.group().await;
     assert_eq!(g.fail_runner, names(&["c_1"]));
     assert_eq!(g.fail_crawler, names(&["c_1"]));
@@ -123,10 +103,7 @@ async fn a_zombie_runner_is_fenced_and_rejoins_as_a_backup() {
     let c = Cluster::new(1, 1, Duration::from_secs(1));
     let m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 1
-    })
-    .await;
+    c.elected(1).await;
     c.give(&n("c_1"), 8).await;
     c.until("two items", LIMIT, || async {
         c.task(&n("c_1")).await.0.result_detail.len() == 2
@@ -136,14 +113,8 @@ async fn a_zombie_runner_is_fenced_and_rejoins_as_a_backup() {
     // it does not know.
     m1.session().freeze();
     m1.session().delay_operations(Duration::from_secs(10));
-    c.until("the take-over", LIMIT, || async {
-        c.group().await.current_runner == names(&["c_2"])
-    })
-    .await;
-    c.until("the task", LIMIT, || async {
-        c.task(&n("c_2")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.runners_become("the take-over", &["c_2"]).await;
+    c.finished(&n("c_2")).await;
     m1.session().delay_operations(Duration::ZERO);
     c.until("the zombie's return as a backup", LIMIT, || async {
         c.group().await.current_backup == names(&["c_1"])
@@ -169,32 +140,21 @@ async fn two_runners_dying_at_once_are_replaced_in_index_order() {
     for i in 1..=5 {
         m.push(c.start(i).await);
     }
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 3
-    })
-    .await;
+    c.elected(3).await;
     c.give(&n("c_1"), 4).await;
     c.give(&n("c_2"), 4).await;
-    c.until("progress", LIMIT, || async {
-        c.task(&n("c_2")).await.0.result_detail.len() == 1
-    })
-    .await;
+    c.recorded(&n("c_2"), 1).await;
     c.kill(&m[0]).await;
     c.kill(&m[1]).await;
-    c.until("both take-overs", LIMIT, || async {
-        c.group().await.current_runner == names(&["c_3", "c_4", "c_5"])
-    })
-    .await;
+    c.runners_become("both take-overs", &["c_3", "c_4", "c_5"])
+        .await;
     let g = c.group().await;
     assert_eq!(g.fail_runner, names(&["c_1", "c_2"]));
     assert!(g.current_backup.is_empty());
     assert_eq!((g.total_crawler, g.total_runner, g.total_backup), (3, 3, 0));
     // c_1's task went to c_4 (the primary), c_2's to c_5.
     for (heir, tag) in [("c_4", "c_1"), ("c_5", "c_2")] {
-        c.until("the tasks", LIMIT, || async {
-            c.task(&n(heir)).await.0.running_status == TaskState::Done
-        })
-        .await;
+        c.finished(&n(heir)).await;
         let (t, _) = c.task(&n(heir)).await;
         assert_eq!(recorded(&t), 4);
         assert!(
@@ -233,19 +193,10 @@ async fn a_dead_primary_backup_is_recorded_and_the_next_backup_handles_the_next_
     );
 
     c.give(&n("c_1"), 3).await;
-    c.until("progress", LIMIT, || async {
-        c.task(&n("c_1")).await.0.result_detail.len() == 1
-    })
-    .await;
+    c.recorded(&n("c_1"), 1).await;
     c.kill(&m1).await;
-    c.until("the take-over", LIMIT, || async {
-        c.group().await.current_runner == names(&["c_3"])
-    })
-    .await;
-    c.until("the task", LIMIT, || async {
-        c.task(&n("c_3")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.runners_become("the take-over", &["c_3"]).await;
+    c.finished(&n("c_3")).await;
     assert_eq!(recorded(&c.task(&n("c_3")).await.0), 3);
     each_ran_once(&c, 3, 1);
 }
@@ -255,20 +206,11 @@ async fn with_no_backup_left_a_dead_runners_task_is_queued_and_claimed() {
     let c = Cluster::new(2, 0, Duration::from_secs(1));
     let m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 2
-    })
-    .await;
+    c.elected(2).await;
     c.give(&n("c_1"), 4).await;
-    c.until("progress", LIMIT, || async {
-        c.task(&n("c_1")).await.0.result_detail.len() == 2
-    })
-    .await;
+    c.recorded(&n("c_1"), 2).await;
     c.kill(&m1).await;
-    c.until("the claim", LIMIT, || async {
-        c.task(&n("c_2")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.finished(&n("c_2")).await;
     let g = c.group().await;
     assert_eq!(g.current_runner, names(&["c_2"]));
     assert_eq!(g.fail_runner, names(&["c_1"]));
@@ -289,21 +231,12 @@ async fn a_graceful_leave_hands_the_task_over_at_once() {
     let c = Cluster::new(1, 1, Duration::from_secs(1));
     let m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 1
-    })
-    .await;
+    c.elected(1).await;
     c.give(&n("c_1"), 6).await;
-    c.until("progress", LIMIT, || async {
-        c.task(&n("c_1")).await.0.result_detail.len() == 2
-    })
-    .await;
+    c.recorded(&n("c_1"), 2).await;
     let asked = tokio::time::Instant::now();
     m1.stop.send(true).unwrap();
-    c.until("the hand-over", LIMIT, || async {
-        c.group().await.current_runner == names(&["c_2"])
-    })
-    .await;
+    c.runners_become("the hand-over", &["c_2"]).await;
     // No heartbeat timeout was waited for: the item in flight (1 s) and a
     // few coordinator round trips.
     assert!(
@@ -311,10 +244,7 @@ async fn a_graceful_leave_hands_the_task_over_at_once() {
         "{:?}",
         asked.elapsed()
     );
-    c.until("the task", LIMIT, || async {
-        c.task(&n("c_2")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.finished(&n("c_2")).await;
     let g = c.group().await;
     assert!(
         g.fail_runner.is_empty() && g.fail_crawler.is_empty(),
@@ -334,15 +264,9 @@ async fn coordinator_outages_declare_nobody_dead_and_lose_nothing() {
     let c = Cluster::new(1, 1, Duration::from_secs(1));
     let m1 = c.start(1).await;
     let m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 1
-    })
-    .await;
+    c.elected(1).await;
     c.give(&n("c_1"), 10).await;
-    c.until("progress", LIMIT, || async {
-        c.task(&n("c_1")).await.0.result_detail.len() == 1
-    })
-    .await;
+    c.recorded(&n("c_1"), 1).await;
     // Shorter than the session timeout (2 s): nothing changes.
     for m in [&m1, &m2] {
         m.session().cut_off();
@@ -364,10 +288,7 @@ async fn coordinator_outages_declare_nobody_dead_and_lose_nothing() {
     for m in [&m1, &m2] {
         m.session().heal();
     }
-    c.until("the task", LIMIT, || async {
-        c.task(&n("c_1")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.finished(&n("c_1")).await;
     assert_ne!(
         (m1.session().session_id(), m2.session().session_id()),
         before,
@@ -389,10 +310,7 @@ async fn a_node_restarted_with_its_name_takes_its_place_again() {
     let c = Cluster::new(1, 1, Duration::from_secs(1));
     let _m1 = c.start(1).await;
     let m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 1
-    })
-    .await;
+    c.elected(1).await;
     m2.handle.abort(); // the process dies...
     let _again = c.start(2).await; // ...and is restarted before its session expired
     m2.session().expire(); // the old session ends after the new one started
@@ -414,10 +332,7 @@ async fn submitted_tasks_go_to_idle_runners_or_the_queue_and_bad_ones_change_not
     let c = Cluster::new(2, 0, Duration::from_secs(1));
     let _m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 2
-    })
-    .await;
+    c.elected(2).await;
     let mut bad = items_task(2, "bad");
     bad.running_content[1].url = "not a url".into();
     let before = c.task(&n("c_1")).await;

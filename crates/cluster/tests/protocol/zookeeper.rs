@@ -10,14 +10,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crawlkeeper_cluster::{CoordError, Layout, ZkCoordinator};
-use crawlkeeper_model::cluster::{CrawlerRole, HeartState, Heartbeat, TaskState};
+use crawlkeeper_model::cluster::{CrawlerRole, HeartState, Heartbeat};
 use crawlkeeper_testsite::zookeeper::{ZkServer, shared_address};
 
 use crate::harness::*;
 use crate::stalled::Stalled;
 use crate::zk_kill::Relays;
-
-const LIMIT: Duration = Duration::from_secs(60);
 
 pub struct Zk {
     timeout: Duration,
@@ -72,10 +70,7 @@ async fn cluster(address: &str, session: Duration, runners: usize, backups: usiz
 async fn zk_start_up_and_a_late_joiner() {
     let c = cluster(&shared_address(), Duration::from_secs(4), 2, 1).await;
     let _m = [c.start(3).await, c.start(1).await, c.start(2).await];
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 2
-    })
-    .await;
+    c.elected(2).await;
     let g = c.group().await;
     assert_eq!(g.current_runner, names(&["c_1", "c_2"]));
     assert_eq!(g.current_backup, names(&["c_3"]));
@@ -97,20 +92,11 @@ async fn zk_a_killed_runners_task_is_finished_by_the_backup() {
     let c = cluster(&shared_address(), Duration::from_secs(4), 1, 1).await;
     let m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 1
-    })
-    .await;
+    c.elected(1).await;
     c.give(&n("c_1"), 6).await;
-    c.until("progress", LIMIT, || async {
-        c.task(&n("c_1")).await.0.result_detail.len() == 2
-    })
-    .await;
+    c.recorded(&n("c_1"), 2).await;
     c.kill(&m1).await;
-    c.until("the task", LIMIT, || async {
-        c.task(&n("c_2")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.finished(&n("c_2")).await;
     let g = c.group().await;
     assert_eq!(
         (g.current_runner.clone(), g.fail_runner.clone()),
@@ -129,29 +115,17 @@ async fn zk_a_zombie_is_fenced_and_rejoins_as_a_backup() {
     let c = cluster(&shared_address(), Duration::from_secs(4), 1, 1).await;
     let m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 1
-    })
-    .await;
+    c.elected(1).await;
     c.give(&n("c_1"), 8).await;
-    c.until("progress", LIMIT, || async {
-        c.task(&n("c_1")).await.0.result_detail.len() == 2
-    })
-    .await;
+    c.recorded(&n("c_1"), 2).await;
     // Paused longer than its session: its requests stall, the server ends
     // its session.
     let zombie = m1.session();
     zombie.pause();
     c.backend.kill(&zombie).await;
-    c.until("the take-over", LIMIT, || async {
-        c.group().await.current_runner == names(&["c_2"])
-    })
-    .await;
+    c.runners_become("the take-over", &["c_2"]).await;
     zombie.resume();
-    c.until("the task", LIMIT, || async {
-        c.task(&n("c_2")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.finished(&n("c_2")).await;
     c.until("the zombie's return", LIMIT, || async {
         c.group().await.current_backup == names(&["c_1"])
     })
@@ -168,22 +142,14 @@ async fn zk_two_runners_dying_at_once_are_both_replaced() {
     for i in 1..=5 {
         m.push(c.start(i).await);
     }
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 3
-    })
-    .await;
+    c.elected(3).await;
     c.give(&n("c_1"), 4).await;
     c.give(&n("c_2"), 4).await;
-    c.until("progress", LIMIT, || async {
-        c.task(&n("c_2")).await.0.result_detail.len() == 1
-    })
-    .await;
+    c.recorded(&n("c_2"), 1).await;
     c.kill(&m[0]).await;
     c.kill(&m[1]).await;
-    c.until("both take-overs", LIMIT, || async {
-        c.group().await.current_runner == names(&["c_3", "c_4", "c_5"])
-    })
-    .await;
+    c.runners_become("both take-overs", &["c_3", "c_4", "c_5"])
+        .await;
     // Every item of both tasks is recorded once, wherever it ended: a task
     // that finished before its Runner was killed keeps its record in that
     // Runner's node; one taken over is finished by the heir.
@@ -229,15 +195,9 @@ async fn outage(session: Duration) {
     let c = cluster(server.address(), session, 1, 1).await;
     let _m1 = c.start(1).await;
     let _m2 = c.start(2).await;
-    c.until("the election", LIMIT, || async {
-        c.group().await.total_runner == 1
-    })
-    .await;
+    c.elected(1).await;
     c.give(&n("c_1"), 12).await;
-    c.until("progress", LIMIT, || async {
-        c.task(&n("c_1")).await.0.result_detail.len() == 2
-    })
-    .await;
+    c.recorded(&n("c_1"), 2).await;
     let s = server.clone();
     tokio::task::spawn_blocking(move || {
         s.halt();
@@ -245,10 +205,7 @@ async fn outage(session: Duration) {
     })
     .await
     .unwrap();
-    c.until("the task", LIMIT, || async {
-        c.task(&n("c_1")).await.0.running_status == TaskState::Done
-    })
-    .await;
+    c.finished(&n("c_1")).await;
     let g = c.group().await;
     assert!(
         g.fail_crawler.is_empty(),
