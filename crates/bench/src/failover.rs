@@ -220,6 +220,19 @@ fn task(items: usize) -> Task {
     }
 }
 
+/// Gives a registered node a task of 2,000 items, as `submit` does.
+async fn give(observer: &impl Coordinator, layout: &Layout, name: &NodeName) -> Result<()> {
+    let (_, v) = metadata::read::<Task>(observer, &layout.task(name))
+        .await?
+        .expect("registered");
+    let given = Task {
+        owner: Some(name.clone()),
+        ..task(2_000)
+    };
+    metadata::write(observer, &layout.task(name), &given, Some(v)).await?;
+    Ok(())
+}
+
 async fn one_failover(address: &str, run: usize) -> Result<Duration> {
     let connect = format!("{address}/failover-{run}");
     let observer = ZkCoordinator::connect(&connect, Duration::from_secs(4)).await?;
@@ -236,19 +249,7 @@ async fn one_failover(address: &str, run: usize) -> Result<Duration> {
     })
     .await?;
     let b1: NodeName = "b_1".parse()?;
-    let (_, v) = metadata::read::<Task>(&observer, &layout.task(&b1))
-        .await?
-        .expect("registered");
-    metadata::write(
-        &observer,
-        &layout.task(&b1),
-        &Task {
-            owner: Some(b1.clone()),
-            ..task(2_000)
-        },
-        Some(v),
-    )
-    .await?;
+    give(&observer, &layout, &b1).await?;
     wait_for("progress", async || Ok(starts.lock().unwrap().len() >= 20)).await?;
     runner.handle.abort();
     let killed = Instant::now();
@@ -346,20 +347,7 @@ async fn soak(address: &str, minutes: u64) -> Result<()> {
     })
     .await?;
     for i in 1..=3 {
-        let r: NodeName = format!("s_{i}").parse()?;
-        let (_, v) = metadata::read::<Task>(&observer, &layout.task(&r))
-            .await?
-            .expect("registered");
-        metadata::write(
-            &observer,
-            &layout.task(&r),
-            &Task {
-                owner: Some(r.clone()),
-                ..task(2_000)
-            },
-            Some(v),
-        )
-        .await?;
+        give(&observer, &layout, &format!("s_{i}").parse()?).await?;
     }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let burners: Vec<_> = (0..std::thread::available_parallelism()?.get())
