@@ -244,8 +244,7 @@ impl Machine {
         let gone: Vec<Job> = names
             .into_iter()
             .zip(r)
-            .filter(|(_, reply)| reply.clone().exists().is_none())
-            .map(|(b, _)| Job::DropBackup(b))
+            .filter_map(|(b, reply)| reply.exists().is_none().then_some(Job::DropBackup(b)))
             .collect();
         self.then(gone);
     }

@@ -41,12 +41,9 @@ impl Machine {
         self.io(Flow::Register, requests, out);
     }
 
-    pub(super) fn registered(
-        &mut self,
-        mut r: impl Iterator<Item = Reply>,
-        out: &mut Vec<Command>,
-    ) {
-        let mut r = r.by_ref().skip(4);
+    pub(super) fn registered(&mut self, r: impl Iterator<Item = Reply>, out: &mut Vec<Command>) {
+        // Replies to the three CreateAll and the NodeState Put carry nothing.
+        let mut r = r.skip(4);
         let task = next(&mut r).value();
         self.beat_version = next(&mut r).version();
         if let Some((bytes, version)) = task {
