@@ -5,10 +5,12 @@
 //! |---|---|
 //! | `engine` | pages/s, CPU per page and peak RSS of `crawl` against the test site |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
+//! | `commit` | a store's cost per transaction and per page, replaying the engine's commits |
 //! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend |
 //! | `failover` | time from a Runner's death to its backup's next item; false deaths under load |
 //! | `coord` | compare-and-set writes/s, watch latency, session-expiry detection, per coordinator |
 
+mod commit;
 mod coord;
 mod engine;
 mod failover;
@@ -32,6 +34,8 @@ enum Command {
     Engine(engine::EngineArgs),
     /// Peak memory of a crawl with a million URLs seen.
     Memory(memory::MemoryArgs),
+    /// A store's cost per transaction and per page, replaying the engine's commits.
+    Commit(commit::CommitArgs),
     /// The stores' frontier, seen set and disk use.
     Store(store::StoreArgs),
     /// The coordinators: compare-and-set rate, watch latency, expiry detection.
@@ -47,6 +51,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Engine(a) => engine::run(a),
         Command::Memory(a) => memory::run(a),
+        Command::Commit(a) => commit::run(a),
         Command::Store(a) => store::run(a),
         Command::Coord(a) => coord::run(a),
         Command::Failover(a) => failover::run(a),

@@ -49,7 +49,7 @@ fn authority(a: u64) -> Authority {
     Authority::try_from(format!("http://h{a}.bench.test:80")).expect("valid authority")
 }
 
-fn entry(i: u64, authorities: u64) -> (FrontierEntry, Authority) {
+pub(crate) fn entry(i: u64, authorities: u64) -> (FrontierEntry, Authority) {
     let a = i % authorities;
     (
         FrontierEntry {
@@ -63,7 +63,7 @@ fn entry(i: u64, authorities: u64) -> (FrontierEntry, Authority) {
     )
 }
 
-fn record(e: &FrontierEntry, authority: &Authority) -> CrawlRecord {
+pub(crate) fn record(e: &FrontierEntry, authority: &Authority) -> CrawlRecord {
     CrawlRecord {
         url: e.url.clone(),
         final_url: e.url.clone(),

@@ -14,6 +14,8 @@
 //! and 16 random keys change 16 index pages (a temporary file per batch in
 //! strace). Ignoring the other constraints changes nothing here: no column
 //! that must not be NULL is ever given one.
+//!
+//! A new row's `seq` is [`SEQ_RESERVED`], not NULL: see there.
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -28,14 +30,29 @@ use crate::StoreError;
 use crate::codec::{chain_text, key_bytes};
 use crate::schema::state;
 
+/// The `seq` of a URL without a result, written when it is admitted.
+///
+/// SQLite stores an integer in as few bytes as it needs and NULL in none,
+/// and packs rows appended in order into full pages. Finishing a URL
+/// writes its result position (up to 3 bytes for a million results) and
+/// its state (1 byte) into its row: a row admitted with a NULL `seq` grows,
+/// its full page splits, and a split costs three pages of log and, at
+/// commit, a sweep of the whole page cache (SQLite renumbers the pages of
+/// a split through a page number past the end of the file, which the cache
+/// then truncates). A negative placeholder that takes 6 bytes (any position
+/// below 2^47 fits in as many) makes the row shrink instead. Readers take
+/// any `seq` below 1 as "no result", as they take NULL (files written
+/// before have NULLs).
+pub const SEQ_RESERVED: i64 = -(1 << 47);
+
 /// Rows inserted by one statement.
 pub const CHUNK: usize = 16;
 
 /// The statement inserting `rows` URLs, ignoring known keys.
 fn insert_sql(rows: usize) -> String {
-    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
+    let values = vec![format!("(?, ?, ?, ?, ?, ?, ?, ?, {SEQ_RESERVED})"); rows].join(", ");
     format!(
-        "INSERT OR IGNORE INTO urls (job, key, auth, url, depth, parent, chain, state)
+        "INSERT OR IGNORE INTO urls (job, key, auth, url, depth, parent, chain, state, seq)
          VALUES {values}"
     )
 }

@@ -6,6 +6,8 @@
 mod admit;
 mod apply;
 mod finish;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -302,7 +304,11 @@ impl Store for SqliteStore {
             )?);
         }
         // BEGIN and COMMIT are cached statements: a batch may be one URL.
-        run_cached(&self.conn, "BEGIN")?;
+        // IMMEDIATE: every batch writes, and a transaction that read first
+        // and then asks for the write lock is refused at once when another
+        // connection holds it (SQLite cannot wait without risking a
+        // deadlock), where one that asks first waits its busy timeout.
+        run_cached(&self.conn, "BEGIN IMMEDIATE")?;
         let result = apply_in(
             &self.conn,
             &mut self.authorities,
