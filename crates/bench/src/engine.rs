@@ -33,10 +33,17 @@ pub struct EngineArgs {
     #[arg(long)]
     pages: Option<u32>,
     /// Where the crawler keeps its state: sqlite (a file in a temporary
-    /// directory, the default of `crawl`), memory (`--no-state`), or both,
-    /// to compare.
+    /// directory, the default of `crawl`), memory (`--no-state`), both (to
+    /// compare), or postgres (`--store`, the server of `--postgres`).
     #[arg(long, default_value = "both")]
     state: String,
+    /// The PostgreSQL server of `--state postgres`.
+    #[arg(
+        long,
+        env = "CRAWLKEEPER_TEST_POSTGRES",
+        default_value = "postgres://postgres@127.0.0.1:5432/test"
+    )]
+    postgres: String,
     /// Extra arguments passed to `crawlkeeper crawl`.
     #[arg(long, allow_hyphen_values = true)]
     crawl_arg: Vec<String>,
@@ -88,7 +95,8 @@ pub fn run(args: EngineArgs) -> Result<()> {
         "both" => vec!["memory", "sqlite"],
         "memory" => vec!["memory"],
         "sqlite" => vec!["sqlite"],
-        other => bail!("unknown state '{other}' (memory, sqlite, both)"),
+        "postgres" => vec!["postgres"],
+        other => bail!("unknown state '{other}' (memory, sqlite, both, postgres)"),
     };
     for name in &args.scenario {
         let scenario = match name.as_str() {
@@ -132,7 +140,7 @@ pub fn run(args: EngineArgs) -> Result<()> {
                     &scenario,
                     args.page_bytes,
                     state,
-                    &args.crawl_arg,
+                    &crawl_args(&args, state),
                 )?);
             }
         }
@@ -173,6 +181,15 @@ pub fn run(args: EngineArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The extra arguments of `crawl` for `state`.
+fn crawl_args(args: &EngineArgs, state: &str) -> Vec<String> {
+    let mut extra = args.crawl_arg.clone();
+    if state == "postgres" {
+        extra.extend(["--store".to_owned(), args.postgres.clone()]);
+    }
+    extra
 }
 
 fn run_once(
