@@ -15,9 +15,9 @@ use anyhow::{Result, bail};
 use clap::Args;
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{FinishedUrl, FrontierEntry};
-use crawlkeeper_store::{JobSpec, SqliteStore, Store};
+use crawlkeeper_store::Store;
 
-use crate::store::{entry, record};
+use crate::store::{bench_job, entry, fresh_sqlite, record};
 
 /// Options of `crawlkeeper-bench commit`.
 #[derive(Args, Debug)]
@@ -68,17 +68,8 @@ pub fn run(args: CommitArgs) -> Result<()> {
 /// One crawl of the site on a fresh store, `group` pages per transaction;
 /// the time spent in the store.
 fn replay(args: &CommitArgs, group: usize) -> Result<Duration> {
-    let dir = std::env::temp_dir().join(format!("crawlkeeper-bench-commit-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    let mut store = SqliteStore::open(dir.join("state.db"))?;
-    let job = store
-        .open_job(&JobSpec {
-            name: "commit".into(),
-            seeds: vec!["http://h0.bench.test/".into()],
-            options: "{}".into(),
-        })?
-        .id;
+    let (dir, mut store) = fresh_sqlite("commit")?;
+    let job = bench_job(&mut store, "commit")?;
     let one_host = |i: u64| -> (FrontierEntry, _) { entry(i, 1) };
     // A page is admitted in an earlier transaction than the one that
     // finishes it: the first group is admitted before anything finishes.

@@ -2,6 +2,7 @@
 //! backend: frontier inserts, seen-set lookups (admitting known URLs),
 //! frontier loads (pops), result writes, and disk bytes per URL.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -82,6 +83,27 @@ pub(crate) fn record(e: &FrontierEntry, authority: &Authority) -> CrawlRecord {
     }
 }
 
+/// A SQLite store in a fresh directory named after `label`.
+pub(crate) fn fresh_sqlite(label: &str) -> Result<(PathBuf, SqliteStore)> {
+    let dir =
+        std::env::temp_dir().join(format!("crawlkeeper-bench-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let store = SqliteStore::open(dir.join("state.db"))?;
+    Ok((dir, store))
+}
+
+/// The job `name` of a benchmark, created if new.
+pub(crate) fn bench_job(store: &mut dyn Store, name: &str) -> Result<JobId> {
+    Ok(store
+        .open_job(&JobSpec {
+            name: name.into(),
+            seeds: vec!["http://h0.bench.test/".into()],
+            options: "{}".into(),
+        })?
+        .id)
+}
+
 fn rate(n: u64, started: Instant) -> f64 {
     n as f64 / started.elapsed().as_secs_f64()
 }
@@ -90,27 +112,22 @@ fn rate(n: u64, started: Instant) -> f64 {
 pub fn run(args: StoreArgs) -> Result<()> {
     for backend in &args.backend {
         let schema = format!("ck_bench_{}", std::process::id());
-        let dir =
-            std::env::temp_dir().join(format!("crawlkeeper-bench-store-{}", std::process::id()));
-        let mut store: Box<dyn Store> = match backend.as_str() {
+        // The SQLite store's directory (none for PostgreSQL).
+        let (dir, mut store): (PathBuf, Box<dyn Store>) = match backend.as_str() {
             "sqlite" => {
-                let _ = std::fs::remove_dir_all(&dir);
-                std::fs::create_dir_all(&dir)?;
-                Box::new(SqliteStore::open(dir.join("state.db"))?)
+                let (dir, store) = fresh_sqlite("store")?;
+                (dir, Box::new(store))
             }
-            "postgres" => Box::new(
-                PgStore::connect_in_schema(&args.postgres, Some(&schema))
-                    .with_context(|| format!("connecting to {}", args.postgres))?,
+            "postgres" => (
+                PathBuf::new(),
+                Box::new(
+                    PgStore::connect_in_schema(&args.postgres, Some(&schema))
+                        .with_context(|| format!("connecting to {}", args.postgres))?,
+                ),
             ),
             other => bail!("unknown backend '{other}' (sqlite, postgres)"),
         };
-        let job = store
-            .open_job(&JobSpec {
-                name: "bench".into(),
-                seeds: vec!["http://h0.bench.test/".into()],
-                options: "{}".into(),
-            })?
-            .id;
+        let job = bench_job(store.as_mut(), "bench")?;
         measure(backend, store.as_mut(), job, &args)?;
         match backend.as_str() {
             "sqlite" => {

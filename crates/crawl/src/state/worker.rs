@@ -246,10 +246,9 @@ fn run(
         }
         if !batch.finished.is_empty() {
             policy.observe_apply(applying.elapsed());
-        }
-        // Durable now: the engine may reuse the workers before the records
-        // reach the sink (the output is brought up to date on resume).
-        if !batch.finished.is_empty() {
+            // Durable now: the engine may reuse the workers before the
+            // records reach the sink (the output is brought up to date on
+            // resume).
             let _ = replies.send(Reply::Finished(batch.finished.len()));
         }
         if !admits.is_empty() {

@@ -24,7 +24,7 @@ use crawlkeeper_model::{Authority, FrontierEntry};
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, params, params_from_iter};
 
-use super::apply::{AuthorityIds, authority_id};
+use super::apply::{AuthorityIds, CHUNK, authority_id, multi_row_sql};
 use super::err;
 use crate::StoreError;
 use crate::codec::{chain_text, key_bytes};
@@ -45,15 +45,12 @@ use crate::schema::state;
 /// before have NULLs).
 pub const SEQ_RESERVED: i64 = -(1 << 47);
 
-/// Rows inserted by one statement.
-pub const CHUNK: usize = 16;
-
 /// The statement inserting `rows` URLs, ignoring known keys.
 fn insert_sql(rows: usize) -> String {
-    let values = vec![format!("(?, ?, ?, ?, ?, ?, ?, ?, {SEQ_RESERVED})"); rows].join(", ");
-    format!(
-        "INSERT OR IGNORE INTO urls (job, key, auth, url, depth, parent, chain, state, seq)
-         VALUES {values}"
+    multi_row_sql(
+        "INSERT OR IGNORE INTO urls (job, key, auth, url, depth, parent, chain, state, seq)",
+        &format!("(?, ?, ?, ?, ?, ?, ?, ?, {SEQ_RESERVED})"),
+        rows,
     )
 }
 

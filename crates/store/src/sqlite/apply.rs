@@ -17,6 +17,15 @@ use crate::codec::{chain_from, key_from};
 /// Authority row ids by job, so that naming an authority costs no query.
 pub type AuthorityIds = HashMap<i64, HashMap<Authority, i64>>;
 
+/// Rows written by one multi-row statement: a statement per row spends
+/// more on running the statement than on the row.
+pub const CHUNK: usize = 16;
+
+/// `head` followed by `rows` copies of the `row` placeholders.
+pub fn multi_row_sql(head: &str, row: &str, rows: usize) -> String {
+    format!("{head} VALUES {}", vec![row; rows].join(", "))
+}
+
 /// Runs a statement without parameters or rows, prepared once.
 pub fn run_cached(conn: &Connection, sql: &str) -> Result<(), StoreError> {
     conn.prepare_cached(sql)

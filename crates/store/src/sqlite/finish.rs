@@ -9,18 +9,18 @@ use crawlkeeper_model::state::Batch;
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
-use super::apply::{AuthorityIds, authority_id};
+use super::apply::{AuthorityIds, CHUNK, authority_id, multi_row_sql};
 use super::err;
 use crate::StoreError;
 use crate::codec::key_bytes;
 
-/// Records inserted by one statement.
-const CHUNK: usize = 16;
-
 /// The statement inserting `rows` records.
 fn insert_sql(rows: usize) -> String {
-    let values = vec!["(?, ?, ?, ?)"; rows].join(", ");
-    format!("INSERT INTO results (job, seq, failed, record) VALUES {values}")
+    multi_row_sql(
+        "INSERT INTO results (job, seq, failed, record)",
+        "(?, ?, ?, ?)",
+        rows,
+    )
 }
 
 static INSERT_ONE: LazyLock<String> = LazyLock::new(|| insert_sql(1));
