@@ -142,7 +142,7 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
     let mut tx = client.transaction().map_err(err)?;
     tx.batch_execute("SELECT pg_advisory_xact_lock(7202611)")
         .map_err(err)?;
-    for s in schema::statements("BYTEA", "BIGSERIAL") {
+    for s in schema::postgres() {
         tx.batch_execute(&s).map_err(err)?;
     }
     let version: Option<i64> = tx
@@ -153,14 +153,14 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
         None => {
             tx.execute(
                 "INSERT INTO crawlkeeper_version (version) VALUES ($1)",
-                &[&schema::VERSION],
+                &[&schema::PG_VERSION],
             )
             .map_err(err)?;
         }
-        Some(v) if v > schema::VERSION => {
+        Some(v) if v > schema::PG_VERSION => {
             return Err(StoreError::Corrupt(format!(
                 "database schema version {v} is newer than this crawlkeeper ({})",
-                schema::VERSION
+                schema::PG_VERSION
             )));
         }
         Some(_) => {}

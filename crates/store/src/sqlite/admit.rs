@@ -1,23 +1,16 @@
-//! Admitting URLs: rows inserted [`CHUNK`] to a statement.
+//! Admitting URLs: the new ones (neither among the job's newest keys,
+//! held in memory, nor merged into `url_keys`; see [`super::keys`]) get a
+//! row of `urls`, inserted [`CHUNK`] to a statement with the ids the keys
+//! gave out. A key offered twice is new once, the first time.
 //!
-//! A page of a fresh site brings tens of new links, each a row of `urls`
-//! and an entry of its key index; one statement per row spends more on
-//! running the statement than on the row. A statement of [`CHUNK`] rows
-//! says how many were new, not which: when that is all of them (the usual
-//! case, since the engine asks only about keys it does not remember), each
-//! was new; otherwise the rows are looked up, and those inserted by this
-//! transaction (ids past the largest before it) were new, each key once.
-//!
-//! The statement is `INSERT OR IGNORE`, not `ON CONFLICT DO NOTHING`: both
-//! skip a known key, but a statement of several rows that may abort (on a
-//! NOT NULL column, say) must journal every page it changes to undo itself,
-//! and 16 random keys change 16 index pages (a temporary file per batch in
-//! strace). Ignoring the other constraints changes nothing here: no column
-//! that must not be NULL is ever given one.
+//! A page of a fresh site brings tens of new links; one statement per row
+//! spends more on running the statement than on the row. `urls` has no
+//! unique index: its rows are appended in id order, so a commit of many
+//! new URLs writes a few pages of the table, not a page of an index per
+//! URL.
 //!
 //! A new row's `seq` is [`SEQ_RESERVED`], not NULL: see there.
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use crawlkeeper_model::{Authority, FrontierEntry};
@@ -26,6 +19,7 @@ use rusqlite::{Connection, params, params_from_iter};
 
 use super::apply::{AuthorityIds, CHUNK, authority_id, multi_row_sql};
 use super::err;
+use super::keys::{Keys, RowIds};
 use crate::StoreError;
 use crate::codec::{chain_text, key_bytes};
 use crate::schema::state;
@@ -45,11 +39,11 @@ use crate::schema::state;
 /// before have NULLs).
 pub const SEQ_RESERVED: i64 = -(1 << 47);
 
-/// The statement inserting `rows` URLs, ignoring known keys.
+/// The statement inserting `rows` URLs.
 fn insert_sql(rows: usize) -> String {
     multi_row_sql(
-        "INSERT OR IGNORE INTO urls (job, key, auth, url, depth, parent, chain, state, seq)",
-        &format!("(?, ?, ?, ?, ?, ?, ?, ?, {SEQ_RESERVED})"),
+        "INSERT INTO urls (id, job, key, auth, url, depth, parent, chain, state, seq)",
+        &format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, {SEQ_RESERVED})"),
         rows,
     )
 }
@@ -57,10 +51,12 @@ fn insert_sql(rows: usize) -> String {
 static INSERT_ONE: LazyLock<String> = LazyLock::new(|| insert_sql(1));
 static INSERT_CHUNK: LazyLock<String> = LazyLock::new(|| insert_sql(CHUNK));
 
-/// One URL's column values.
-struct Row {
+/// One new URL's column values.
+struct Row<'a> {
+    id: i64,
     key: [u8; 16],
     auth: i64,
+    entry: &'a FrontierEntry,
     chain: Option<String>,
     state: i16,
 }
@@ -70,6 +66,8 @@ struct Row {
 pub fn admit_urls(
     tx: &Connection,
     cache: &mut AuthorityIds,
+    keys: &mut Keys,
+    ids: &mut RowIds,
     job: i64,
     admit: &[(FrontierEntry, Authority, bool)],
     admitted: &mut Vec<bool>,
@@ -77,14 +75,24 @@ pub fn admit_urls(
     if admit.is_empty() {
         return Ok(());
     }
-    let before: i64 = tx
-        .prepare_cached("SELECT coalesce(max(id), 0) FROM urls")
-        .map_err(err)?
-        .query_row([], |r| r.get(0))
-        .map_err(err)?;
+    let start = admitted.len();
+    admitted.resize(start + admit.len(), false);
+    let unknown: Vec<u128> = admit
+        .iter()
+        .map(|(e, _, _)| e.key)
+        .filter(|k| keys.in_tail(*k).is_none())
+        .collect();
+    let merged = keys.merged_among(tx, job, &unknown)?;
     let mut last: Option<(&Authority, i64)> = None;
-    let mut rows = Vec::with_capacity(admit.len());
-    for (entry, authority, loaded) in admit {
+    let mut rows = Vec::with_capacity(unknown.len());
+    for ((entry, authority, loaded), new) in admit.iter().zip(&mut admitted[start..]) {
+        if merged.contains(&entry.key) {
+            continue;
+        }
+        let Some(id) = keys.add(entry.key, ids) else {
+            continue;
+        };
+        *new = true;
         let auth = match last {
             Some((a, id)) if a == authority => id,
             _ => {
@@ -94,8 +102,10 @@ pub fn admit_urls(
             }
         };
         rows.push(Row {
+            id,
             key: key_bytes(entry.key),
             auth,
+            entry,
             chain: chain_text(entry),
             state: if *loaded {
                 state::LOADED
@@ -104,64 +114,33 @@ pub fn admit_urls(
             },
         });
     }
-    let start = admitted.len();
-    let mut unsure = false;
     let mut one = tx.prepare_cached(&INSERT_ONE).map_err(err)?;
     let mut chunk = tx.prepare_cached(&INSERT_CHUNK).map_err(err)?;
-    for (entries, rows) in admit.chunks(CHUNK).zip(rows.chunks(CHUNK)) {
-        if entries.len() < CHUNK {
-            for ((e, _, _), r) in entries.iter().zip(rows) {
-                let n = one
-                    .execute(params![
-                        job, r.key, r.auth, e.url, e.depth, e.parent, r.chain, r.state
-                    ])
-                    .map_err(err)?;
-                admitted.push(n == 1);
+    for part in rows.chunks(CHUNK) {
+        if part.len() < CHUNK {
+            for r in part {
+                let e = r.entry;
+                one.execute(params![
+                    r.id, job, r.key, r.auth, e.url, e.depth, e.parent, r.chain, r.state
+                ])
+                .map_err(err)?;
             }
             continue;
         }
-        let values = entries.iter().zip(rows).flat_map(|((e, _, _), r)| {
+        let values = part.iter().flat_map(|r| {
             [
-                &job as &dyn ToSql,
+                &r.id as &dyn ToSql,
+                &job,
                 &r.key,
                 &r.auth,
-                &e.url,
-                &e.depth,
-                &e.parent,
+                &r.entry.url,
+                &r.entry.depth,
+                &r.entry.parent,
                 &r.chain,
                 &r.state,
             ]
         });
-        let n = chunk.execute(params_from_iter(values)).map_err(err)?;
-        unsure |= n < CHUNK;
-        admitted.extend(std::iter::repeat_n(n == CHUNK, CHUNK));
-    }
-    if unsure {
-        sort_out(tx, job, before, admit, rows, &mut admitted[start..])?;
-    }
-    Ok(())
-}
-
-/// Decides which URLs were new after a statement inserted fewer rows than
-/// it had: a row inserted by this transaction has an id past `before`; a
-/// key given twice is new once, the first time.
-fn sort_out(
-    tx: &Connection,
-    job: i64,
-    before: i64,
-    admit: &[(FrontierEntry, Authority, bool)],
-    rows: Vec<Row>,
-    admitted: &mut [bool],
-) -> Result<(), StoreError> {
-    let mut find = tx
-        .prepare_cached("SELECT id FROM urls WHERE job = ?1 AND key = ?2")
-        .map_err(err)?;
-    let mut seen = HashSet::with_capacity(admit.len());
-    for ((new, (entry, _, _)), row) in admitted.iter_mut().zip(admit).zip(rows) {
-        let id: i64 = find
-            .query_row(params![job, row.key], |r| r.get(0))
-            .map_err(err)?;
-        *new = id > before && seen.insert(entry.key);
+        chunk.execute(params_from_iter(values)).map_err(err)?;
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! between batches, so that a batch of one URL costs only its own rows.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FrontierEntry};
@@ -11,6 +12,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::admit::admit_urls;
 use super::err;
 use super::finish::finish_urls;
+use super::keys::{Keys, RowIds};
 use crate::StoreError;
 use crate::codec::{chain_from, key_from};
 
@@ -75,23 +77,77 @@ pub fn authority_id(
     Ok(id)
 }
 
-/// Applies `batch` inside the open transaction; returns the job's next
-/// result position and the file's data version when results were written.
+/// What a connection remembers between its batches.
+#[derive(Debug, Default)]
+pub struct Memo {
+    /// Authority row ids.
+    pub authorities: AuthorityIds,
+    /// Per job: where its keys are.
+    pub keys: HashMap<i64, Keys>,
+    /// Per job: the next result position, valid while the file's
+    /// `data_version` is the one noted (no other connection has committed
+    /// since this one wrote it).
+    pub next_seq: HashMap<i64, (i64, i64)>,
+}
+
+impl Memo {
+    /// Forgets what `job`'s failed transaction may have changed.
+    pub fn forget(&mut self, job: i64) {
+        self.authorities.remove(&job);
+        self.keys.remove(&job);
+        self.next_seq.remove(&job);
+    }
+}
+
+/// Applies `batch` inside the open transaction, merging the job's newest
+/// keys when `merge_at` of them are held; returns the job's next result
+/// position and the file's data version when results were written.
 pub fn apply_in(
     tx: &Connection,
-    cache: &mut AuthorityIds,
-    next_seq: &HashMap<i64, (i64, i64)>,
+    memo: &mut Memo,
+    merge_at: usize,
     job: i64,
     batch: &mut Batch,
 ) -> Result<Option<(i64, i64)>, StoreError> {
     batch.recorded.clear();
     batch.admitted.clear();
     batch.loaded.clear();
+    let version: i64 = tx
+        .prepare_cached("PRAGMA data_version")
+        .map_err(err)?
+        .query_row([], |r| r.get(0))
+        .map_err(err)?;
+    let keys = match memo.keys.entry(job) {
+        Entry::Occupied(e) => {
+            let keys = e.into_mut();
+            keys.refresh(tx, job, version)?;
+            keys
+        }
+        Entry::Vacant(e) => e.insert(Keys::load(tx, job, version)?),
+    };
+    let cache = &mut memo.authorities;
+    let mut ids = RowIds::read(tx)?;
     let mut next = None;
     if !batch.finished.is_empty() {
-        next = Some(finish_urls(tx, cache, next_seq, job, batch)?);
+        // Unless another connection has committed since, the position
+        // noted after this connection's last batch is still the next one.
+        let known = match memo.next_seq.get(&job) {
+            Some(&(seq, v)) if v == version => Some(seq),
+            _ => None,
+        };
+        let seq = finish_urls(tx, cache, keys, &mut ids, known, job, batch)?;
+        next = Some((seq, version));
     }
-    admit_urls(tx, cache, job, &batch.admit, &mut batch.admitted)?;
+    admit_urls(
+        tx,
+        cache,
+        keys,
+        &mut ids,
+        job,
+        &batch.admit,
+        &mut batch.admitted,
+    )?;
+    keys.merge_if_due(tx, job, merge_at)?;
     for (authority, limit) in &batch.load {
         let auth = authority_id(tx, cache, job, authority)?;
         let rows: Vec<(i64, FrontierEntry)> = {

@@ -1,15 +1,16 @@
 //! [`SqliteStore`]: the embedded default. One file in WAL mode; every batch
 //! is one transaction; several processes may share the file (each job is
 //! locked by the process crawling it). Checkpoints run on their own thread
-//! ([`crate::checkpoint`]); a batch is applied by [`apply`].
+//! ([`crate::checkpoint`]); a batch is applied by [`apply`]; a key finds
+//! its row through [`keys`].
 
 mod admit;
 mod apply;
 mod finish;
+pub mod keys;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -18,8 +19,10 @@ use std::time::Duration;
 use crawlkeeper_model::JobCounts;
 use crawlkeeper_model::state::{Batch, Resumed};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use tracing::info;
 
-use self::apply::{AuthorityIds, apply_in, run_cached};
+use self::apply::{Memo, apply_in, run_cached};
+use self::keys::DEFAULT_MERGE_AT;
 use crate::checkpoint::{Checkpointer, Thresholds};
 use crate::codec::{now_text, parse_authority, saved_state};
 use crate::schema::{self, state};
@@ -33,11 +36,10 @@ pub struct SqliteStore {
     wal: bool,
     conn: Connection,
     path: PathBuf,
-    authorities: AuthorityIds,
-    /// Per job: the next result position, valid while the file's
-    /// `data_version` is the one noted (no other connection has committed
-    /// since this one wrote it).
-    next_seq: HashMap<i64, (i64, i64)>,
+    /// What this connection remembers between batches.
+    memo: Memo,
+    /// A job's newest keys held in memory before they are merged.
+    merge_at: usize,
     locks: Vec<(String, File)>,
 }
 
@@ -83,17 +85,27 @@ impl SqliteStore {
             wal: mode.eq_ignore_ascii_case("wal"),
             conn,
             path,
-            authorities: HashMap::new(),
-            next_seq: HashMap::new(),
+            memo: Memo::default(),
+            merge_at: DEFAULT_MERGE_AT,
             locks: Vec::new(),
         };
         store.migrate()?;
         Ok(store)
     }
 
+    /// Sets how many of a job's newest URL keys this connection holds in
+    /// memory before merging them into the file's key table (default
+    /// [`DEFAULT_MERGE_AT`]): more memory, fewer writes of that table.
+    pub fn set_merge_at(&mut self, keys: usize) {
+        self.merge_at = keys.max(1);
+    }
+
     fn migrate(&mut self) -> Result<(), StoreError> {
-        let tx = self.conn.transaction().map_err(err)?;
-        for s in schema::statements("BLOB", "INTEGER") {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err)?;
+        for s in schema::sqlite() {
             tx.execute(&s, []).map_err(err)?;
         }
         let version: Option<i64> = tx
@@ -105,16 +117,27 @@ impl SqliteStore {
             None => {
                 tx.execute(
                     "INSERT INTO crawlkeeper_version (version) VALUES (?1)",
-                    [schema::VERSION],
+                    [schema::SQLITE_VERSION],
                 )
                 .map_err(err)?;
             }
-            Some(v) if v > schema::VERSION => {
+            Some(v) if v > schema::SQLITE_VERSION => {
                 return Err(StoreError::Corrupt(format!(
                     "state file {} has schema version {v}, newer than this crawlkeeper ({})",
                     self.path.display(),
-                    schema::VERSION
+                    schema::SQLITE_VERSION
                 )));
+            }
+            Some(1) => {
+                for s in schema::SQLITE_FROM_V1 {
+                    tx.execute(s, []).map_err(err)?;
+                }
+                tx.execute(
+                    "UPDATE crawlkeeper_version SET version = ?1",
+                    [schema::SQLITE_VERSION],
+                )
+                .map_err(err)?;
+                info!(path = %self.path.display(), "state file migrated to schema version 2");
             }
             Some(_) => {}
         }
@@ -144,7 +167,10 @@ fn counts(conn: &Connection, job: i64) -> Result<JobCounts, StoreError> {
             .map_err(err)
     };
     Ok(JobCounts {
-        seen: one("SELECT count(*) FROM urls WHERE job = ?1")?,
+        // Merged keys, and the rows past them.
+        seen: one("SELECT (SELECT count(*) FROM url_keys WHERE job = ?1)
+                  + (SELECT count(*) FROM urls WHERE job = ?1 AND id >
+                        coalesce((SELECT upto FROM merged WHERE job = ?1), 0))")?,
         done: one("SELECT count(*) FROM results WHERE job = ?1")?,
         errors: one("SELECT count(*) FROM results WHERE job = ?1 AND failed = 1")?,
     })
@@ -193,15 +219,14 @@ impl Store for SqliteStore {
         };
         self.lock_job(&job)?;
         let tx = self.conn.transaction().map_err(err)?;
-        for table in ["urls", "results", "authorities"] {
+        for table in ["urls", "url_keys", "merged", "results", "authorities"] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
         }
         tx.execute("DELETE FROM jobs WHERE id = ?1", [job.id.0])
             .map_err(err)?;
         tx.commit().map_err(err)?;
-        self.authorities.remove(&job.id.0);
-        self.next_seq.remove(&job.id.0);
+        self.memo.forget(job.id.0);
         Ok(true)
     }
 
@@ -309,18 +334,12 @@ impl Store for SqliteStore {
         // connection holds it (SQLite cannot wait without risking a
         // deadlock), where one that asks first waits its busy timeout.
         run_cached(&self.conn, "BEGIN IMMEDIATE")?;
-        let result = apply_in(
-            &self.conn,
-            &mut self.authorities,
-            &self.next_seq,
-            job.0,
-            batch,
-        )
-        .and_then(|next| run_cached(&self.conn, "COMMIT").map(|()| next));
+        let result = apply_in(&self.conn, &mut self.memo, self.merge_at, job.0, batch)
+            .and_then(|next| run_cached(&self.conn, "COMMIT").map(|()| next));
         match result {
             Ok(next) => {
                 if let Some(next) = next {
-                    self.next_seq.insert(job.0, next);
+                    self.memo.next_seq.insert(job.0, next);
                 }
                 Ok(())
             }
@@ -330,8 +349,7 @@ impl Store for SqliteStore {
                     let _ = run_cached(&self.conn, "ROLLBACK");
                 }
                 // Forget what the rolled back transaction may have created.
-                self.authorities.remove(&job.0);
-                self.next_seq.remove(&job.0);
+                self.memo.forget(job.0);
                 Err(e)
             }
         }

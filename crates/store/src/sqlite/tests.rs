@@ -105,3 +105,152 @@ fn finishing_urls_never_splits_the_pages_of_their_rows() {
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A fresh state file at a path of its own, with the directory to remove.
+fn fresh(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("ck_sqlite_{name}_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.db");
+    (dir, path)
+}
+
+fn open_job(store: &mut SqliteStore) -> crate::JobId {
+    store
+        .open_job(&JobSpec {
+            name: "keys".into(),
+            seeds: vec!["http://a.test/".into()],
+            options: "{}".into(),
+        })
+        .unwrap()
+        .id
+}
+
+fn admit(store: &mut SqliteStore, job: crate::JobId, ids: impl Iterator<Item = u64>) -> Vec<bool> {
+    let mut batch = Batch {
+        admit: ids
+            .map(|i| {
+                let (e, a) = entry(i);
+                (e, a, true)
+            })
+            .collect(),
+        ..Batch::default()
+    };
+    store.apply(job, &mut batch).unwrap();
+    batch.admitted
+}
+
+fn finish(store: &mut SqliteStore, job: crate::JobId, ids: impl Iterator<Item = u64>) -> Vec<bool> {
+    let mut batch = Batch {
+        finished: ids
+            .map(|i| {
+                let (e, a) = entry(i);
+                FinishedUrl::new(e.key, record(&e, &a))
+            })
+            .collect(),
+        ..Batch::default()
+    };
+    store.apply(job, &mut batch).unwrap();
+    batch.recorded
+}
+
+fn count(path: &std::path::Path, sql: &str) -> i64 {
+    Connection::open(path)
+        .unwrap()
+        .query_row(sql, [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn newest_keys_are_merged_in_bulk_and_every_key_stays_known() {
+    let (dir, path) = fresh("merge");
+    let mut store = SqliteStore::open(&path).unwrap();
+    store.set_merge_at(100);
+    let job = open_job(&mut store);
+    let n: u64 = 1000;
+    for start in (0..n).step_by(30) {
+        // Each batch repeats a key of the batch before.
+        let ids = start.saturating_sub(1)..(start + 30).min(n);
+        let new = admit(&mut store, job, ids);
+        assert_eq!(new[0], start == 0, "batch at {start}");
+        assert!(new[1..].iter().all(|n| *n), "batch at {start}");
+    }
+    let merged = count(&path, "SELECT count(*) FROM url_keys");
+    assert!(
+        (900..1000).contains(&merged),
+        "{merged} of {n} keys merged in runs of at least 100"
+    );
+    assert_eq!(
+        count(&path, "SELECT upto FROM merged"),
+        count(&path, "SELECT max(id) FROM url_keys"),
+        "merged up to the last merged row"
+    );
+    assert!(admit(&mut store, job, 0..n).iter().all(|new| !new));
+    assert!(
+        finish(&mut store, job, (0..n).step_by(2))
+            .iter()
+            .all(|r| *r)
+    );
+    drop(store);
+    // A new connection finds the merged keys in the table and rebuilds
+    // the newest ones from their rows.
+    let mut store = SqliteStore::open(&path).unwrap();
+    let job = open_job(&mut store);
+    assert!(admit(&mut store, job, 0..n).iter().all(|new| !new));
+    let recorded = finish(&mut store, job, 0..n);
+    assert_eq!(
+        recorded,
+        (0..n).map(|i| i % 2 == 1).collect::<Vec<_>>(),
+        "the odd ones were not finished yet"
+    );
+    let counts = store.find_job("keys").unwrap().unwrap().counts;
+    assert_eq!((counts.seen, counts.done), (n, n));
+    assert_eq!(count(&path, "SELECT count(*) FROM urls"), n as i64);
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_version_1_file_is_migrated_with_its_urls_known() {
+    let (dir, path) = fresh("v1");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let job = open_job(&mut store);
+    admit(&mut store, job, 0..50);
+    finish(&mut store, job, 0..20);
+    drop(store);
+    // What version 1 wrote: a unique index on the keys, no key table.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "DROP TABLE url_keys; DROP TABLE merged;
+             CREATE UNIQUE INDEX urls_key ON urls (job, key);
+             UPDATE crawlkeeper_version SET version = 1;",
+        )
+        .unwrap();
+    let mut store = SqliteStore::open(&path).unwrap();
+    assert_eq!(
+        count(&path, "SELECT max(version) FROM crawlkeeper_version"),
+        2
+    );
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM sqlite_master WHERE name = 'urls_key'"
+        ),
+        0
+    );
+    assert_eq!(count(&path, "SELECT count(*) FROM url_keys"), 50);
+    let job = open_job(&mut store);
+    let counts = store.find_job("keys").unwrap().unwrap().counts;
+    assert_eq!((counts.seen, counts.done), (50, 20));
+    assert_eq!(
+        admit(&mut store, job, 45..55),
+        (45..55).map(|i| i >= 50).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        finish(&mut store, job, 15..25),
+        (15..25).map(|i| i >= 20).collect::<Vec<_>>()
+    );
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

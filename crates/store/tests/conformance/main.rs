@@ -30,4 +30,5 @@ conformance!(
     large_batches,
     a_batch_retried_after_an_unconfirmed_commit_keeps_its_results,
     results_written_by_two_connections_keep_one_order,
+    urls_admitted_or_finished_by_another_connection_are_known,
 );

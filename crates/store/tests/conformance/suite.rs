@@ -382,3 +382,43 @@ pub fn results_written_by_two_connections_keep_one_order(b: &mut Backend) {
         "positions are shared by every connection"
     );
 }
+
+pub fn urls_admitted_or_finished_by_another_connection_are_known(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let [x, y, z, w] = ["/x", "/y", "/z", "/w"].map(|p| entry("a.test", p, 1));
+    assert_eq!(admit(b, job, std::slice::from_ref(&x), true), [true]);
+    let mut other = (b.reopen)();
+    let mut batch = Batch {
+        admit: [&x, &y]
+            .iter()
+            .map(|(e, a)| (e.clone(), a.clone(), true))
+            .collect(),
+        ..Batch::default()
+    };
+    other.apply(job, &mut batch).unwrap();
+    assert_eq!(batch.admitted, [false, true], "x came from the first");
+    // Another job's rows, written by the other connection, change nothing.
+    let k = other.open_job(&spec("k")).unwrap().id;
+    let mut batch = Batch {
+        admit: vec![(z.0.clone(), z.1.clone(), true)],
+        ..Batch::default()
+    };
+    other.apply(k, &mut batch).unwrap();
+    let mut batch = Batch {
+        finished: vec![FinishedUrl::new(w.0.key, record(&w.0, false))],
+        ..Batch::default()
+    };
+    other.apply(job, &mut batch).unwrap();
+    assert_eq!(batch.recorded, [true], "w, never admitted, gets its row");
+    assert_eq!(
+        admit(b, job, &[y.clone(), z.clone(), w.clone()], true),
+        [false, true, false],
+        "y and w came from the other connection; z is new to this job"
+    );
+    assert_eq!(
+        finish(b, job, &[(y.0.clone(), false), (w.0.clone(), false)]),
+        [true, false]
+    );
+    let counts = b.store.find_job("j").unwrap().unwrap().counts;
+    assert_eq!((counts.seen, counts.done), (4, 2));
+}
