@@ -22,9 +22,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
+use std::time::Instant;
 
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use tracing::debug;
 
 use super::apply::{CHUNK, multi_row_sql};
 use super::err;
@@ -193,6 +195,7 @@ impl Keys {
         if self.tail.len() < at.max(1) {
             return Ok(());
         }
+        let started = Instant::now();
         let mut rows: Vec<([u8; 16], i64)> = self
             .tail
             .iter()
@@ -222,6 +225,13 @@ impl Keys {
         .execute(params![job, self.scanned])
         .map_err(err)?;
         self.upto = self.scanned;
+        debug!(
+            job,
+            keys = rows.len(),
+            upto = self.upto,
+            took = ?started.elapsed(),
+            "newest URL keys merged"
+        );
         self.tail.clear();
         Ok(())
     }
