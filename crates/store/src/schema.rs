@@ -1,28 +1,36 @@
-//! The tables, written once for both backends (their SQL differs only in
-//! a few types and in how the seen set is indexed), and their versions.
+//! The tables, written once for both backends (their SQL differs in a few
+//! types, in how the seen set is indexed and in how a result names its
+//! URL), and their versions.
 //!
 //! A job's URLs live in two tables, each shaped for how it is written:
 //! - `urls`: one row per admitted URL (the seen set and the frontier),
 //!   appended in admission order, one per (job, key); `state` says
 //!   whether it waits in the store (0), is held by a crawler (1) or is
-//!   done (2), and `seq` where its result is.
+//!   done (2).
 //! - `results`: one row per finished URL with its record, appended in the
 //!   order results were stored (`seq`).
 //!
-//! Finishing a page rewrites one small row, near the other rows admitted
-//! at the same time, and appends its record: records never grow rows in
-//! place.
-//!
-//! How a key finds its row differs:
-//! - PostgreSQL: a unique index `urls (job, key)`, maintained row by row.
-//! - SQLite (version 2): `url_keys`, a table ordered by (job, key) that
-//!   names each row's id, written in bulk: the keys of a job's newest rows
-//!   (past `merged.upto`) are held in memory by the writing connection and
-//!   merged into `url_keys` in sorted runs of thousands
-//!   ([`crate::sqlite`]'s `keys` module). Keys are random, so a unique index
-//!   maintained row by row writes a different index page for nearly every
-//!   new URL: in a commit of 250 new URLs, ~210 pages of 4 KiB to the log.
-//!   Version 1 files had that index and are migrated on open.
+//! How the two meet differs:
+//! - PostgreSQL: finishing a page marks its `urls` row done with the
+//!   result's `seq`; a key finds its row through a unique index
+//!   `urls (job, key)`, maintained row by row.
+//! - SQLite (version 2) writes every page of a table it changes to its log
+//!   in full (4 KiB), so it changes as few as it can per commit:
+//!   - Finishing a page leaves `urls` alone: its result names the row
+//!     (`results.url`, indexed; finished rows have nearly increasing ids,
+//!     so the index grows at its end). Marking rows done would dirty a
+//!     page of `urls` per finished page (pages finish in another order
+//!     than they were admitted), half of the log's pages in a crawl of 50
+//!     hosts. Resuming marks the rows a gone run held done or queued, in
+//!     one statement; loads skip rows with a result.
+//!   - Keys find rows through `url_keys`, a table ordered by (job, key)
+//!     that names each row's id, written in bulk: the keys of a job's
+//!     newest rows (past `merged.upto`) are held in memory by the writing
+//!     connection and merged into `url_keys` in sorted runs of thousands
+//!     ([`crate::sqlite`]'s `keys` module). Keys are random, so a unique
+//!     index maintained row by row writes a different index page for
+//!     nearly every new URL: in a commit of 250 new URLs, ~210 pages.
+//!   - Version 1 files (the PostgreSQL layout) are migrated on open.
 
 /// The schema version of PostgreSQL databases this build writes.
 pub const PG_VERSION: i64 = 1;
@@ -59,6 +67,12 @@ const TABLES: &[&str] = &[
         state SMALLINT NOT NULL,
         seq BIGINT)",
     "CREATE INDEX IF NOT EXISTS urls_queued ON urls (job, auth, depth) WHERE state = 0",
+];
+
+/// PostgreSQL finds a key's row through a unique index, and keeps a
+/// result's position in its URL's row.
+const PG_TABLES: &[&str] = &[
+    "CREATE UNIQUE INDEX IF NOT EXISTS urls_key ON urls (job, key)",
     "CREATE TABLE IF NOT EXISTS results (
         job BIGINT NOT NULL,
         seq BIGINT NOT NULL,
@@ -67,12 +81,17 @@ const TABLES: &[&str] = &[
         PRIMARY KEY (job, seq))",
 ];
 
-/// PostgreSQL finds a key's row through a unique index.
-const PG_KEYS: &[&str] = &["CREATE UNIQUE INDEX IF NOT EXISTS urls_key ON urls (job, key)"];
-
 /// SQLite finds a key's row through `url_keys`, merged in bulk, and the
-/// rows past `merged.upto`, which the writing connection holds in memory.
-const SQLITE_KEYS: &[&str] = &[
+/// rows past `merged.upto`, which the writing connection holds in memory;
+/// a result names its URL's row (`url`, indexed by [`SQLITE_INDEXES`]).
+const SQLITE_TABLES: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS results (
+        job INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        url INTEGER,
+        failed INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (job, seq))",
     "CREATE TABLE IF NOT EXISTS url_keys (
         job INTEGER NOT NULL,
         key BLOB NOT NULL,
@@ -83,12 +102,18 @@ const SQLITE_KEYS: &[&str] = &[
         upto INTEGER NOT NULL)",
 ];
 
-/// Turns a SQLite file of version 1 (a unique index on `urls (job, key)`)
-/// into version 2, after [`sqlite`] created the new tables.
+/// SQLite's indexes on columns a version 1 file lacks: made after
+/// [`SQLITE_FROM_V1`].
+pub const SQLITE_INDEXES: &[&str] = &["CREATE INDEX IF NOT EXISTS results_url ON results (url)"];
+
+/// Turns a SQLite file of version 1 (the PostgreSQL layout) into version
+/// 2, after [`sqlite`] created the new tables.
 pub const SQLITE_FROM_V1: &[&str] = &[
     "INSERT OR IGNORE INTO url_keys (job, key, id) SELECT job, key, id FROM urls ORDER BY job, key",
     "INSERT OR REPLACE INTO merged (job, upto) SELECT job, max(id) FROM urls GROUP BY job",
     "DROP INDEX IF EXISTS urls_key",
+    "ALTER TABLE results ADD COLUMN url INTEGER",
+    "UPDATE results SET url = u.id FROM urls AS u WHERE u.job = results.job AND u.seq = results.seq",
 ];
 
 fn fill(tables: &[&[&str]], blob: &str, serial: &str) -> Vec<String> {
@@ -101,12 +126,12 @@ fn fill(tables: &[&[&str]], blob: &str, serial: &str) -> Vec<String> {
 
 /// The statements creating PostgreSQL's tables.
 pub fn postgres() -> Vec<String> {
-    fill(&[TABLES, PG_KEYS], "BYTEA", "BIGSERIAL")
+    fill(&[TABLES, PG_TABLES], "BYTEA", "BIGSERIAL")
 }
 
-/// The statements creating SQLite's tables.
+/// The statements creating SQLite's tables (then [`SQLITE_INDEXES`]).
 pub fn sqlite() -> Vec<String> {
-    fill(&[TABLES, SQLITE_KEYS], "BLOB", "INTEGER")
+    fill(&[TABLES, SQLITE_TABLES], "BLOB", "INTEGER")
 }
 
 /// Row states of `urls`.

@@ -8,8 +8,6 @@
 //! unique index: its rows are appended in id order, so a commit of many
 //! new URLs writes a few pages of the table, not a page of an index per
 //! URL.
-//!
-//! A new row's `seq` is [`SEQ_RESERVED`], not NULL: see there.
 
 use std::sync::LazyLock;
 
@@ -24,26 +22,11 @@ use crate::StoreError;
 use crate::codec::{chain_text, key_bytes};
 use crate::schema::state;
 
-/// The `seq` of a URL without a result, written when it is admitted.
-///
-/// SQLite stores an integer in as few bytes as it needs and NULL in none,
-/// and packs rows appended in order into full pages. Finishing a URL
-/// writes its result position (up to 3 bytes for a million results) and
-/// its state (1 byte) into its row: a row admitted with a NULL `seq` grows,
-/// its full page splits, and a split costs three pages of log and, at
-/// commit, a sweep of the whole page cache (SQLite renumbers the pages of
-/// a split through a page number past the end of the file, which the cache
-/// then truncates). A negative placeholder that takes 6 bytes (any position
-/// below 2^47 fits in as many) makes the row shrink instead. Readers take
-/// any `seq` below 1 as "no result", as they take NULL (files written
-/// before have NULLs).
-pub const SEQ_RESERVED: i64 = -(1 << 47);
-
 /// The statement inserting `rows` URLs.
 fn insert_sql(rows: usize) -> String {
     multi_row_sql(
-        "INSERT INTO urls (id, job, key, auth, url, depth, parent, chain, state, seq)",
-        &format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, {SEQ_RESERVED})"),
+        "INSERT INTO urls (id, job, key, auth, url, depth, parent, chain, state)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
 }

@@ -153,8 +153,12 @@ pub fn apply_in(
         let rows: Vec<(i64, FrontierEntry)> = {
             let mut stmt = tx
                 .prepare_cached(
-                    "SELECT id, key, url, depth, parent, chain FROM urls
-                     WHERE job = ?1 AND auth = ?2 AND state = 0 ORDER BY depth LIMIT ?3",
+                    // A queued row with a result (finished without being
+                    // loaded, as a skipped URL may be) is not loaded again.
+                    "SELECT id, key, url, depth, parent, chain FROM urls u
+                     WHERE job = ?1 AND auth = ?2 AND state = 0
+                       AND NOT EXISTS (SELECT 1 FROM results r WHERE r.url = u.id)
+                     ORDER BY depth LIMIT ?3",
                 )
                 .map_err(err)?;
             let rows = stmt

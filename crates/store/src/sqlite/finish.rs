@@ -1,7 +1,10 @@
-//! Storing finished URLs: each claims its row of `urls` (found through
-//! [`Keys`], or made) and, the first time, gets the next result position;
-//! the records are then written [`CHUNK`] to a statement.
+//! Storing finished URLs: each finds its row of `urls` (through [`Keys`],
+//! or makes one) and, unless a result names that row already, gets the
+//! next result position; the records, each naming its row, are then
+//! written [`CHUNK`] to a statement. Rows of `urls` are left alone (see
+//! [`crate::schema`]).
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use crawlkeeper_model::state::Batch;
@@ -17,8 +20,8 @@ use crate::codec::key_bytes;
 /// The statement inserting `rows` records.
 fn insert_sql(rows: usize) -> String {
     multi_row_sql(
-        "INSERT INTO results (job, seq, failed, record)",
-        "(?, ?, ?, ?)",
+        "INSERT INTO results (job, seq, url, failed, record)",
+        "(?, ?, ?, ?, ?)",
         rows,
     )
 }
@@ -48,17 +51,31 @@ pub fn finish_urls(
             .map_err(err)?,
     };
     let first = *batch.first_position.get_or_insert(seq as u64) as i64;
-    let mut claim = tx
-        .prepare_cached("UPDATE urls SET state = 2, seq = ?1 WHERE id = ?2 AND state <> 2")
+    let mut done = tx
+        .prepare_cached("SELECT seq FROM results WHERE url = ?1")
         .map_err(err)?;
-    // (position, failed, index in the batch) of each record to write.
+    // Rows given a result by this batch (not written yet).
+    let mut claimed = HashSet::new();
+    // (position, row, failed, index in the batch) of each record to write.
     let mut records = Vec::with_capacity(batch.finished.len());
     for (i, f) in batch.finished.iter().enumerate() {
-        let row = keys.find(tx, job, f.key)?;
-        let claimed = match row {
-            // Admitted: claimed unless finished already.
-            Some(id) => claim.execute(params![seq, id]).map_err(err)? == 1,
-            // Never admitted (skipped with its authority): it gets its row.
+        // `repeated`: given its result earlier in this batch.
+        let (id, repeated) = match keys.find(tx, job, f.key)? {
+            // Admitted: a result unless it has one.
+            Some(id) if claimed.contains(&id) => (id, true),
+            Some(id) => match done
+                .query_row([id], |r| r.get::<_, i64>(0))
+                .optional()
+                .map_err(err)?
+            {
+                None => (id, false),
+                // Done already: by an attempt of this batch whose commit was not confirmed?
+                Some(s) => {
+                    batch.recorded.push(s >= first);
+                    continue;
+                }
+            },
+            // Never admitted (skipped with its authority): it gets a row.
             None => {
                 let auth = authority_id(tx, cache, job, &f.record.authority)?;
                 let id = keys
@@ -66,8 +83,8 @@ pub fn finish_urls(
                     // `find` saw no row, so the tail does not hold the key.
                     .expect("a key without a row is new to the tail");
                 tx.prepare_cached(
-                    "INSERT INTO urls (id, job, key, auth, url, depth, parent, state, seq)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 2, ?8)",
+                    "INSERT INTO urls (id, job, key, auth, url, depth, parent, state)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 2)",
                 )
                 .map_err(err)?
                 .execute(params![
@@ -78,43 +95,34 @@ pub fn finish_urls(
                     f.record.url,
                     f.record.depth,
                     f.record.parent,
-                    seq
                 ])
                 .map_err(err)?;
-                true
+                (id, false)
             }
         };
-        let recorded = if claimed {
-            records.push((seq, i64::from(f.record.error.is_some()), i));
+        if !repeated {
+            claimed.insert(id);
+            records.push((seq, id, i64::from(f.record.error.is_some()), i));
             seq += 1;
-            true
-        } else {
-            // Done already: by an attempt of this batch whose commit was not confirmed?
-            tx.prepare_cached("SELECT seq FROM urls WHERE id = ?1")
-                .map_err(err)?
-                .query_row([row], |r| r.get::<_, Option<i64>>(0))
-                .optional()
-                .map_err(err)?
-                .flatten()
-                .is_some_and(|s| s >= first)
-        };
-        batch.recorded.push(recorded);
+        }
+        batch.recorded.push(true);
     }
     let mut one = tx.prepare_cached(&INSERT_ONE).map_err(err)?;
     let mut chunk = tx.prepare_cached(&INSERT_CHUNK).map_err(err)?;
     for part in records.chunks(CHUNK) {
         let json = |i: usize| &batch.finished[i].json;
         if part.len() < CHUNK {
-            for (seq, failed, i) in part {
-                one.execute(params![job, seq, failed, json(*i)])
+            for (seq, url, failed, i) in part {
+                one.execute(params![job, seq, url, failed, json(*i)])
                     .map_err(err)?;
             }
             continue;
         }
-        let values = part.iter().flat_map(|(seq, failed, i)| {
+        let values = part.iter().flat_map(|(seq, url, failed, i)| {
             [
                 &job as &dyn ToSql,
                 seq as &dyn ToSql,
+                url as &dyn ToSql,
                 failed as &dyn ToSql,
                 json(*i) as &dyn ToSql,
             ]

@@ -141,6 +141,9 @@ impl SqliteStore {
             }
             Some(_) => {}
         }
+        for s in schema::SQLITE_INDEXES {
+            tx.execute(s, []).map_err(err)?;
+        }
         tx.commit().map_err(err)
     }
 
@@ -267,10 +270,13 @@ impl Store for SqliteStore {
 
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
         let tx = self.conn.transaction().map_err(err)?;
-        // What a gone run held in memory is queued again.
+        // What a gone run held in memory is done (finishing leaves rows
+        // alone) or queued again.
         tx.execute(
-            "UPDATE urls SET state = ?1 WHERE job = ?2 AND state = ?3",
-            params![state::QUEUED, job.0, state::LOADED],
+            "UPDATE urls SET state = CASE
+                 WHEN EXISTS (SELECT 1 FROM results r WHERE r.url = urls.id) THEN ?1 ELSE ?2 END
+             WHERE job = ?3 AND state = ?4",
+            params![state::DONE, state::QUEUED, job.0, state::LOADED],
         )
         .map_err(err)?;
         let authorities = {

@@ -218,12 +218,17 @@ fn a_version_1_file_is_migrated_with_its_urls_known() {
     admit(&mut store, job, 0..50);
     finish(&mut store, job, 0..20);
     drop(store);
-    // What version 1 wrote: a unique index on the keys, no key table.
+    // What version 1 wrote: a unique index on the keys, no key table,
+    // finished rows marked done with their result's position.
     Connection::open(&path)
         .unwrap()
         .execute_batch(
-            "DROP TABLE url_keys; DROP TABLE merged;
+            "DROP TABLE url_keys; DROP TABLE merged; DROP INDEX results_url;
              CREATE UNIQUE INDEX urls_key ON urls (job, key);
+             UPDATE urls SET state = 2,
+                 seq = (SELECT seq FROM results r WHERE r.url = urls.id)
+                 WHERE id IN (SELECT url FROM results);
+             ALTER TABLE results DROP COLUMN url;
              UPDATE crawlkeeper_version SET version = 1;",
         )
         .unwrap();
@@ -240,6 +245,11 @@ fn a_version_1_file_is_migrated_with_its_urls_known() {
         0
     );
     assert_eq!(count(&path, "SELECT count(*) FROM url_keys"), 50);
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM results WHERE url IS NULL"),
+        0,
+        "every result names its row"
+    );
     let job = open_job(&mut store);
     let counts = store.find_job("keys").unwrap().unwrap().counts;
     assert_eq!((counts.seen, counts.done), (50, 20));

@@ -213,7 +213,12 @@ pub fn loads_take_the_shallowest_and_resume_requeues_what_was_loaded(b: &mut Bac
     admit(
         b,
         job,
-        &[deep.clone(), shallow.clone(), mid.clone(), elsewhere],
+        &[
+            deep.clone(),
+            shallow.clone(),
+            mid.clone(),
+            elsewhere.clone(),
+        ],
         false,
     );
     let mut batch = Batch {
@@ -251,6 +256,21 @@ pub fn loads_take_the_shallowest_and_resume_requeues_what_was_loaded(b: &mut Bac
             ("http://b.test:80".to_owned(), 1)
         ]
     );
+    // Finished URLs are not loaded again, even one finished while queued.
+    let mut batch = Batch {
+        finished: vec![FinishedUrl::new(
+            elsewhere.0.key,
+            record(&elsewhere.0, false),
+        )],
+        ..Batch::default()
+    };
+    second.apply(job, &mut batch).unwrap();
+    let mut load = Batch {
+        load: vec![(authority("a.test"), 10), (authority("b.test"), 10)],
+        ..Batch::default()
+    };
+    second.apply(job, &mut load).unwrap();
+    assert_eq!(load.loaded, [vec![shallow.0, deep.0], vec![]]);
 }
 
 pub fn authority_state_survives(b: &mut Backend) {
