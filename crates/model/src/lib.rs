@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`authority`] | scheme + host + port: the unit of politeness and scheduling |
 //! | [`record`] | the record written for every URL the crawler requested |
+//! | [`key`] | URL keys: maps and sets that do not hash them again |
 //! | [`duration`] | durations written like `500ms`, `2s`, `1m`, `6h` |
 //! | [`cluster`] | the cluster's meta-data: GroupState, NodeState, Task, Heartbeat, node names |
 //! | [`state`] | durable crawl state: frontier entries, finished URLs, per-authority state |
@@ -11,6 +12,7 @@
 pub mod authority;
 pub mod cluster;
 pub mod duration;
+pub mod key;
 pub mod record;
 pub mod state;
 

@@ -6,14 +6,14 @@
 
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
-use std::hash::BuildHasherDefault;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::Duration;
 
 use crawlkeeper_model::Authority;
+use crawlkeeper_model::key::KeySet;
 use tokio::time::Instant;
 
-use super::slot::{AuthoritySlot, DepthMap, KeyHasher, RobotsState, Slot, Turn};
+use super::slot::{AuthoritySlot, DepthMap, RobotsState, Slot, Turn};
 use crate::config::PolitenessConfig;
 use crate::pipeline::Job;
 use crate::politeness::retry_backoff;
@@ -69,7 +69,7 @@ pub struct Frontier {
     pub(super) index: HashMap<Authority, Slot>,
     ready: VecDeque<Slot>,
     waiting: BinaryHeap<Reverse<(Instant, Slot)>>,
-    pub(super) seen: HashSet<u128, BuildHasherDefault<KeyHasher>>,
+    pub(super) seen: KeySet,
     pub(super) queued_depth: DepthMap,
     pub(super) queued: usize,
     pub(super) admitted: u64,
@@ -94,7 +94,7 @@ impl Frontier {
             index: HashMap::new(),
             ready: VecDeque::new(),
             waiting: BinaryHeap::new(),
-            seen: HashSet::default(),
+            seen: KeySet::default(),
             queued_depth: DepthMap::default(),
             queued: 0,
             admitted: 0,

@@ -26,7 +26,7 @@ use tracing::{error, info, warn};
 use url::Url;
 
 pub use frontier::{Frontier, FrontierLimits, RequestReport};
-pub use slot::{KeyHasher, Slot};
+pub use slot::Slot;
 
 use crate::config::{ConfigError, CrawlConfig};
 use crate::pipeline::{Discovered, Job, Pipeline, Processed, url_key};

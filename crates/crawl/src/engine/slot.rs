@@ -1,9 +1,7 @@
 //! One authority's state machine: its queue, retries, robots rules, timing,
 //! failure run, and the counts that keep admission breadth-first.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
+use crawlkeeper_model::key::KeyMap;
 use crawlkeeper_model::{Authority, AuthorityState, RobotsSnapshot};
 use tokio::time::Instant;
 
@@ -15,28 +13,8 @@ use crate::robots::RobotsRules;
 /// Index of an authority in the frontier.
 pub type Slot = usize;
 
-/// The keys are already uniform 128-bit hashes: fold them, hash nothing again.
-#[derive(Default)]
-pub struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.0 ^= u64::from_le_bytes(b);
-        }
-    }
-    fn write_u128(&mut self, k: u128) {
-        self.0 = (k as u64) ^ ((k >> 64) as u64);
-    }
-}
-
 /// Smallest depth each queued (not yet started) URL was offered at.
-pub type DepthMap = HashMap<u128, u32, BuildHasherDefault<KeyHasher>>;
+pub type DepthMap = KeyMap<u32>;
 
 pub(super) enum RobotsState {
     Unknown,

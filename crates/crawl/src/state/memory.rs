@@ -1,8 +1,9 @@
 //! Crawl state kept in memory: for crawls that need no resume (the demo,
 //! library users, tests). Same behaviour as a store, nothing durable.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
+use crawlkeeper_model::key::KeySet;
 use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts};
 
 use super::{Batch, CrawlState, Resumed, StateError};
@@ -10,8 +11,8 @@ use super::{Batch, CrawlState, Resumed, StateError};
 /// In-memory [`CrawlState`].
 #[derive(Debug, Default)]
 pub struct MemoryState {
-    seen: HashSet<u128>,
-    done: HashSet<u128>,
+    seen: KeySet,
+    done: KeySet,
     errors: u64,
     queued: HashMap<Authority, VecDeque<FrontierEntry>>,
     authorities: HashMap<Authority, AuthorityState>,

@@ -20,10 +20,10 @@
 //! [`RowIds`] (past the largest id in `urls`, read under the write lock),
 //! so that an admitted row's id is known without asking.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 use std::time::Instant;
 
+use crawlkeeper_model::key::{KeyMap, KeySet};
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use tracing::debug;
@@ -69,7 +69,7 @@ pub struct Keys {
     /// Every row of the job up to this id is merged or in the tail.
     scanned: i64,
     /// Key → row id of the job's rows past `upto`.
-    tail: HashMap<u128, i64>,
+    tail: KeyMap<i64>,
     /// The file's data version when this was brought up to date.
     version: i64,
 }
@@ -81,7 +81,7 @@ impl Keys {
         let mut keys = Self {
             upto: 0,
             scanned: 0,
-            tail: HashMap::new(),
+            tail: KeyMap::default(),
             version,
         };
         keys.catch_up(tx, job)?;
@@ -143,8 +143,8 @@ impl Keys {
         tx: &Connection,
         job: i64,
         keys: &[u128],
-    ) -> Result<HashSet<u128>, StoreError> {
-        let mut known = HashSet::new();
+    ) -> Result<KeySet, StoreError> {
+        let mut known = KeySet::default();
         if self.upto == 0 {
             return Ok(known);
         }
