@@ -4,14 +4,15 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`sqlite`] | [`SqliteStore`]: one file, WAL, the embedded default |
+//! | [`sqlite`] | [`SqliteStore`]: one file, WAL, the embedded default; [`sqlite::keys`]: its URL keys, merged in bulk |
 //! | [`checkpoint`] | SQLite checkpoints on their own thread, off the commit path |
 //! | [`postgres`] | [`PgStore`]: PostgreSQL, for clusters |
 //! | [`codec`] | how keys, chains and records are written in rows |
 //! | [`schema`] | the tables, created or migrated on connect |
 //!
 //! One table holds a job's URLs: a row is admitted (the seen set), queued
-//! or loaded (the frontier), or done with its record (the results). A
+//! or loaded (the frontier), or done with its record (the results, in a
+//! table of their own; [`schema`] says how each backend links the two). A
 //! result is written once per job and URL key, so a replay after a crash
 //! never makes a second row.
 
