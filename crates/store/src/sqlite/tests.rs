@@ -52,60 +52,6 @@ fn urls_pages(path: &std::path::Path) -> i64 {
         .unwrap()
 }
 
-#[test]
-fn finishing_urls_never_splits_the_pages_of_their_rows() {
-    let dir = std::env::temp_dir().join(format!("ck_sqlite_rows_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("state.db");
-    let mut store = SqliteStore::open(&path).unwrap();
-    let job = store
-        .open_job(&JobSpec {
-            name: "rows".into(),
-            seeds: vec!["http://a.test/".into()],
-            options: "{}".into(),
-        })
-        .unwrap()
-        .id;
-    let n = 3000;
-    for start in (0..n).step_by(100) {
-        let mut batch = Batch {
-            admit: (start..start + 100)
-                .map(|i| {
-                    let (e, a) = entry(i);
-                    (e, a, true)
-                })
-                .collect(),
-            ..Batch::default()
-        };
-        store.apply(job, &mut batch).unwrap();
-        assert!(batch.admitted.iter().all(|new| *new));
-    }
-    let admitted = urls_pages(&path);
-    // Pages finish in admission order, a few per transaction, as in a crawl.
-    for start in (0..n).step_by(8) {
-        let mut batch = Batch {
-            finished: (start..(start + 8).min(n))
-                .map(|i| {
-                    let (e, a) = entry(i);
-                    FinishedUrl::new(e.key, record(&e, &a))
-                })
-                .collect(),
-            ..Batch::default()
-        };
-        store.apply(job, &mut batch).unwrap();
-        assert!(batch.recorded.iter().all(|new| *new));
-    }
-    let finished = urls_pages(&path);
-    assert!(admitted > 10, "{admitted} pages hold {n} rows");
-    assert_eq!(
-        finished, admitted,
-        "finishing URLs grew their rows: {admitted} pages became {finished}"
-    );
-    drop(store);
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
 /// A fresh state file at a path of its own, with the directory to remove.
 fn fresh(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("ck_sqlite_{name}_{}", std::process::id()));
@@ -159,6 +105,38 @@ fn count(path: &std::path::Path, sql: &str) -> i64 {
         .unwrap()
         .query_row(sql, [], |r| r.get(0))
         .unwrap()
+}
+
+#[test]
+fn finishing_urls_leaves_the_pages_of_their_rows_alone() {
+    let (dir, path) = fresh("rows");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let job = open_job(&mut store);
+    let n = 3000;
+    for start in (0..n).step_by(100) {
+        assert!(
+            admit(&mut store, job, start..start + 100)
+                .iter()
+                .all(|new| *new)
+        );
+    }
+    let admitted = urls_pages(&path);
+    // Pages finish in admission order, a few per transaction, as in a crawl.
+    for start in (0..n).step_by(8) {
+        assert!(
+            finish(&mut store, job, start..(start + 8).min(n))
+                .iter()
+                .all(|r| *r)
+        );
+    }
+    let finished = urls_pages(&path);
+    assert!(admitted > 10, "{admitted} pages hold {n} rows");
+    assert_eq!(
+        finished, admitted,
+        "finishing URLs grew their rows: {admitted} pages became {finished}"
+    );
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
