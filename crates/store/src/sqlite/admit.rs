@@ -1,6 +1,6 @@
 //! Admitting URLs: the new ones (neither among the job's newest keys,
 //! held in memory, nor merged into `url_keys`; see [`super::keys`]) get a
-//! row of `urls`, inserted [`CHUNK`] to a statement with the ids the keys
+//! row of `urls`, inserted [`CHUNK`](super::apply::CHUNK) to a statement with the ids the keys
 //! gave out. A key offered twice is new once, the first time.
 //!
 //! A page of a fresh site brings tens of new links; one statement per row
@@ -12,27 +12,22 @@
 use std::sync::LazyLock;
 
 use crawlkeeper_model::{Authority, FrontierEntry};
+use rusqlite::Connection;
 use rusqlite::types::ToSql;
-use rusqlite::{Connection, params, params_from_iter};
 
-use super::apply::{AuthorityIds, CHUNK, authority_id, multi_row_sql};
-use super::err;
+use super::apply::{AuthorityIds, MultiRow, authority_id};
 use super::keys::{Keys, RowIds};
 use crate::StoreError;
 use crate::codec::{chain_text, key_bytes};
 use crate::schema::state;
 
-/// The statement inserting `rows` URLs.
-fn insert_sql(rows: usize) -> String {
-    multi_row_sql(
+/// The statement inserting new URLs.
+static INSERT: LazyLock<MultiRow> = LazyLock::new(|| {
+    MultiRow::new(
         "INSERT INTO urls (id, job, key, auth, url, depth, parent, chain, state)",
         "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
     )
-}
-
-static INSERT_ONE: LazyLock<String> = LazyLock::new(|| insert_sql(1));
-static INSERT_CHUNK: LazyLock<String> = LazyLock::new(|| insert_sql(CHUNK));
+});
 
 /// One new URL's column values.
 struct Row<'a> {
@@ -97,33 +92,18 @@ pub fn admit_urls(
             },
         });
     }
-    let mut one = tx.prepare_cached(&INSERT_ONE).map_err(err)?;
-    let mut chunk = tx.prepare_cached(&INSERT_CHUNK).map_err(err)?;
-    for part in rows.chunks(CHUNK) {
-        if part.len() < CHUNK {
-            for r in part {
-                let e = r.entry;
-                one.execute(params![
-                    r.id, job, r.key, r.auth, e.url, e.depth, e.parent, r.chain, r.state
-                ])
-                .map_err(err)?;
-            }
-            continue;
-        }
-        let values = part.iter().flat_map(|r| {
-            [
-                &r.id as &dyn ToSql,
-                &job,
-                &r.key,
-                &r.auth,
-                &r.entry.url,
-                &r.entry.depth,
-                &r.entry.parent,
-                &r.chain,
-                &r.state,
-            ]
-        });
-        chunk.execute(params_from_iter(values)).map_err(err)?;
-    }
-    Ok(())
+    INSERT.execute(tx, &rows, |r, v| {
+        let e = r.entry;
+        v.extend([
+            &r.id as &dyn ToSql,
+            &job,
+            &r.key,
+            &r.auth,
+            &e.url,
+            &e.depth,
+            &e.parent,
+            &r.chain,
+            &r.state,
+        ]);
+    })
 }

@@ -7,7 +7,8 @@ use std::collections::hash_map::Entry;
 
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FrontierEntry};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::types::ToSql;
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use super::admit::admit_urls;
 use super::err;
@@ -24,8 +25,55 @@ pub type AuthorityIds = HashMap<i64, HashMap<Authority, i64>>;
 pub const CHUNK: usize = 16;
 
 /// `head` followed by `rows` copies of the `row` placeholders.
-pub fn multi_row_sql(head: &str, row: &str, rows: usize) -> String {
+fn multi_row_sql(head: &str, row: &str, rows: usize) -> String {
     format!("{head} VALUES {}", vec![row; rows].join(", "))
+}
+
+/// An `INSERT` of many rows: [`CHUNK`] to a statement, the rest one by
+/// one, each statement prepared once per connection.
+pub struct MultiRow {
+    one: String,
+    chunk: String,
+}
+
+impl MultiRow {
+    /// The statement `head VALUES row, row, …`.
+    pub fn new(head: &str, row: &str) -> Self {
+        Self {
+            one: multi_row_sql(head, row, 1),
+            chunk: multi_row_sql(head, row, CHUNK),
+        }
+    }
+
+    /// Inserts `rows`; `bind` pushes the values of one row, in the order
+    /// of the placeholders.
+    pub fn execute<'a, R>(
+        &self,
+        tx: &Connection,
+        rows: &'a [R],
+        bind: impl Fn(&'a R, &mut Vec<&'a dyn ToSql>),
+    ) -> Result<(), StoreError> {
+        let mut one = tx.prepare_cached(&self.one).map_err(err)?;
+        let mut chunk = tx.prepare_cached(&self.chunk).map_err(err)?;
+        let mut values = Vec::new();
+        for part in rows.chunks(CHUNK) {
+            if part.len() == CHUNK {
+                values.clear();
+                part.iter().for_each(|r| bind(r, &mut values));
+                chunk
+                    .execute(params_from_iter(values.iter().copied()))
+                    .map_err(err)?;
+                continue;
+            }
+            for r in part {
+                values.clear();
+                bind(r, &mut values);
+                one.execute(params_from_iter(values.iter().copied()))
+                    .map_err(err)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Runs a statement without parameters or rows, prepared once.
@@ -117,16 +165,16 @@ pub fn apply_in(
         .map_err(err)?
         .query_row([], |r| r.get(0))
         .map_err(err)?;
+    let mut ids = RowIds::read(tx)?;
     let keys = match memo.keys.entry(job) {
         Entry::Occupied(e) => {
             let keys = e.into_mut();
-            keys.refresh(tx, job, version)?;
+            keys.refresh(tx, job, version, &ids)?;
             keys
         }
-        Entry::Vacant(e) => e.insert(Keys::load(tx, job, version)?),
+        Entry::Vacant(e) => e.insert(Keys::load(tx, job, version, &ids)?),
     };
     let cache = &mut memo.authorities;
-    let mut ids = RowIds::read(tx)?;
     let mut next = None;
     if !batch.finished.is_empty() {
         // Unless another connection has committed since, the position

@@ -1,7 +1,7 @@
 //! Storing finished URLs: each finds its row of `urls` (through [`Keys`],
 //! or makes one) and, unless a result names that row already, gets the
 //! next result position; the records, each naming its row, are then
-//! written [`CHUNK`] to a statement. Rows of `urls` are left alone (see
+//! written [`CHUNK`](super::apply::CHUNK) to a statement. Rows of `urls` are left alone (see
 //! [`crate::schema`]).
 
 use std::collections::HashSet;
@@ -9,25 +9,21 @@ use std::sync::LazyLock;
 
 use crawlkeeper_model::state::Batch;
 use rusqlite::types::ToSql;
-use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::apply::{AuthorityIds, CHUNK, authority_id, multi_row_sql};
+use super::apply::{AuthorityIds, MultiRow, authority_id};
 use super::err;
 use super::keys::{Keys, RowIds};
 use crate::StoreError;
 use crate::codec::key_bytes;
 
-/// The statement inserting `rows` records.
-fn insert_sql(rows: usize) -> String {
-    multi_row_sql(
+/// The statement inserting records.
+static INSERT: LazyLock<MultiRow> = LazyLock::new(|| {
+    MultiRow::new(
         "INSERT INTO results (job, seq, url, failed, record)",
         "(?, ?, ?, ?, ?)",
-        rows,
     )
-}
-
-static INSERT_ONE: LazyLock<String> = LazyLock::new(|| insert_sql(1));
-static INSERT_CHUNK: LazyLock<String> = LazyLock::new(|| insert_sql(CHUNK));
+});
 
 /// Stores the records of `batch.finished`, filling `batch.recorded`;
 /// returns the job's next result position. `next_seq` is that position
@@ -59,21 +55,20 @@ pub fn finish_urls(
     // (position, row, failed, index in the batch) of each record to write.
     let mut records = Vec::with_capacity(batch.finished.len());
     for (i, f) in batch.finished.iter().enumerate() {
-        // `repeated`: given its result earlier in this batch.
-        let (id, repeated) = match keys.find(tx, job, f.key)? {
+        // The row to give a result now, if any, and whether the URL counts
+        // as recorded by this batch.
+        let (claim, recorded) = match keys.find(tx, job, f.key)? {
+            // Given its result earlier in this batch.
+            Some(id) if claimed.contains(&id) => (None, true),
             // Admitted: a result unless it has one.
-            Some(id) if claimed.contains(&id) => (id, true),
             Some(id) => match done
                 .query_row([id], |r| r.get::<_, i64>(0))
                 .optional()
                 .map_err(err)?
             {
-                None => (id, false),
+                None => (Some(id), true),
                 // Done already: by an attempt of this batch whose commit was not confirmed?
-                Some(s) => {
-                    batch.recorded.push(s >= first);
-                    continue;
-                }
+                Some(s) => (None, s >= first),
             },
             // Never admitted (skipped with its authority): it gets a row.
             None => {
@@ -97,37 +92,19 @@ pub fn finish_urls(
                     f.record.parent,
                 ])
                 .map_err(err)?;
-                (id, false)
+                (Some(id), true)
             }
         };
-        if !repeated {
+        if let Some(id) = claim {
             claimed.insert(id);
             records.push((seq, id, i64::from(f.record.error.is_some()), i));
             seq += 1;
         }
-        batch.recorded.push(true);
+        batch.recorded.push(recorded);
     }
-    let mut one = tx.prepare_cached(&INSERT_ONE).map_err(err)?;
-    let mut chunk = tx.prepare_cached(&INSERT_CHUNK).map_err(err)?;
-    for part in records.chunks(CHUNK) {
-        let json = |i: usize| &batch.finished[i].json;
-        if part.len() < CHUNK {
-            for (seq, url, failed, i) in part {
-                one.execute(params![job, seq, url, failed, json(*i)])
-                    .map_err(err)?;
-            }
-            continue;
-        }
-        let values = part.iter().flat_map(|(seq, url, failed, i)| {
-            [
-                &job as &dyn ToSql,
-                seq as &dyn ToSql,
-                url as &dyn ToSql,
-                failed as &dyn ToSql,
-                json(*i) as &dyn ToSql,
-            ]
-        });
-        chunk.execute(params_from_iter(values)).map_err(err)?;
-    }
+    let finished = &batch.finished;
+    INSERT.execute(tx, &records, |(seq, url, failed, i), v| {
+        v.extend([&job as &dyn ToSql, seq, url, failed, &finished[*i].json]);
+    })?;
     Ok(seq)
 }

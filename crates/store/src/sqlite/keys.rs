@@ -28,7 +28,7 @@ use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use tracing::debug;
 
-use super::apply::{CHUNK, multi_row_sql};
+use super::apply::{CHUNK, MultiRow};
 use super::err;
 use crate::StoreError;
 use crate::codec::{key_bytes, key_from};
@@ -49,17 +49,9 @@ fn lookup_sql(n: usize) -> String {
 static LOOKUP_ONE: LazyLock<String> = LazyLock::new(|| lookup_sql(1));
 static LOOKUP_CHUNK: LazyLock<String> = LazyLock::new(|| lookup_sql(CHUNK));
 
-/// The statement merging `rows` keys.
-fn merge_sql(rows: usize) -> String {
-    multi_row_sql(
-        "INSERT OR IGNORE INTO url_keys (job, key, id)",
-        "(?, ?, ?)",
-        rows,
-    )
-}
-
-static MERGE_ONE: LazyLock<String> = LazyLock::new(|| merge_sql(1));
-static MERGE_CHUNK: LazyLock<String> = LazyLock::new(|| merge_sql(CHUNK));
+/// The statement merging keys.
+static MERGE: LazyLock<MultiRow> =
+    LazyLock::new(|| MultiRow::new("INSERT OR IGNORE INTO url_keys (job, key, id)", "(?, ?, ?)"));
 
 /// Where one job's keys are, as this connection knows it.
 #[derive(Debug)]
@@ -76,29 +68,35 @@ pub struct Keys {
 
 impl Keys {
     /// Reads where `job`'s keys are, inside a transaction that holds the
-    /// write lock; `version` is the file's data version.
-    pub fn load(tx: &Connection, job: i64, version: i64) -> Result<Self, StoreError> {
+    /// write lock; `version` is the file's data version, `ids` its row ids.
+    pub fn load(tx: &Connection, job: i64, version: i64, ids: &RowIds) -> Result<Self, StoreError> {
         let mut keys = Self {
             upto: 0,
             scanned: 0,
             tail: KeyMap::default(),
             version,
         };
-        keys.catch_up(tx, job)?;
+        keys.catch_up(tx, job, ids)?;
         Ok(keys)
     }
 
     /// Brings this up to date with what other connections committed, if
     /// any did since: inside a transaction that holds the write lock.
-    pub fn refresh(&mut self, tx: &Connection, job: i64, version: i64) -> Result<(), StoreError> {
+    pub fn refresh(
+        &mut self,
+        tx: &Connection,
+        job: i64,
+        version: i64,
+        ids: &RowIds,
+    ) -> Result<(), StoreError> {
         if version != self.version {
-            self.catch_up(tx, job)?;
+            self.catch_up(tx, job, ids)?;
             self.version = version;
         }
         Ok(())
     }
 
-    fn catch_up(&mut self, tx: &Connection, job: i64) -> Result<(), StoreError> {
+    fn catch_up(&mut self, tx: &Connection, job: i64, ids: &RowIds) -> Result<(), StoreError> {
         let upto = merged_upto(tx, job)?;
         if upto > self.upto {
             self.tail.retain(|_, id| *id > upto);
@@ -113,7 +111,7 @@ impl Keys {
             let key = key_from(&row.get::<_, Vec<u8>>(0).map_err(err)?)?;
             self.tail.insert(key, row.get(1).map_err(err)?);
         }
-        self.scanned = RowIds::read(tx)?.last.max(self.scanned);
+        self.scanned = ids.last.max(self.scanned);
         Ok(())
     }
 
@@ -145,7 +143,7 @@ impl Keys {
         keys: &[u128],
     ) -> Result<KeySet, StoreError> {
         let mut known = KeySet::default();
-        if self.upto == 0 {
+        if self.upto == 0 || keys.is_empty() {
             return Ok(known);
         }
         let mut one = tx.prepare_cached(&LOOKUP_ONE).map_err(err)?;
@@ -184,11 +182,6 @@ impl Keys {
         Some(id)
     }
 
-    /// Keys held in memory.
-    pub fn tail_len(&self) -> usize {
-        self.tail.len()
-    }
-
     /// Merges the tail into `url_keys`, in key order, when it holds at
     /// least `at` keys; inside the transaction that wrote its rows.
     pub fn merge_if_due(&mut self, tx: &Connection, job: i64, at: usize) -> Result<(), StoreError> {
@@ -202,20 +195,9 @@ impl Keys {
             .map(|(k, id)| (key_bytes(*k), *id))
             .collect();
         rows.sort_unstable();
-        let mut one = tx.prepare_cached(&MERGE_ONE).map_err(err)?;
-        let mut chunk = tx.prepare_cached(&MERGE_CHUNK).map_err(err)?;
-        for part in rows.chunks(CHUNK) {
-            if part.len() < CHUNK {
-                for (key, id) in part {
-                    one.execute(params![job, key, id]).map_err(err)?;
-                }
-                continue;
-            }
-            let values = part
-                .iter()
-                .flat_map(|(key, id)| [&job as &dyn ToSql, key, id]);
-            chunk.execute(params_from_iter(values)).map_err(err)?;
-        }
+        MERGE.execute(tx, &rows, |(key, id), v| {
+            v.extend([&job as &dyn ToSql, key, id]);
+        })?;
         // Every row of the job up to `scanned` is in the tail or merged.
         tx.prepare_cached(
             "INSERT INTO merged (job, upto) VALUES (?1, ?2)
@@ -263,7 +245,7 @@ impl RowIds {
 }
 
 /// The job's rows up to this id have their keys in `url_keys`.
-pub fn merged_upto(tx: &Connection, job: i64) -> Result<i64, StoreError> {
+fn merged_upto(tx: &Connection, job: i64) -> Result<i64, StoreError> {
     Ok(tx
         .prepare_cached("SELECT upto FROM merged WHERE job = ?1")
         .map_err(err)?
