@@ -78,6 +78,7 @@ pub(crate) fn record(e: &FrontierEntry, authority: &Authority) -> CrawlRecord {
         bytes: 30_000,
         title: Some("A page of a benchmark site".into()),
         links: 23,
+        links_dropped: 0,
         truncated: false,
         error: None,
     }

@@ -147,6 +147,14 @@ pub struct CrawlArgs {
     /// Bodies longer than this many bytes are cut (after decompression).
     #[arg(long, default_value_t = 10 * 1024 * 1024, value_name = "BYTES")]
     pub max_body: u64,
+    /// Links taken from one page; the record counts the rest (links_dropped).
+    #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_MAX_LINKS_PER_PAGE,
+          value_name = "N", value_parser = positive_usize)]
+    pub max_links_per_page: usize,
+    /// Time allowed for finding the links of one page; past it the page is
+    /// recorded with the links found so far (error kind extract_limit).
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = duration)]
+    pub extract_timeout: Duration,
     /// Query parameter removed from URLs (repeatable; `name*` is a prefix).
     /// Replaces the default list utm_*, fbclid, gclid.
     #[arg(long = "strip-param", value_name = "NAME")]
@@ -286,6 +294,8 @@ impl CrawlArgs {
         c.politeness.max_host_errors = self.max_host_errors;
         c.engine.seen_cache = self.seen_cache;
         c.engine.max_queued = self.max_queued;
+        c.engine.max_links_per_page = self.max_links_per_page;
+        c.engine.extract_timeout = self.extract_timeout;
         c
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crawlkeeper_model::duration;
+use crawlkeeper_model::{MAX_DURATION, duration};
 
 /// Default user agent: `crawlkeeper/<version>`.
 pub const DEFAULT_USER_AGENT: &str = concat!("crawlkeeper/", env!("CARGO_PKG_VERSION"));
@@ -33,6 +33,10 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Query parameters removed during normalisation by default
 /// (a trailing `*` matches any suffix).
 pub const DEFAULT_STRIP_PARAMS: [&str; 3] = ["utm_*", "fbclid", "gclid"];
+/// Default number of links taken from one page.
+pub const DEFAULT_MAX_LINKS_PER_PAGE: usize = 10_000;
+/// Default time allowed for finding the links of one page.
+pub const DEFAULT_EXTRACT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default number of URL keys remembered in memory.
 pub const DEFAULT_SEEN_CACHE: usize = 1_000_000;
 /// Default number of URLs queued in memory.
@@ -161,6 +165,14 @@ pub struct EngineConfig {
     pub seen_cache: usize,
     /// Most URLs queued in memory; more wait in the store. Default 100,000.
     pub max_queued: usize,
+    /// Links taken from one page; the record counts the rest in
+    /// `links_dropped`. Default 10,000.
+    pub max_links_per_page: usize,
+    /// CPU time allowed for finding the links of one page; past it the
+    /// page is recorded with the links found so far (`extract_limit`).
+    /// Default 5 s.
+    #[serde(with = "duration::text")]
+    pub extract_timeout: Duration,
 }
 
 /// Politeness per authority, after ScraperUtils: delays computed from
@@ -242,6 +254,8 @@ impl Default for EngineConfig {
             max_redirects: DEFAULT_MAX_REDIRECTS,
             seen_cache: DEFAULT_SEEN_CACHE,
             max_queued: DEFAULT_MAX_QUEUED,
+            max_links_per_page: DEFAULT_MAX_LINKS_PER_PAGE,
+            extract_timeout: DEFAULT_EXTRACT_TIMEOUT,
         }
     }
 }
@@ -278,6 +292,21 @@ pub struct ConfigError {
 }
 
 impl CrawlConfig {
+    /// Every duration of the configuration, by name.
+    fn durations(&self) -> [(&'static str, Duration); 9] {
+        [
+            ("extract_timeout", self.engine.extract_timeout),
+            ("connect_timeout", self.fetch.connect_timeout),
+            ("request_timeout", self.fetch.request_timeout),
+            ("run_timeout", self.engine.run_timeout),
+            ("shutdown_grace", self.engine.shutdown_grace),
+            ("delay", self.politeness.delay),
+            ("random_delay", self.politeness.random_delay),
+            ("max_crawl_delay", self.politeness.max_crawl_delay),
+            ("retry_base", self.politeness.retry_base),
+        ]
+    }
+
     /// Checks the numbers and names that do not need the registry; the
     /// registry reports unknown processors and bad regexes when it builds
     /// the pipeline.
@@ -301,6 +330,9 @@ impl CrawlConfig {
         if self.fetch.request_timeout.is_zero() || self.fetch.connect_timeout.is_zero() {
             problems.push("timeouts must be longer than zero".to_owned());
         }
+        if self.engine.extract_timeout.is_zero() {
+            problems.push("extract_timeout must be longer than zero".to_owned());
+        }
         if self.engine.run_timeout.is_zero() {
             problems.push("run_timeout must be longer than zero".to_owned());
         }
@@ -318,6 +350,11 @@ impl CrawlConfig {
         }
         if self.politeness.max_host_errors == 0 {
             problems.push("max_host_errors must be at least 1".to_owned());
+        }
+        for (name, d) in self.durations() {
+            if d > MAX_DURATION {
+                problems.push(format!("{name} must be at most 365d"));
+            }
         }
         if problems.is_empty() {
             Ok(())
@@ -358,8 +395,13 @@ mod tests {
         c.engine.per_host = 0;
         c.scope.max_pages = Some(0);
         c.politeness.max_load = 0;
+        c.politeness.delay = Duration::MAX;
         let err = c.validate().unwrap_err();
-        assert_eq!(err.problems.len(), 4, "{err}");
+        assert_eq!(err.problems.len(), 5, "{err}");
+        assert!(
+            err.to_string().contains("delay must be at most 365d"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, RecordError};
 use url::Url;
 
-use crate::extract::{Extracted, Extractor, Page};
+use crate::extract::{CutShort, Extracted, Extractor, Page, PageLimits};
 use crate::fetch::{FetchResponse, Fetcher};
 use crate::normalize::Normalizer;
 use crate::politeness::parse_retry_after;
@@ -88,6 +88,8 @@ pub struct Pipeline {
     pub(crate) normalizer: Normalizer,
     pub(crate) follow: bool,
     pub(crate) max_redirects: u32,
+    pub(crate) max_links_per_page: usize,
+    pub(crate) extract_timeout: std::time::Duration,
 }
 
 impl Pipeline {
@@ -239,12 +241,36 @@ impl Pipeline {
         let page = Page {
             url: &job.url,
             response: r,
+            limits: PageLimits {
+                max_links: self.max_links_per_page,
+                deadline: std::time::Instant::now() + self.extract_timeout,
+            },
         };
         let mut found = Extracted::default();
         for extractor in &self.extractors {
+            if page.limits.expired() {
+                found.cut_short = Some(CutShort::Time);
+                break;
+            }
             extractor.extract(&page, &mut found);
         }
         record.title = found.title.take();
+        record.links_dropped = found.dropped_links;
+        if let Some(cut) = found.cut_short
+            && record.error.is_none()
+        {
+            let why = match cut {
+                CutShort::Time => format!(
+                    "link extraction stopped after {}",
+                    crawlkeeper_model::format_duration(self.extract_timeout)
+                ),
+                CutShort::Memory => "link extraction stopped at the parser's memory limit".into(),
+            };
+            record.error = Some(RecordError::new(
+                ErrorKind::ExtractLimit,
+                format!("{why}; the links found before are kept"),
+            ));
+        }
         if found.hrefs.is_empty() {
             return;
         }
@@ -296,6 +322,7 @@ pub(crate) fn blank_record(job: &Job) -> CrawlRecord {
         bytes: 0,
         title: None,
         links: 0,
+        links_dropped: 0,
         truncated: false,
         error: None,
     }

@@ -36,11 +36,24 @@ pub fn adaptive_delay(max_load: u8, previous: Duration, response_time: Duration)
 }
 
 impl Timing {
-    /// Records a `Crawl-delay` of `seconds` from robots.txt, capped.
-    pub fn set_crawl_delay(&mut self, seconds: Option<f32>, config: &PolitenessConfig) {
-        self.crawl_delay = seconds
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(|s| Duration::from_secs_f32(s).min(config.max_crawl_delay));
+    /// Records a `Crawl-delay` of `seconds` from robots.txt, capped at
+    /// `config.max_crawl_delay`. A value past the cap (however absurd:
+    /// `1e30`, infinity) is the cap; zero, negative and NaN mean no delay.
+    /// Returns the value as the server sent it when it was capped, so the
+    /// caller can say so once.
+    pub fn set_crawl_delay(
+        &mut self,
+        seconds: Option<f32>,
+        config: &PolitenessConfig,
+    ) -> Option<f32> {
+        let seconds = seconds.filter(|s| *s > 0.0);
+        let cap = config.max_crawl_delay;
+        self.crawl_delay = seconds.map(|s| {
+            Duration::try_from_secs_f32(s)
+                .unwrap_or(Duration::MAX)
+                .min(cap)
+        });
+        seconds.filter(|s| Duration::try_from_secs_f32(*s).map_or(true, |d| d > cap))
     }
 
     /// The wait before the next request, after a response that took
@@ -70,15 +83,15 @@ pub fn retry_backoff(base: Duration, attempt: u32, random: f64) -> Duration {
 }
 
 /// A `Retry-After` value (seconds or an HTTP date) as a wait from `now`,
-/// capped at ten minutes. `None` if it cannot be read.
+/// capped at ten minutes: a number of seconds too large for any integer
+/// type is the cap too. `None` if it cannot be read.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
-    let wait = match value.parse::<u64>() {
-        Ok(secs) => Duration::from_secs(secs),
-        Err(_) => {
-            let at = httpdate::parse_http_date(value).ok()?;
-            at.duration_since(now).unwrap_or(Duration::ZERO)
-        }
+    let wait = if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        Duration::from_secs(value.parse::<u64>().unwrap_or(u64::MAX))
+    } else {
+        let at = httpdate::parse_http_date(value).ok()?;
+        at.duration_since(now).unwrap_or(Duration::ZERO)
     };
     Some(wait.min(MAX_RETRY_AFTER))
 }
@@ -121,10 +134,31 @@ mod tests {
             t.after_response(&config, ms(400), 0.0),
             Duration::from_secs(2)
         );
-        t.set_crawl_delay(Some(120.0), &config);
+        assert_eq!(t.set_crawl_delay(Some(120.0), &config), Some(120.0));
         assert_eq!(t.crawl_delay, Some(Duration::from_secs(30)));
-        t.set_crawl_delay(Some(f32::NAN), &config);
+        assert_eq!(t.set_crawl_delay(Some(f32::NAN), &config), None);
         assert_eq!(t.crawl_delay, None);
+        assert_eq!(t.set_crawl_delay(Some(-1.0), &config), None);
+        assert_eq!(t.crawl_delay, None);
+    }
+
+    #[test]
+    fn an_absurd_crawl_delay_is_the_cap_not_a_panic() {
+        let config = PolitenessConfig::default();
+        let mut t = Timing::default();
+        for absurd in [1e30, f32::MAX, f32::INFINITY, 1.8e19] {
+            assert_eq!(t.set_crawl_delay(Some(absurd), &config), Some(absurd));
+            assert_eq!(t.crawl_delay, Some(config.max_crawl_delay));
+            assert_eq!(
+                t.after_response(&config, ms(10), 0.0),
+                config.max_crawl_delay
+            );
+        }
+        assert_eq!(
+            t.set_crawl_delay(Some(30.0), &config),
+            None,
+            "the cap itself is kept"
+        );
     }
 
     #[test]
@@ -174,5 +208,11 @@ mod tests {
         let past = httpdate::fmt_http_date(now - Duration::from_secs(90));
         assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-5", now), None);
+        assert_eq!(
+            parse_retry_after(&"9".repeat(400), now),
+            Some(MAX_RETRY_AFTER),
+            "a number past u64 is the cap, not unreadable"
+        );
     }
 }

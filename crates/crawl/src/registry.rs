@@ -153,6 +153,8 @@ impl Registry {
                 normalizer: Normalizer::new(&config.scope.strip_params),
                 follow: config.scope.follow,
                 max_redirects: config.engine.max_redirects,
+                max_links_per_page: config.engine.max_links_per_page,
+                extract_timeout: config.engine.extract_timeout,
             }),
             _ => Err(ConfigError { problems }),
         }

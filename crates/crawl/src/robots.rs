@@ -26,6 +26,10 @@ pub enum RobotsRules {
     Parsed(Arc<Robot>),
     /// robots.txt was unreachable or answered 5xx: nothing is allowed.
     Unavailable(String),
+    /// Fetching or reading robots.txt failed inside crawlkeeper (a caught
+    /// panic): nothing is requested, and each URL is recorded as an
+    /// internal error rather than left without a record.
+    Failed(String),
 }
 
 impl RobotsRules {
@@ -51,6 +55,10 @@ impl RobotsRules {
             Self::Unavailable(why) => Err(RecordError::new(
                 ErrorKind::RobotsUnavailable,
                 format!("robots.txt unavailable ({why}); treated as disallow-all"),
+            )),
+            Self::Failed(why) => Err(RecordError::new(
+                ErrorKind::Internal,
+                format!("robots.txt could not be processed (internal error: {why}); not requested"),
             )),
         }
     }

@@ -3,6 +3,11 @@
 
 use std::time::Duration;
 
+/// The longest duration accepted anywhere: 365 days. A run timeout, a delay
+/// or a backoff past a year is a typo, and a bound this far below the
+/// limits of the clocks it is added to keeps every `now + duration` sound.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
+
 /// Why a duration string was refused.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum DurationError {
@@ -22,14 +27,15 @@ pub enum DurationError {
         /// The unit that was not understood.
         unit: String,
     },
-    /// The value does not fit in a duration.
-    #[error("duration '{0}' is too large")]
+    /// The value is longer than [`MAX_DURATION`].
+    #[error("duration '{0}' is too large (the most is 365d)")]
     Overflow(String),
 }
 
 /// Parses `500ms`, `2s`, `0.5s`, `1m`, `6h`, `1h30m`, `2d`.
 ///
-/// Every number needs a unit; segments add up. Negative values are refused.
+/// Every number needs a unit; segments add up. Negative values, and totals
+/// past [`MAX_DURATION`], are refused.
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     let s = input.trim();
     if s.is_empty() {
@@ -70,6 +76,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
             .map_err(|_| DurationError::Overflow(input.to_owned()))?;
         total = total
             .checked_add(part)
+            .filter(|t| *t <= MAX_DURATION)
             .ok_or_else(|| DurationError::Overflow(input.to_owned()))?;
     }
     Ok(total)
@@ -143,6 +150,18 @@ mod tests {
             parse_duration("99999999999999999999999d"),
             Err(DurationError::Overflow(_))
         ));
+    }
+
+    #[test]
+    fn durations_past_a_year_are_refused_not_a_later_panic() {
+        assert_eq!(parse_duration("365d"), Ok(MAX_DURATION));
+        for huge in ["150000000000000d", "366d", "364d2d", "8761h", "1e30s"] {
+            assert!(parse_duration(huge).is_err(), "{huge} accepted");
+        }
+        assert_eq!(
+            parse_duration("150000000000000d").unwrap_err().to_string(),
+            "duration '150000000000000d' is too large (the most is 365d)"
+        );
     }
 
     #[test]

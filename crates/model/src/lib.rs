@@ -17,6 +17,6 @@ pub mod record;
 pub mod state;
 
 pub use authority::Authority;
-pub use duration::{DurationError, format_duration, parse_duration};
+pub use duration::{DurationError, MAX_DURATION, format_duration, parse_duration};
 pub use record::{CrawlRecord, ErrorKind, RecordError};
 pub use state::{AuthorityState, FinishedUrl, FrontierEntry, JobCounts, RobotsSnapshot};

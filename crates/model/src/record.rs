@@ -35,6 +35,10 @@ pub struct CrawlRecord {
     pub title: Option<String>,
     /// Number of distinct in-scope links found on the page.
     pub links: u32,
+    /// Links on the page past the per-page limit, not taken (0 in records
+    /// written before the limit existed).
+    #[serde(default)]
+    pub links_dropped: u32,
     /// True when the body was cut at the maximum body size.
     pub truncated: bool,
     /// What went wrong, or `None`.
@@ -80,6 +84,15 @@ pub enum ErrorKind {
     /// Not requested: its authority was abandoned after too many
     /// consecutive failures.
     Skipped,
+    /// The page was fetched, but finding its links stopped at the page's
+    /// limit of time or parser memory; the links found before are kept.
+    ExtractLimit,
+    /// Not requested: the address it resolves to is in a network the
+    /// crawler may not reach (the SSRF guard).
+    BlockedAddress,
+    /// A bug in crawlkeeper or in a processor (a panic), caught and
+    /// recorded for this URL instead of stopping the crawl.
+    Internal,
 }
 
 impl CrawlRecord {
@@ -126,6 +139,7 @@ mod tests {
             bytes: 0,
             title: None,
             links: 0,
+            links_dropped: 0,
             truncated: false,
             error: Some(RecordError::new(ErrorKind::RedirectLoop, "x -> y -> x")),
         };
@@ -143,13 +157,21 @@ mod tests {
             "bytes",
             "title",
             "links",
+            "links_dropped",
             "error",
         ] {
             assert!(json.get(field).is_some(), "missing field {field}");
         }
         assert_eq!(json["error"]["kind"], "redirect_loop");
         assert_eq!(json["status"], serde_json::Value::Null);
-        let back: CrawlRecord = serde_json::from_value(json).unwrap();
+        let back: CrawlRecord = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(back, record);
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("links_dropped");
+        let back: CrawlRecord = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            back, record,
+            "records stored before links_dropped still read"
+        );
     }
 }

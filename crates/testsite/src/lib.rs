@@ -6,6 +6,7 @@
 //! | [`site`] | the site's shape: hosts, pages, links, special pages; and the oracle of what a crawl must reach |
 //! | [`server`] | serving the site with hyper, one listener per host |
 //! | [`log`] | the request log tests judge a crawl by |
+//! | [`hostile`] | a server that misbehaves on purpose, byte by byte, for the hostile-input tests |
 //! | [`tls`] | a throw-away certificate authority, for HTTPS and HTTP/2 |
 //! | [`zookeeper`] | a real ZooKeeper server for the cluster's tests (`scripts/zookeeper.sh`) |
 //! | [`relay`] | a TCP relay a test cuts to make a client vanish, as a crashed process does |
@@ -19,6 +20,7 @@
 //! must not fall into (links in scripts, comments, `nofollow`). Every path
 //! under `/never/` is one a correct crawler never requests.
 
+pub mod hostile;
 pub mod log;
 pub mod relay;
 pub mod server;

@@ -276,8 +276,8 @@ impl Frontier {
             let s = &mut self.slots[slot];
             s.restore(saved);
             if let super::slot::RobotsState::Known(rules) = &s.robots {
-                let delay = rules.crawl_delay();
-                s.timing.set_crawl_delay(delay, &self.politeness);
+                let rules = rules.clone();
+                s.take_crawl_delay(&rules, &self.politeness);
             }
         }
         for (authority, count) in &resumed.queued {

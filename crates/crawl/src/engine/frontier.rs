@@ -299,8 +299,7 @@ impl Frontier {
         now: Instant,
     ) {
         let s = &mut self.slots[slot];
-        s.timing
-            .set_crawl_delay(rules.crawl_delay(), &self.politeness);
+        s.take_crawl_delay(&rules, &self.politeness);
         s.robots = RobotsState::Known(rules);
         s.robots_snapshot = snapshot;
         s.in_flight = s.in_flight.saturating_sub(1);

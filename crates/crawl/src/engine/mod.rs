@@ -390,8 +390,16 @@ impl Engine {
             match next {
                 Next::Robots { slot, authority } => {
                     tasks.spawn(async move {
-                        let (rules, snapshot) =
-                            RobotsRules::fetch(pipeline.fetcher(), &authority).await;
+                        let run =
+                            AssertUnwindSafe(RobotsRules::fetch(pipeline.fetcher(), &authority));
+                        // A panic must not leave the authority waiting for
+                        // rules forever with its URLs unrecorded: they are
+                        // recorded as internal errors instead.
+                        let (rules, snapshot) = run.catch_unwind().await.unwrap_or_else(|panic| {
+                            let why = records::panic_message(&*panic);
+                            error!(%authority, panic = why, "robots.txt processing panicked");
+                            (RobotsRules::Failed(why), None)
+                        });
                         TaskOutput::Robots {
                             slot,
                             rules,
@@ -403,12 +411,7 @@ impl Engine {
                     tasks.spawn(async move {
                         let run = AssertUnwindSafe(pipeline.process(&job, &robots));
                         let processed = run.catch_unwind().await.unwrap_or_else(|panic| {
-                            let why = panic
-                                .downcast_ref::<&str>()
-                                .map(|s| (*s).to_owned())
-                                .or_else(|| panic.downcast_ref::<String>().cloned())
-                                .unwrap_or_default();
-                            records::internal_error(&job, &why)
+                            records::internal_error(&job, &records::panic_message(&*panic))
                         });
                         let json = processed.record.to_json();
                         TaskOutput::Page {

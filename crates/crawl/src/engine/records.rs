@@ -12,13 +12,22 @@ fn without_response(job: &Job, error: RecordError) -> CrawlRecord {
     record
 }
 
+/// The message of a caught panic.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
 /// The outcome of a job whose processing panicked.
 pub fn internal_error(job: &Job, why: &str) -> Processed {
     error!(url = %job.url, panic = why, "processing panicked; recording an error");
     Processed {
         record: without_response(
             job,
-            RecordError::new(ErrorKind::Http, format!("internal error: {why}")),
+            RecordError::new(ErrorKind::Internal, format!("internal error: {why}")),
         ),
         discovered: Vec::new(),
         retry: None,

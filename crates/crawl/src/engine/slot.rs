@@ -4,10 +4,12 @@
 use crawlkeeper_model::key::KeyMap;
 use crawlkeeper_model::{Authority, AuthorityState, RobotsSnapshot};
 use tokio::time::Instant;
+use tracing::warn;
 
 use super::depth_queue::{DepthQueue, Queued};
+use crate::config::PolitenessConfig;
 use crate::pipeline::{Discovered, Job};
-use crate::politeness::Timing;
+use crate::politeness::{MAX_DELAY, Timing};
 use crate::robots::RobotsRules;
 
 /// Index of an authority in the frontier.
@@ -131,6 +133,19 @@ impl AuthoritySlot {
         }
     }
 
+    /// Takes the `Crawl-delay` of `rules`, capped; an out-of-range value is
+    /// logged here, once per authority (rules are learnt once per run).
+    pub fn take_crawl_delay(&mut self, rules: &RobotsRules, politeness: &PolitenessConfig) {
+        if let Some(sent) = self.timing.set_crawl_delay(rules.crawl_delay(), politeness) {
+            warn!(
+                authority = %self.authority,
+                crawl_delay = sent,
+                cap = %crawlkeeper_model::format_duration(politeness.max_crawl_delay),
+                "robots.txt Crawl-delay past the cap; using the cap"
+            );
+        }
+    }
+
     /// What must survive a restart.
     pub fn saved(&self) -> AuthorityState {
         AuthorityState {
@@ -148,7 +163,8 @@ impl AuthoritySlot {
             self.robots = RobotsState::Known(RobotsRules::from_snapshot(snapshot));
             self.robots_snapshot = Some(snapshot.clone());
         }
-        self.timing.adaptive = std::time::Duration::from_millis(saved.delay_ms);
+        // A stored value is trusted no more than a fresh one: clamped.
+        self.timing.adaptive = std::time::Duration::from_millis(saved.delay_ms).min(MAX_DELAY);
         self.consecutive_failures = saved.consecutive_failures;
         self.abandoned = saved.abandoned;
     }

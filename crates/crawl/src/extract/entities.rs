@@ -29,10 +29,16 @@ pub fn decode(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The longest reference decoded, `&` and `;` excluded (`#x10FFFF` and every
+/// name we know fit).
+const MAX_REFERENCE: usize = 11;
+
 /// Decodes the reference at the start of `s` (which starts with `&`),
-/// returning the character and the bytes consumed.
+/// returning the character and the bytes consumed. Looks at most
+/// [`MAX_REFERENCE`] + 1 bytes ahead, so decoding a whole text is linear.
 fn decode_one(s: &str) -> Option<(char, usize)> {
-    let end = s[1..].find(';').map(|i| i + 1).filter(|&i| i <= 12)?;
+    let window = &s.as_bytes()[1..s.len().min(MAX_REFERENCE + 2)];
+    let end = window.iter().position(|&b| b == b';')? + 1;
     let name = &s[1..end];
     let c = if let Some(num) = name.strip_prefix('#') {
         let code = match num.strip_prefix(['x', 'X']) {
@@ -75,5 +81,29 @@ mod tests {
         assert_eq!(decode("&#xZZ;"), "&#xZZ;");
         assert_eq!(decode("&"), "&");
         assert_eq!(decode("&#1114112;"), "\u{fffd}");
+        assert_eq!(decode("&#x0010FFFF;"), "\u{10ffff}");
+        assert_eq!(
+            decode("&#x000010FFFF;"),
+            "&#x000010FFFF;",
+            "past the window"
+        );
+    }
+
+    #[test]
+    fn decoding_is_linear_in_the_length() {
+        // Every `&` once scanned the whole rest of the text for a `;`: a
+        // 256 KiB attribute of `&` took seconds, 10 MiB about an hour. On
+        // a thread of its own so that a regression fails instead of hanging.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let amps = "&".repeat(1024 * 1024);
+            let mut tail = "&".repeat(1024 * 1024);
+            tail.push(';');
+            let _ = tx.send((decode(&amps).len(), decode(&tail).len()));
+        });
+        let lens = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("decoding 2 MiB of '&' took more than 10 s");
+        assert_eq!(lens, (1024 * 1024, 1024 * 1024 + 1));
     }
 }

@@ -5,12 +5,20 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 
+use lol_html::errors::RewritingError;
 use lol_html::html_content::{Element, TextChunk};
-use lol_html::{ElementContentHandlers, HtmlRewriter, Selector, Settings};
+use lol_html::{ElementContentHandlers, HtmlRewriter, MemorySettings, Selector, Settings};
 use tracing::debug;
 
 use super::entities::decode;
-use super::{Extracted, Extractor, Page};
+use super::{CutShort, Extracted, Extractor, Page, PageLimits};
+
+/// Bytes handed to the parser at a time; the deadline is checked between
+/// chunks, so a page overruns it by at most one chunk's work.
+const CHUNK: usize = 64 * 1024;
+/// The most memory the parser may hold for one page (buffered tags and
+/// attributes; the body itself is apart).
+const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
 
 /// The built-in HTML extractor (`html`): `a`, `area` and `link` hrefs,
 /// `<base href>`, meta refresh, `rel=nofollow`, meta robots and the title.
@@ -59,6 +67,7 @@ impl Extractor for HtmlExtractor {
         if !page.response.is_html() {
             return;
         }
+        let limits = page.limits;
         let state = RefCell::new(State {
             out: std::mem::take(out),
             ..State::default()
@@ -74,7 +83,7 @@ impl Extractor for HtmlExtractor {
                 }
             }
             if let Some(href) = el.get_attribute("href") {
-                push_href(&mut state.borrow_mut().out, &href);
+                push_href(&mut state.borrow_mut().out, &href, &limits);
             }
             Ok(())
         };
@@ -93,7 +102,7 @@ impl Extractor for HtmlExtractor {
                 && equiv.eq_ignore_ascii_case("refresh")
                 && let Some(target) = refresh_target(&content)
             {
-                push_href(&mut state.borrow_mut().out, target);
+                push_href(&mut state.borrow_mut().out, target, &limits);
             }
             if let Some(name) = el.get_attribute("name") {
                 let name = name.to_ascii_lowercase();
@@ -120,6 +129,9 @@ impl Extractor for HtmlExtractor {
             Ok(())
         };
         let settings = Settings::new()
+            .with_memory_settings(
+                MemorySettings::new().with_max_allowed_memory_usage(MAX_PARSER_MEMORY),
+            )
             .append_element_content_handler((
                 Cow::Borrowed(&self.links),
                 ElementContentHandlers::default().element(on_link),
@@ -139,17 +151,36 @@ impl Extractor for HtmlExtractor {
                     .text(on_title_text),
             ));
         let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-        let body = &page.response.body;
-        let result = rewriter.write(body).and_then(|()| rewriter.end());
+        let mut cut_short = None;
+        let mut result = Ok(());
+        for chunk in page.response.body.chunks(CHUNK) {
+            if limits.expired() {
+                cut_short = Some(CutShort::Time);
+                break;
+            }
+            result = rewriter.write(chunk);
+            if result.is_err() {
+                break;
+            }
+        }
+        if cut_short.is_none() && result.is_ok() {
+            result = rewriter.end();
+        } else {
+            drop(rewriter);
+        }
         if let Err(e) = result {
             // A page the parser gives up on keeps whatever it yielded so far.
             debug!(url = %page.url, error = %e, "HTML parse stopped early");
+            if matches!(e, RewritingError::MemoryLimitExceeded(_)) {
+                cut_short = Some(CutShort::Memory);
+            }
         }
         let State {
             out: mut found,
             title,
             ..
         } = state.into_inner();
+        found.cut_short = found.cut_short.or(cut_short);
         let title = collapse_whitespace(&decode(&title));
         if !title.is_empty() && found.title.is_none() {
             found.title = Some(title);
@@ -161,12 +192,12 @@ impl Extractor for HtmlExtractor {
     }
 }
 
-fn push_href(out: &mut Extracted, raw: &str) {
+fn push_href(out: &mut Extracted, raw: &str, limits: &PageLimits) {
     let href = raw.trim();
     if href.is_empty() || href.starts_with('#') {
         return;
     }
-    out.hrefs.push(decode(href).into_owned());
+    out.push_href(decode(href).into_owned(), limits);
 }
 
 /// The URL of a meta refresh `content` such as `5; url='/next'`.
@@ -199,6 +230,20 @@ mod tests {
     use url::Url;
 
     fn extract_with(content_type: &str, html: &str) -> Extracted {
+        extract_limited(
+            content_type,
+            html.as_bytes(),
+            10_000,
+            Duration::from_secs(60),
+        )
+    }
+
+    fn extract_limited(
+        content_type: &str,
+        html: &[u8],
+        max_links: usize,
+        time: Duration,
+    ) -> Extracted {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
         let response = FetchResponse {
@@ -215,6 +260,10 @@ mod tests {
             &Page {
                 url: &url,
                 response: &response,
+                limits: PageLimits {
+                    max_links,
+                    deadline: std::time::Instant::now() + time,
+                },
             },
             &mut out,
         );
@@ -296,5 +345,52 @@ mod tests {
         assert!(out.hrefs.len() <= 1);
         let out = extract("<title>first</title><svg><title>second</title></svg>");
         assert_eq!(out.title.as_deref(), Some("first"));
+    }
+
+    #[test]
+    fn links_past_the_limit_are_counted_not_kept() {
+        let html = "<a href=/x>x</a>".repeat(300_000);
+        let out = extract_limited(
+            "text/html",
+            html.as_bytes(),
+            10_000,
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.hrefs.len(), 10_000);
+        assert_eq!(out.dropped_links, 290_000);
+        assert_eq!(out.cut_short, None);
+    }
+
+    #[test]
+    fn extraction_stops_at_its_deadline_keeping_what_it_found() {
+        let html = "<a href=/x>x</a>".repeat(100_000);
+        let out = extract_limited("text/html", html.as_bytes(), 10_000, Duration::ZERO);
+        assert_eq!(out.cut_short, Some(CutShort::Time));
+        assert!(out.hrefs.is_empty());
+    }
+
+    #[test]
+    fn hostile_pages_are_parsed_in_bounded_time() {
+        // A 10 MiB attribute of `&` (entity decoding once rescanned the rest
+        // of the text for every `&`) and a million nested tags.
+        let started = std::time::Instant::now();
+        let mut amps = b"<a href=\"".to_vec();
+        amps.resize(10 * 1024 * 1024, b'&');
+        amps.extend_from_slice(b"\">x</a>");
+        let out = extract_limited("text/html", &amps, 10_000, Duration::from_secs(60));
+        assert_eq!(out.hrefs.len(), 1);
+        let nested = "<div><b><i>".repeat(1_000_000);
+        let out = extract_limited(
+            "text/html",
+            nested.as_bytes(),
+            10_000,
+            Duration::from_secs(60),
+        );
+        assert!(out.hrefs.is_empty());
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "took {:?}",
+            started.elapsed()
+        );
     }
 }

@@ -1,10 +1,14 @@
 //! The second stage of the pipeline: finding links and facts in a page.
 //!
 //! Extractors run in the configured order on every fetched 2xx response;
-//! each adds to the same [`Extracted`].
+//! each adds to the same [`Extracted`]. A page is hostile input: each
+//! extractor keeps to the page's [`PageLimits`] (a number of links and a
+//! deadline), so no page costs more than a bounded amount of memory and CPU.
 
 mod entities;
 mod html;
+
+use std::time::Instant;
 
 use crate::fetch::FetchResponse;
 use url::Url;
@@ -27,6 +31,35 @@ pub struct Page<'a> {
     pub url: &'a Url,
     /// The response.
     pub response: &'a FetchResponse,
+    /// What the extractors may spend on it.
+    pub limits: PageLimits,
+}
+
+/// What extracting one page may cost.
+#[derive(Debug, Clone, Copy)]
+pub struct PageLimits {
+    /// Links kept from the page; the rest are counted in
+    /// [`Extracted::dropped_links`].
+    pub max_links: usize,
+    /// When extraction must stop, keeping what it found so far
+    /// ([`Extracted::cut_short`]).
+    pub deadline: Instant,
+}
+
+impl PageLimits {
+    /// True once the deadline has passed.
+    pub fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+}
+
+/// Why extraction stopped before the end of a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutShort {
+    /// The page's deadline passed.
+    Time,
+    /// The parser needed more memory than a page may use.
+    Memory,
 }
 
 /// What the extractor chain found in one page.
@@ -41,9 +74,22 @@ pub struct Extracted {
     pub title: Option<String>,
     /// The page asked robots not to follow its links.
     pub nofollow: bool,
+    /// Links not kept because the page had more than its limit.
+    pub dropped_links: u32,
+    /// Set when extraction stopped before the end of the page.
+    pub cut_short: Option<CutShort>,
 }
 
 impl Extracted {
+    /// Keeps `href` if the page's link limit allows, else counts it dropped.
+    pub fn push_href(&mut self, href: String, limits: &PageLimits) {
+        if self.hrefs.len() < limits.max_links {
+            self.hrefs.push(href);
+        } else {
+            self.dropped_links = self.dropped_links.saturating_add(1);
+        }
+    }
+
     /// The URL relative links resolve against: `<base href>` if it parses,
     /// otherwise the page URL.
     pub fn base_url(&self, page_url: &Url) -> Url {

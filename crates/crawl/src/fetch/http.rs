@@ -12,6 +12,9 @@ use url::Url;
 use super::{FetchError, FetchResponse, Fetcher};
 use crate::config::FetchConfig;
 
+/// The most a body buffer is given before any of the body arrived.
+const INITIAL_BODY_BUFFER: usize = 64 * 1024;
+
 /// Fetches over HTTP(S) with one shared connection pool.
 #[derive(Clone, Debug)]
 pub struct HttpFetcher {
@@ -76,9 +79,16 @@ impl HttpFetcher {
         mut response: reqwest::Response,
     ) -> Result<(Bytes, bool), reqwest::Error> {
         let cap = usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX);
+        // Content-Length is the server's word, not a fact: a lying one once
+        // made this preallocate up to the body limit (and abort the process
+        // with a large limit). The buffer grows with what arrives; the
+        // header only helps a small honest body to one allocation.
         let hint = response
             .content_length()
-            .map_or(16 * 1024, |n| usize::try_from(n).unwrap_or(cap))
+            .map_or(INITIAL_BODY_BUFFER, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            })
+            .min(INITIAL_BODY_BUFFER)
             .min(cap);
         let mut body = BytesMut::with_capacity(hint);
         while let Some(chunk) = response.chunk().await? {

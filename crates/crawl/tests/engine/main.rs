@@ -1,5 +1,6 @@
 //! End-to-end tests of the crawl engine against the test site.
 
 mod common;
+mod hostile;
 mod pipeline;
 mod politeness;

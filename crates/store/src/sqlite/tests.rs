@@ -37,6 +37,7 @@ fn record(e: &FrontierEntry, a: &Authority) -> CrawlRecord {
         bytes: 4096,
         title: Some("a page".into()),
         links: 20,
+        links_dropped: 0,
         truncated: false,
         error: None,
     }

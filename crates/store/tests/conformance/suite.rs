@@ -63,6 +63,7 @@ fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {
         bytes: 10,
         title: None,
         links: 0,
+        links_dropped: 0,
         truncated: false,
         error: error.then(|| {
             crawlkeeper_model::RecordError::new(crawlkeeper_model::ErrorKind::Timeout, "t")
