@@ -70,6 +70,9 @@ pub struct ResultsArgs {
     /// Write here instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Replace an existing --out file that does not hold this job's records.
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// Options of `crawlkeeper jobs`.
@@ -206,6 +209,9 @@ pub struct CrawlArgs {
     /// Forget this job's stored state and start over.
     #[arg(long)]
     pub fresh: bool,
+    /// Replace an existing --out file that does not hold this job's records.
+    #[arg(long)]
+    pub overwrite: bool,
     /// Keep the state in memory only: no state file, no resume.
     #[arg(long, conflicts_with_all = ["fresh", "store"])]
     pub no_state: bool,

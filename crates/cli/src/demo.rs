@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use crawlkeeper_crawl::state::MemoryState;
+use crawlkeeper_crawl::{Engine, Registry};
 use crawlkeeper_testsite::{SiteConfig, TestSite};
 use url::Url;
 
 use crate::args::DemoArgs;
-use crate::crawl_cmd::crawl;
+use crate::crawl_cmd::{crawl, engine_error};
 use crate::exit::{CliError, Outcome};
 use crate::output::fresh_sink;
 
@@ -33,10 +34,12 @@ pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {
     config.engine.per_host = 4;
     config.politeness.retries = 1;
     config.politeness.retry_base = Duration::from_millis(200);
+    let engine =
+        Engine::configure(config, vec![seed], &Registry::builtin()).map_err(engine_error)?;
     let sink = fresh_sink(args.out.as_deref())?;
     // The demo keeps its state in memory: there is nothing to resume.
-    let state = Box::new(MemoryState::new());
-    let outcome = crawl(config, vec![seed], state, sink, args.quiet).await?;
+    let engine = engine.attach(Box::new(MemoryState::new()), sink);
+    let outcome = crawl(engine, args.quiet).await?;
     if !args.quiet {
         eprintln!("the site received {} requests", site.log().len());
     }

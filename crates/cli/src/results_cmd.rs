@@ -6,8 +6,8 @@ use crawlkeeper_store::{JobInfo, Store};
 
 use crate::args::{Format, JobsArgs, ResultsArgs};
 use crate::exit::{CliError, Outcome};
-use crate::output::create;
-use crate::state::{fatal, open_store};
+use crate::output::{check_existing, create, refuse_protected, state_files};
+use crate::state::{fatal, open_existing_store};
 
 /// Results read from the store at a time.
 const PAGE: usize = 10_000;
@@ -15,8 +15,17 @@ const PAGE: usize = 10_000;
 /// Runs `crawlkeeper results`: every stored record of a job, in the order
 /// the URLs finished.
 pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
-    let mut store = open_store(&args.store)?;
+    if let (Some(out), None) = (&args.out, &args.store.store) {
+        refuse_protected(out, &state_files(&args.store.state, None))?;
+    }
+    let mut store = open_existing_store(&args.store)?;
     let job = pick_job(store.as_mut(), args.job.as_deref(), &args.store.location())?;
+    if let Some(out) = &args.out {
+        if args.store.store.is_none() {
+            refuse_protected(out, &state_files(&args.store.state, Some(&job.name)))?;
+        }
+        check_existing(out, Some((store.as_mut(), &job)), args.overwrite)?;
+    }
     let out: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(create(path)?),
         None => Box::new(std::io::stdout().lock()),
@@ -64,7 +73,7 @@ fn pick_job(
 
 /// Runs `crawlkeeper jobs`: one line per job with its counts.
 pub fn jobs(args: JobsArgs) -> Result<Outcome, CliError> {
-    let mut store = open_store(&args.store)?;
+    let mut store = open_existing_store(&args.store)?;
     let jobs = store.jobs().map_err(fatal)?;
     let mut out = std::io::stdout().lock();
     let write = |out: &mut dyn Write, line: String| {

@@ -5,6 +5,13 @@ use std::path::Path;
 
 use url::Url;
 
+/// The longest line of a seed file: twice the longest URL the crawler
+/// follows, with room for blanks around it. A longer line is an error, so
+/// reading stops (`/dev/zero` is not read forever).
+pub const MAX_LINE: usize = 4096;
+/// The most characters of a bad input shown in a message.
+const SHOWN: usize = 200;
+
 /// A seed that cannot be used; the message is one line.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{0}")]
@@ -20,13 +27,15 @@ pub fn read_seeds(args: &[String], stdin: impl Read) -> Result<Vec<Url>, SeedErr
                 .take()
                 .ok_or_else(|| SeedError("'-' (standard input) given twice".into()))?;
             read_list("standard input", BufReader::new(input), &mut seeds)?;
-        } else if arg.contains("://") {
+        } else if is_url(arg) {
             seeds.push(
-                parse_seed(arg).map_err(|why| SeedError(format!("bad seed URL '{arg}': {why}")))?,
+                parse_seed(arg)
+                    .map_err(|why| SeedError(format!("bad seed URL '{}': {why}", shown(arg))))?,
             );
         } else {
             let path = Path::new(arg);
             let file = std::fs::File::open(path).map_err(|e| {
+                let arg = shown(arg);
                 SeedError(format!(
                     "cannot read seed file '{arg}': {e} (a URL needs a scheme, like https://{arg})"
                 ))
@@ -40,13 +49,83 @@ pub fn read_seeds(args: &[String], stdin: impl Read) -> Result<Vec<Url>, SeedErr
     Ok(seeds)
 }
 
+/// The seed arguments that name files (not URLs, not `-`).
+pub fn seed_files(args: &[String]) -> impl Iterator<Item = &Path> {
+    args.iter()
+        .filter(|a| *a != "-" && !is_url(a))
+        .map(Path::new)
+}
+
+fn is_url(arg: &str) -> bool {
+    arg.contains("://")
+}
+
+/// At most [`SHOWN`] characters of `s`, control characters escaped, so a
+/// message never carries terminal escapes or a megabyte of input.
+pub fn shown(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i == SHOWN {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Reads one line into `buf` (without its newline), at most [`MAX_LINE`]
+/// bytes; false at the end of the input. A longer line is an error.
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<bool> {
+    buf.clear();
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            return Ok(!buf.is_empty());
+        }
+        let (take, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (available.len(), false),
+        };
+        if buf.len() + take > MAX_LINE {
+            let room = MAX_LINE - buf.len();
+            buf.extend_from_slice(&available[..room]);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
+        }
+        buf.extend_from_slice(&available[..take]);
+        input.consume(take + usize::from(done));
+        if done {
+            return Ok(true);
+        }
+    }
+}
+
 /// One URL per line; blank lines and `#` comments are skipped. Every bad
-/// line is counted; the first is named.
-fn read_list(name: &str, input: impl BufRead, seeds: &mut Vec<Url>) -> Result<(), SeedError> {
+/// line is counted; the first is named. A line longer than [`MAX_LINE`]
+/// ends the reading with an error.
+fn read_list(name: &str, mut input: impl BufRead, seeds: &mut Vec<Url>) -> Result<(), SeedError> {
+    let name = shown(name);
     let mut first_bad: Option<String> = None;
     let mut bad = 0usize;
-    for (i, line) in input.lines().enumerate() {
-        let line = line.map_err(|e| SeedError(format!("cannot read seed file '{name}': {e}")))?;
+    let mut buf = Vec::new();
+    for i in 0.. {
+        match read_line(&mut input, &mut buf) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                return Err(SeedError(format!(
+                    "seed file '{name}' line {} is longer than {MAX_LINE} bytes: '{}'",
+                    i + 1,
+                    shown(&String::from_utf8_lossy(&buf))
+                )));
+            }
+            Err(e) => return Err(SeedError(format!("cannot read seed file '{name}': {e}"))),
+        }
+        let line = String::from_utf8_lossy(&buf);
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -55,7 +134,8 @@ fn read_list(name: &str, input: impl BufRead, seeds: &mut Vec<Url>) -> Result<()
             Ok(url) => seeds.push(url),
             Err(why) => {
                 bad += 1;
-                first_bad.get_or_insert_with(|| format!("line {}: '{line}': {why}", i + 1));
+                first_bad
+                    .get_or_insert_with(|| format!("line {}: '{}': {why}", i + 1, shown(line)));
             }
         }
     }
@@ -140,5 +220,30 @@ mod tests {
         );
         let err = read_seeds(&["-".into()], "# only comments\n".as_bytes()).unwrap_err();
         assert_eq!(err.0, "no seed URLs given");
+    }
+
+    #[test]
+    fn long_lines_and_control_characters_are_cut_and_escaped() {
+        let mut input = String::from("http://ok.test/\nhttp://a.test/\x1b[31m\x07");
+        input.push_str(&"x".repeat(5_000_000));
+        let err = read_seeds(&["-".into()], input.as_bytes()).unwrap_err();
+        assert!(
+            err.0
+                .starts_with("seed file 'standard input' line 2 is longer than 4096 bytes"),
+            "{err}"
+        );
+        assert!(err.0.len() < 400, "{} bytes said", err.0.len());
+        assert!(!err.0.contains('\x1b') && !err.0.contains('\x07'), "{err}");
+        assert!(err.0.contains("\\u{1b}[31m\\u{7}"), "{err}");
+        let err = read_seeds(&["-".into()], "bad\x1b]0;title\x07\n".as_bytes()).unwrap_err();
+        assert!(!err.0.contains('\x1b'), "{err}");
+        let err = read_seeds(&["http://[\x1b".into()], io::empty()).unwrap_err();
+        assert!(!err.0.contains('\x1b'), "{err}");
+    }
+
+    #[test]
+    fn an_endless_line_is_not_read_forever() {
+        let err = read_seeds(&["-".into()], io::repeat(0)).unwrap_err();
+        assert!(err.0.contains("longer than 4096 bytes"), "{err}");
     }
 }

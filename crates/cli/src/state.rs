@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crawlkeeper_crawl::CrawlConfig;
 use crawlkeeper_crawl::state::{Batch, CrawlState, Resumed, StateError};
+use crawlkeeper_store::location::{redact, scrub};
 use crawlkeeper_store::{JobId, JobSpec, Store, StoreError};
 use url::Url;
 
@@ -52,17 +53,34 @@ impl CrawlState for StoreState {
     }
 }
 
-/// Opens the store the arguments name.
+/// Opens the store the arguments name (creating a SQLite file that does
+/// not exist). Messages show the location with its password hidden.
 pub fn open_store(args: &StoreArgs) -> Result<Box<dyn Store>, CliError> {
     let location = args.location();
-    crawlkeeper_store::open(&location).map_err(|e| match e {
-        StoreError::Corrupt(_) | StoreError::Backend(_) => {
-            CliError::Usage(format!("cannot use the crawl state at '{location}': {e}"))
+    let shown = redact(&location);
+    crawlkeeper_store::open(&location).map_err(|e| {
+        let why = scrub(&e.to_string(), &location);
+        match e {
+            StoreError::Corrupt(_) | StoreError::Backend(_) => {
+                CliError::Usage(format!("cannot use the crawl state at '{shown}': {why}"))
+            }
+            _ => CliError::Fatal(anyhow::anyhow!(
+                "cannot open the crawl state at '{shown}': {why}"
+            )),
         }
-        other => CliError::Fatal(anyhow::anyhow!(
-            "cannot open the crawl state at '{location}': {other}"
-        )),
     })
+}
+
+/// Opens a store that must exist already: a SQLite file that is not there
+/// is an error (a typo must not leave an empty database behind).
+pub fn open_existing_store(args: &StoreArgs) -> Result<Box<dyn Store>, CliError> {
+    if args.store.is_none() && !args.state.exists() {
+        return Err(CliError::Usage(format!(
+            "state file '{}' does not exist",
+            args.state.display()
+        )));
+    }
+    open_store(args)
 }
 
 /// The job a crawl belongs to: named by a hash of its seeds and scope, so

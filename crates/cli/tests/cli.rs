@@ -1,67 +1,14 @@
 //! End-to-end tests of the `crawlkeeper` binary against the test site.
 
 use std::process::Stdio;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crawlkeeper_model::CrawlRecord;
 use crawlkeeper_testsite::{SiteConfig, TestSite};
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+mod common;
 
-/// Runs the binary in a directory of its own, so the default state file
-/// (`crawlkeeper.db` in the working directory) is its own too.
-async fn run(args: &[&str], stdin: Option<&str>) -> Run {
-    let dir = temp_path(&format!("run-{}", RUNS.fetch_add(1, Ordering::SeqCst)));
-    std::fs::create_dir_all(&dir).unwrap();
-    run_in(&dir, args, stdin).await
-}
-
-static RUNS: AtomicUsize = AtomicUsize::new(0);
-
-async fn run_in(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
-        .current_dir(dir)
-        .args(args)
-        .env_remove("CRAWLKEEPER_MAX_WORKERS")
-        .env_remove("CRAWLKEEPER_RUN_TIMEOUT")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut input = child.stdin.take().unwrap();
-    if let Some(s) = stdin {
-        input.write_all(s.as_bytes()).await.unwrap();
-    }
-    drop(input);
-    let out = child.wait_with_output().await.unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn records(jsonl: &str) -> Vec<CrawlRecord> {
-    jsonl
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l:?}: {e}")))
-        .collect()
-}
-
-fn temp_path(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("crawlkeeper-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+use common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follow_crawl_writes_one_valid_record_per_request() {

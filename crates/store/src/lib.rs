@@ -7,6 +7,7 @@
 //! | [`sqlite`] | [`SqliteStore`]: one file, WAL, the embedded default; [`sqlite::keys`]: its URL keys, merged in bulk |
 //! | [`checkpoint`] | SQLite checkpoints on their own thread, off the commit path |
 //! | [`postgres`] | [`PgStore`]: PostgreSQL, for clusters |
+//! | [`location`] | a store's location as shown to people: passwords hidden |
 //! | [`codec`] | how keys, chains and records are written in rows |
 //! | [`schema`] | the tables, created or migrated on connect |
 //!
@@ -18,6 +19,7 @@
 
 pub mod checkpoint;
 pub mod codec;
+pub mod location;
 pub mod postgres;
 pub mod schema;
 pub mod sqlite;

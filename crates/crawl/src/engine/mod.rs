@@ -122,6 +122,18 @@ impl Engine {
         state: Box<dyn CrawlState>,
         sink: Box<dyn Sink>,
     ) -> Result<Self, EngineError> {
+        Ok(Self::configure(config, seeds, registry)?.attach(state, sink))
+    }
+
+    /// A crawl built and checked (configuration, seeds, every processor)
+    /// without touching anything outside it, so that a caller can refuse
+    /// bad input before it opens a store or a file. [`Engine::attach`]
+    /// gives it its state and sink before [`Engine::run`].
+    pub fn configure(
+        config: CrawlConfig,
+        seeds: Vec<Url>,
+        registry: &Registry,
+    ) -> Result<Self, EngineError> {
         let pipeline = registry.build(&config, &seeds)?;
         let frontier = Frontier::new(
             FrontierLimits {
@@ -147,7 +159,7 @@ impl Engine {
             pipeline: Arc::new(pipeline),
             frontier,
             seeds: normalized,
-            state: Some((state, sink)),
+            state: None,
             stats: Vec::new(),
             done: 0,
             committing: 0,
@@ -157,13 +169,28 @@ impl Engine {
         })
     }
 
+    /// The crawl's configuration.
+    pub fn config(&self) -> &CrawlConfig {
+        &self.config
+    }
+
+    /// Gives the crawl the state it resumes and keeps, and the sink its
+    /// durable records go to.
+    pub fn attach(mut self, state: Box<dyn CrawlState>, sink: Box<dyn Sink>) -> Self {
+        self.state = Some((state, sink));
+        self
+    }
+
     /// Runs the crawl until nothing is left, the run timeout expires or
     /// `shutdown` completes. In-flight requests get the shutdown grace to
     /// finish; every record received is made durable and written out.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<Summary, EngineError> {
         let started = Instant::now();
         let deadline = started + self.config.engine.run_timeout;
-        let (state, sink) = self.state.take().expect("run is called once");
+        let (state, sink) = self
+            .state
+            .take()
+            .ok_or_else(|| StateError::Fatal("no state attached to the engine".into()))?;
         // Half the workers may wait in a group commit; the others keep
         // fetching.
         let group_target = (self.config.engine.max_workers / 2).max(1);

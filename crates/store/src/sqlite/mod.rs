@@ -55,6 +55,35 @@ pub(crate) fn err(e: rusqlite::Error) -> StoreError {
     }
 }
 
+/// Refuses a SQLite database that holds tables of its own and not ours,
+/// before anything is written to it (not even the journal mode).
+fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let not_ours = |why: String| {
+        StoreError::Corrupt(format!(
+            "{} is not a crawlkeeper state file: {why}; it was left untouched",
+            path.display()
+        ))
+    };
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .map_err(|e| not_ours(e.to_string()))?;
+    let tables: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| not_ours(e.to_string()))?;
+    if tables.is_empty() || tables.iter().any(|t| t == "crawlkeeper_version") {
+        return Ok(());
+    }
+    let mut shown: Vec<&str> = tables.iter().take(5).map(String::as_str).collect();
+    if tables.len() > 5 {
+        shown.push("…");
+    }
+    Err(not_ours(format!(
+        "a SQLite database of another program (tables: {})",
+        shown.join(", ")
+    )))
+}
+
 impl SqliteStore {
     /// Opens (or creates) the state file at `path`, creating or migrating
     /// its tables.
@@ -64,6 +93,7 @@ impl SqliteStore {
             StoreError::Backend(format!("cannot open state file {}: {e}", path.display()))
         })?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
+        refuse_foreign(&conn, &path)?;
         // Every statement of a batch stays prepared.
         conn.set_prepared_statement_cache_capacity(32);
         let mode: String = conn

@@ -243,3 +243,33 @@ fn a_version_1_file_is_migrated_with_its_urls_known() {
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_database_of_another_program_is_refused_and_left_untouched() {
+    let (dir, path) = fresh("foreign");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);
+             INSERT INTO customers (name) VALUES ('alice');",
+        )
+        .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let err = SqliteStore::open(&path).err().expect("refused");
+    let said = err.to_string();
+    assert!(said.contains("not a crawlkeeper state file"), "{said}");
+    assert!(said.contains("customers"), "{said}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "not a byte changed");
+    let journal = |suffix: &str| {
+        let mut p = path.clone().into_os_string();
+        p.push(suffix);
+        std::path::PathBuf::from(p).exists()
+    };
+    assert!(!journal("-wal") && !journal("-shm"), "no WAL was started");
+    // An empty file, and our own file, are used as before.
+    std::fs::write(&path, b"").unwrap();
+    SqliteStore::open(&path).unwrap();
+    SqliteStore::open(&path).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}
