@@ -179,7 +179,7 @@ impl Frontier {
         }
     }
 
-    fn release(&mut self, batch: Vec<Discovered>, owner: Option<u64>) {
+    pub(super) fn release(&mut self, batch: Vec<Discovered>, owner: Option<u64>) {
         for d in batch {
             self.triage(d, owner);
         }

@@ -133,11 +133,7 @@ impl Frontier {
         if s.turn != Turn::None || s.abandoned {
             return;
         }
-        let has_room = match s.robots {
-            RobotsState::Pending => false,
-            RobotsState::Unknown => s.in_flight == 0,
-            RobotsState::Known(_) => s.in_flight < self.limits.per_host,
-        };
+        let has_room = s.has_room(self.limits.per_host);
         let Some(at) = s.next_at(now).filter(|_| has_room) else {
             return;
         };
@@ -195,7 +191,12 @@ impl Frontier {
                 RobotsState::Pending => continue,
                 RobotsState::Known(rules) => {
                     let rules = rules.clone();
-                    if s.abandoned || s.not_before.is_some_and(|t| t > now) {
+                    // Room may have gone since the turn was given (a
+                    // finished request's record still on its way).
+                    if s.abandoned
+                        || s.not_before.is_some_and(|t| t > now)
+                        || !s.has_room(self.limits.per_host)
+                    {
                         self.wake(slot, now);
                         continue;
                     }
@@ -240,6 +241,37 @@ impl Frontier {
             s.consecutive_failures = 0;
         }
         self.wake(slot, now);
+    }
+
+    /// The record of a finished request of `slot` is on its way to the
+    /// store: until it is durable it keeps its place among the authority's
+    /// `per_host`.
+    pub fn record_pending(&mut self, slot: Slot) {
+        self.slots[slot].committing += 1;
+        self.unstick(slot);
+    }
+
+    /// A record of `slot` is durable: its place is free.
+    pub fn record_durable(&mut self, slot: Slot, now: Instant) {
+        let s = &mut self.slots[slot];
+        s.committing = s.committing.saturating_sub(1);
+        self.wake(slot, now);
+    }
+
+    /// When every place of `slot` is taken by a page whose links wait for
+    /// a shallower job of the authority, that job could never start: the
+    /// links go now (exact depth yields to progress, as in
+    /// [`Frontier::release_all_held`]), their pages' records go to the
+    /// store, and the places free up as they become durable.
+    fn unstick(&mut self, slot: Slot) {
+        let s = &mut self.slots[slot];
+        if s.held.is_empty() || s.held.len() < self.limits.per_host {
+            return;
+        }
+        tracing::debug!(authority = %s.authority, held = s.held.len(), "releasing held links: every place waits");
+        for (_, batch, owner) in std::mem::take(&mut s.held) {
+            self.release(batch, owner);
+        }
     }
 
     fn abandon(&mut self, slot: Slot) {

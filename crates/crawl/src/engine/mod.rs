@@ -12,7 +12,7 @@ mod frontier;
 mod records;
 mod slot;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -88,12 +88,17 @@ pub struct Engine {
     committing: usize,
     /// Finished pages by token, waiting to be sent with their links.
     pending_finish: HashMap<u64, PendingFinish>,
+    /// The slot of each record sent to the store and not yet durable, in
+    /// the order sent (the store answers in that order); `None` for records
+    /// of URLs that were never requested.
+    unconfirmed: VecDeque<Option<Slot>>,
     next_token: u64,
     pending_saves: Vec<Slot>,
 }
 
 /// A finished page whose record goes to the store with its links.
 struct PendingFinish {
+    slot: Slot,
     job: Job,
     record: CrawlRecord,
     json: String,
@@ -164,6 +169,7 @@ impl Engine {
             done: 0,
             committing: 0,
             pending_finish: HashMap::new(),
+            unconfirmed: VecDeque::new(),
             next_token: 0,
             pending_saves: Vec::new(),
         })
@@ -356,6 +362,7 @@ impl Engine {
                 .tx
                 .send(Command::Finish(Box::new(finished), links))
                 .map_err(|_| gone())?;
+            self.unconfirmed.push_back(Some(p.slot));
         }
         // Links of pages still held back stay in the outbox order they came in.
         loose.extend(by_page.into_values().flatten());
@@ -395,6 +402,7 @@ impl Engine {
                 .tx
                 .send(Command::Finish(Box::new(finished), Vec::new()))
                 .map_err(|_| gone())?;
+            self.unconfirmed.push_back(None);
         }
         Ok(())
     }
@@ -456,7 +464,13 @@ impl Engine {
     fn on_reply(&mut self, reply: Reply) -> Result<(), EngineError> {
         let now = Instant::now();
         match reply {
-            Reply::Finished(n) => self.committing -= n,
+            Reply::Finished(n) => {
+                self.committing -= n;
+                let n = n.min(self.unconfirmed.len());
+                for slot in self.unconfirmed.drain(..n).flatten() {
+                    self.frontier.record_durable(slot, now);
+                }
+            }
             Reply::Admitted(pairs) => {
                 for (item, new) in pairs {
                     self.frontier
@@ -536,12 +550,14 @@ impl Engine {
                 self.pending_finish.insert(
                     token,
                     PendingFinish {
+                        slot,
                         job,
                         record,
                         json,
                         held,
                     },
                 );
+                self.frontier.record_pending(slot);
                 self.frontier.job_finished(slot, depth);
             }
         }

@@ -40,6 +40,10 @@ pub(super) struct AuthoritySlot {
     pub queue: DepthQueue,
     pub retries: Vec<(Instant, Job)>,
     pub in_flight: usize,
+    /// Records of this authority's finished requests not yet durable. Each
+    /// keeps its place among the authority's `per_host` until it is, so a
+    /// `kill -9` costs at most `per_host` requests of the authority.
+    pub committing: usize,
     pub robots: RobotsState,
     pub robots_snapshot: Option<RobotsSnapshot>,
     pub turn: Turn,
@@ -67,6 +71,7 @@ impl AuthoritySlot {
             queue: DepthQueue::default(),
             retries: Vec::new(),
             in_flight: 0,
+            committing: 0,
             robots: if respect_robots {
                 RobotsState::Unknown
             } else {
@@ -94,6 +99,17 @@ impl AuthoritySlot {
             self.outstanding[d] += 1;
         } else {
             self.outstanding[d] = self.outstanding[d].saturating_sub(1);
+        }
+    }
+
+    /// True when another request may start: nothing in flight before the
+    /// robots.txt is known, then fewer than `per_host` requests in flight
+    /// or with records not yet durable.
+    pub fn has_room(&self, per_host: usize) -> bool {
+        match self.robots {
+            RobotsState::Pending => false,
+            RobotsState::Unknown => self.in_flight == 0,
+            RobotsState::Known(_) => self.in_flight + self.committing < per_host,
         }
     }
 

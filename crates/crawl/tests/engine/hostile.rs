@@ -82,6 +82,7 @@ async fn pages_that_cost_the_parser_dearly_are_recorded_within_seconds() {
     let mut config = config();
     config.fetch.max_body_bytes = 20 * 1024 * 1024;
     config.fetch.request_timeout = Duration::from_secs(20);
+    config.engine.extract_timeout = Duration::from_secs(120);
     let started = Instant::now();
     let records = list_crawl(&server, config, &["/amps", "/nested"]).await;
     let amps = only(&records, &server.url("/amps"));
@@ -118,6 +119,8 @@ async fn links_past_the_per_page_limit_are_counted_and_dropped() {
     let server = server(vec![("/", Script::html(page))]).await;
     let mut config = config();
     config.engine.max_links_per_page = 1000;
+    // Unoptimised test builds on a loaded machine parse slowly.
+    config.engine.extract_timeout = Duration::from_secs(120);
     let records = list_crawl(&server, config, &["/"]).await;
     let r = only(&records, &server.url("/"));
     assert_eq!((r.links, r.links_dropped), (1000, 299_000));

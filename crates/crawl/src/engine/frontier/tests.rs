@@ -385,3 +385,56 @@ fn urls_past_the_memory_limit_wait_in_the_store() {
     assert_eq!(f.pending(), 4);
     assert!(!f.is_idle());
 }
+
+#[test]
+fn a_record_not_yet_durable_keeps_its_place_among_per_host() {
+    // The kill -9 bound: a request's place is free only once its record is
+    // durable, so at most per_host requests of an authority can be lost.
+    let now = Instant::now();
+    let mut f = frontier(1, None, false);
+    offer(&mut f, "http://a.test/1", now);
+    offer(&mut f, "http://a.test/2", now);
+    let (slot, job) = take_page(&mut f, now);
+    f.request_done(slot, now, ok(1));
+    f.record_pending(slot);
+    f.job_finished(slot, job.depth);
+    assert!(
+        f.next_start(now).is_none(),
+        "the record of /1 is not durable"
+    );
+    f.record_durable(slot, now);
+    let (_, next) = take_page(&mut f, now);
+    assert_eq!(next.url.path(), "/2");
+}
+
+#[test]
+fn places_all_taken_by_waiting_pages_release_their_links() {
+    let now = Instant::now();
+    let mut f = frontier(1, None, false);
+    let link = |path: &str| {
+        let url = Url::parse(&format!("http://a.test{path}")).unwrap();
+        let mut job = Job::seed(url.clone());
+        job.depth = 2;
+        Discovered {
+            key: url_key(&url),
+            job,
+        }
+    };
+    // A depth-1 page in flight; a depth-0 job admitted after it started.
+    offer_at(&mut f, "http://a.test/deep", 1, now);
+    let (slot, deep) = take_page(&mut f, now);
+    offer_at(&mut f, "http://a.test/", 0, now);
+    f.request_done(slot, now, ok(1));
+    assert!(f.offer_batch(slot, 1, vec![link("/x")], Some(3)));
+    // Its record waits for its links, its links for "/", "/" for its place.
+    f.record_pending(slot);
+    f.job_finished(slot, deep.depth);
+    assert_eq!(
+        f.take_released(),
+        [3],
+        "the links go rather than wait forever"
+    );
+    f.record_durable(slot, now);
+    let (_, root) = take_page(&mut f, now);
+    assert_eq!(root.url.path(), "/");
+}
