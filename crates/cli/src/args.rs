@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use crawlkeeper_crawl::config::{CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, ResolveOverride};
+use crawlkeeper_crawl::guard::Cidr;
 use crawlkeeper_model::parse_duration;
 
 /// A web crawler that runs on one machine or as a fault-tolerant cluster.
@@ -168,6 +169,17 @@ pub struct CrawlArgs {
     /// Also trust the certificate authorities in this PEM file (repeatable).
     #[arg(long = "ca-cert", value_name = "FILE")]
     pub ca_certs: Vec<PathBuf>,
+    /// Always allow connections into this network (CIDR, repeatable),
+    /// despite the SSRF guard.
+    #[arg(long = "allow-net", value_name = "CIDR", value_parser = cidr)]
+    pub allow_nets: Vec<Cidr>,
+    /// Never connect into this network (CIDR, repeatable), seeds included.
+    #[arg(long = "deny-net", value_name = "CIDR", value_parser = cidr)]
+    pub deny_nets: Vec<Cidr>,
+    /// Turn the SSRF guard off: links may lead to private, loopback and
+    /// link-local addresses (--deny-net still applies).
+    #[arg(long)]
+    pub allow_private: bool,
     /// Resolve HOST to IP instead of asking DNS (repeatable), like curl's --resolve.
     #[arg(long, value_name = "HOST=IP", value_parser = resolve_override)]
     pub resolve: Vec<ResolveOverride>,
@@ -235,6 +247,11 @@ fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
+fn cidr(s: &str) -> Result<Cidr, String> {
+    s.parse()
+        .map_err(|e: crawlkeeper_crawl::guard::CidrError| e.to_string())
+}
+
 fn positive_usize(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_owned()),
@@ -288,6 +305,9 @@ impl CrawlArgs {
         c.fetch.max_body_bytes = self.max_body;
         c.fetch.resolve = self.resolve.clone();
         c.fetch.ca_certs = self.ca_certs.clone();
+        c.fetch.allow_nets = self.allow_nets.clone();
+        c.fetch.deny_nets = self.deny_nets.clone();
+        c.fetch.allow_private = self.allow_private;
         c.engine.max_workers = self.max_workers;
         c.engine.per_host = self.per_host;
         c.engine.run_timeout = self.timeout;

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crawlkeeper_model::{MAX_DURATION, duration};
 
+use crate::guard::Cidr;
+
 /// Default user agent: `crawlkeeper/<version>`.
 pub const DEFAULT_USER_AGENT: &str = concat!("crawlkeeper/", env!("CARGO_PKG_VERSION"));
 /// Default connect timeout.
@@ -92,6 +94,13 @@ pub struct FetchConfig {
     /// PEM files of extra certificate authorities to trust for HTTPS, beside
     /// the system's.
     pub ca_certs: Vec<std::path::PathBuf>,
+    /// Networks always allowed by the SSRF guard.
+    pub allow_nets: Vec<Cidr>,
+    /// Networks never connected to, whatever else allows them.
+    pub deny_nets: Vec<Cidr>,
+    /// Turns the SSRF guard's special-purpose check off (`deny_nets` still
+    /// applies). Default false.
+    pub allow_private: bool,
 }
 
 /// A host name pinned to an address.
@@ -223,6 +232,9 @@ impl Default for FetchConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             resolve: Vec::new(),
             ca_certs: Vec::new(),
+            allow_nets: Vec::new(),
+            deny_nets: Vec::new(),
+            allow_private: false,
         }
     }
 }

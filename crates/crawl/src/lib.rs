@@ -6,6 +6,7 @@
 //! | [`config`] | every setting, with documented defaults, validated once |
 //! | [`normalize`] | one spelling per URL, for dedup |
 //! | [`fetch`] | the [`Fetcher`] trait and the HTTP fetcher |
+//! | [`guard`] | the SSRF guard: which addresses a crawl may connect to |
 //! | [`robots`] | robots.txt rules per authority (RFC 9309) |
 //! | [`extract`] | the [`Extractor`] trait and the streaming HTML extractor |
 //! | [`scope`] | the [`Scoper`] trait, the built-in rules, dispositions |
@@ -26,6 +27,7 @@ pub mod config;
 pub mod engine;
 pub mod extract;
 pub mod fetch;
+pub mod guard;
 pub mod normalize;
 pub mod pipeline;
 pub mod politeness;

@@ -119,7 +119,8 @@ impl Pipeline {
                 record.fetched_at = rfc3339(e.started_at);
                 record.response_ms = Some(millis(e.elapsed));
                 record.error = Some(e.to_record_error());
-                let retry = (e.kind != ErrorKind::InvalidUrl).then_some(RetryHint { after: None });
+                let retry = !matches!(e.kind, ErrorKind::InvalidUrl | ErrorKind::BlockedAddress);
+                let retry = retry.then_some(RetryHint { after: None });
                 Processed {
                     record,
                     discovered: Vec::new(),

@@ -54,7 +54,7 @@ impl Registry {
     pub fn builtin() -> Self {
         let mut r = Self {
             fetcher: Box::new(|ctx| {
-                HttpFetcher::new(&ctx.config.fetch)
+                HttpFetcher::new(&ctx.config.fetch, ctx.seeds)
                     .map(|f| Arc::new(f) as Arc<dyn Fetcher>)
                     .map_err(|e| e.to_string())
             }),

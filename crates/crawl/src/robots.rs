@@ -26,6 +26,9 @@ pub enum RobotsRules {
     Parsed(Arc<Robot>),
     /// robots.txt was unreachable or answered 5xx: nothing is allowed.
     Unavailable(String),
+    /// The authority's address is refused by the SSRF guard: nothing of it
+    /// is requested, each URL is recorded as `blocked_address`.
+    Blocked(String),
     /// Fetching or reading robots.txt failed inside crawlkeeper (a caught
     /// panic): nothing is requested, and each URL is recorded as an
     /// internal error rather than left without a record.
@@ -56,6 +59,7 @@ impl RobotsRules {
                 ErrorKind::RobotsUnavailable,
                 format!("robots.txt unavailable ({why}); treated as disallow-all"),
             )),
+            Self::Blocked(why) => Err(RecordError::new(ErrorKind::BlockedAddress, why.clone())),
             Self::Failed(why) => Err(RecordError::new(
                 ErrorKind::Internal,
                 format!("robots.txt could not be processed (internal error: {why}); not requested"),
@@ -102,9 +106,13 @@ impl RobotsRules {
         authority: &Authority,
     ) -> (Self, Option<RobotsSnapshot>) {
         let mut url = authority.robots_url();
-        for _ in 0..=MAX_ROBOTS_REDIRECTS {
+        for hop in 0..=MAX_ROBOTS_REDIRECTS {
             let response = match fetcher.fetch(&url).await {
                 Ok(r) => r,
+                // The authority's own address is refused: so is every URL of it.
+                Err(e) if e.kind == ErrorKind::BlockedAddress && hop == 0 => {
+                    return (Self::Blocked(e.message), None);
+                }
                 Err(e) => {
                     debug!(%authority, error = %e, "robots.txt unreachable");
                     return (Self::Unavailable(e.message), None);

@@ -27,6 +27,8 @@ pub struct AuthorityStats {
     pub retries: u64,
     /// URLs not requested because the authority was abandoned.
     pub skipped: u64,
+    /// URLs not requested because the SSRF guard refused their address.
+    pub blocked: u64,
     /// True when the authority was abandoned after too many failures in a row.
     pub abandoned: bool,
     /// When the first error or failed request was seen (RFC 3339).
@@ -47,6 +49,11 @@ impl AuthorityStats {
             }
             if e.kind == ErrorKind::Skipped {
                 self.skipped += 1;
+                return;
+            }
+            if e.kind == ErrorKind::BlockedAddress {
+                self.blocked += 1;
+                self.note_failure(r);
                 return;
             }
         }
@@ -100,6 +107,7 @@ impl AuthorityStats {
         self.robots_denied += o.robots_denied;
         self.retries += o.retries;
         self.skipped += o.skipped;
+        self.blocked += o.blocked;
         self.response_ms_total += o.response_ms_total;
     }
 }
@@ -164,7 +172,7 @@ impl fmt::Display for Summary {
             .max(9);
         writeln!(
             f,
-            "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8}",
+            "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8}",
             "authority",
             "requests",
             "2xx",
@@ -175,12 +183,13 @@ impl fmt::Display for Summary {
             "retries",
             "robots",
             "skipped",
+            "blocked",
             "mean ms"
         )?;
         let row = |f: &mut fmt::Formatter<'_>, name: &str, s: &AuthorityStats| {
             writeln!(
                 f,
-                "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8.1}",
+                "{:<width$} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8.1}",
                 name,
                 s.requests,
                 s.status_2xx,
@@ -191,6 +200,7 @@ impl fmt::Display for Summary {
                 s.retries,
                 s.robots_denied,
                 s.skipped,
+                s.blocked,
                 s.mean_response_ms()
             )
         };

@@ -11,15 +11,18 @@ use url::Url;
 
 use super::{FetchError, FetchResponse, Fetcher};
 use crate::config::FetchConfig;
+use crate::guard::{AddressPolicy, Blocked, GuardedResolver};
 
 /// The most a body buffer is given before any of the body arrived.
 const INITIAL_BODY_BUFFER: usize = 64 * 1024;
 
-/// Fetches over HTTP(S) with one shared connection pool.
+/// Fetches over HTTP(S) with one shared connection pool, connecting only
+/// where the SSRF guard allows.
 #[derive(Clone, Debug)]
 pub struct HttpFetcher {
     client: reqwest::Client,
     max_body_bytes: u64,
+    guard: GuardedResolver,
 }
 
 /// The HTTP client could not be built.
@@ -39,8 +42,18 @@ pub enum ClientBuildError {
 }
 
 impl HttpFetcher {
-    /// A fetcher for `config`.
-    pub fn new(config: &FetchConfig) -> Result<Self, ClientBuildError> {
+    /// A fetcher for `config`, in a crawl of `seeds` (whose networks the
+    /// SSRF guard allows).
+    pub fn new(config: &FetchConfig, seeds: &[Url]) -> Result<Self, ClientBuildError> {
+        let policy = AddressPolicy::new(
+            config.allow_nets.clone(),
+            config.deny_nets.clone(),
+            config.allow_private,
+        );
+        let overrides = config.resolve.iter().map(|r| (r.host.clone(), r.addr.ip()));
+        // `--resolve` lives in the guarded resolver, not in the client's
+        // own overrides, which would skip the guard.
+        let guard = GuardedResolver::new(policy, overrides, seeds);
         let mut builder = reqwest::Client::builder()
             .user_agent(config.user_agent.clone())
             .redirect(reqwest::redirect::Policy::none())
@@ -51,10 +64,8 @@ impl HttpFetcher {
             .gzip(true)
             .brotli(true)
             .deflate(true)
-            .no_proxy();
-        for r in &config.resolve {
-            builder = builder.resolve(&r.host, r.addr);
-        }
+            .no_proxy()
+            .dns_resolver(guard.clone());
         for path in &config.ca_certs {
             let bad = |why: String| ClientBuildError::Certificate {
                 path: path.clone(),
@@ -71,6 +82,7 @@ impl HttpFetcher {
         Ok(Self {
             client: builder.build()?,
             max_body_bytes: config.max_body_bytes,
+            guard,
         })
     }
 
@@ -114,6 +126,14 @@ impl Fetcher for HttpFetcher {
             kind: classify(&e),
             message: describe(&e),
         };
+        if let Err(blocked) = self.guard.check_literal(url) {
+            return Err(FetchError {
+                started_at,
+                elapsed: start.elapsed(),
+                kind: ErrorKind::BlockedAddress,
+                message: blocked.to_string(),
+            });
+        }
         let response = self.client.get(url.as_str()).send().await.map_err(fail)?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
@@ -130,6 +150,13 @@ impl Fetcher for HttpFetcher {
 }
 
 fn classify(e: &reqwest::Error) -> ErrorKind {
+    let mut source = e.source();
+    while let Some(s) = source {
+        if s.is::<Blocked>() {
+            return ErrorKind::BlockedAddress;
+        }
+        source = s.source();
+    }
     if e.is_timeout() {
         ErrorKind::Timeout
     } else if e.is_connect() {

@@ -178,7 +178,7 @@ async fn a_panic_while_reading_robots_txt_records_every_url_of_the_authority() {
     let server = server(vec![("/a", Script::html("a")), ("/b", Script::html("b"))]).await;
     let mut registry = Registry::builtin();
     registry.set_fetcher(|ctx| {
-        let inner = HttpFetcher::new(&ctx.config.fetch).map_err(|e| e.to_string())?;
+        let inner = HttpFetcher::new(&ctx.config.fetch, ctx.seeds).map_err(|e| e.to_string())?;
         Ok(Arc::new(PanicsOnRobots(inner)))
     });
     let seeds = vec![server.url("/a"), server.url("/b")];
