@@ -76,6 +76,40 @@ impl Script {
     }
 }
 
+/// `n` zero bytes compressed with `encoding` (`gzip`, `deflate` or `br`):
+/// a small body that inflates past any sane limit.
+pub fn bomb(encoding: &str, n: usize) -> Vec<u8> {
+    use std::io::Write;
+    let zeros = vec![0u8; 1 << 20];
+    let write_all = |w: &mut dyn Write| {
+        for _ in 0..n / zeros.len() {
+            w.write_all(&zeros).expect("in memory");
+        }
+        w.write_all(&zeros[..n % zeros.len()]).expect("in memory");
+    };
+    match encoding {
+        "gzip" => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            write_all(&mut e);
+            e.finish().expect("in memory")
+        }
+        "deflate" => {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+            write_all(&mut e);
+            e.finish().expect("in memory")
+        }
+        "br" => {
+            let mut out = Vec::new();
+            {
+                let mut e = brotli::CompressorWriter::new(&mut out, 1 << 16, 9, 22);
+                write_all(&mut e);
+            }
+            out
+        }
+        other => panic!("no bomb for encoding {other}"),
+    }
+}
+
 fn head(status: u16, headers: &[(&str, &str)]) -> String {
     let mut head = format!("HTTP/1.1 {status} Scripted\r\nConnection: close\r\n");
     for (name, value) in headers {

@@ -16,6 +16,8 @@ use super::{CutShort, Extracted, Extractor, Page, PageLimits};
 /// Bytes handed to the parser at a time; the deadline is checked between
 /// chunks, so a page overruns it by at most one chunk's work.
 const CHUNK: usize = 64 * 1024;
+/// The most of a title kept, in bytes.
+const MAX_TITLE: usize = 4096;
 /// The most memory the parser may hold for one page (buffered tags and
 /// attributes; the body itself is apart).
 const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
@@ -123,8 +125,14 @@ impl Extractor for HtmlExtractor {
         };
         let on_title_text = |t: &mut TextChunk<'_>| {
             let mut s = state.borrow_mut();
-            if s.titles_seen == 1 && s.title.len() < 4096 {
-                s.title.push_str(t.as_str());
+            if s.titles_seen == 1 {
+                let room = MAX_TITLE.saturating_sub(s.title.len());
+                let text = t.as_str();
+                let mut end = text.len().min(room);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                s.title.push_str(&text[..end]);
             }
             Ok(())
         };
@@ -345,6 +353,17 @@ mod tests {
         assert!(out.hrefs.len() <= 1);
         let out = extract("<title>first</title><svg><title>second</title></svg>");
         assert_eq!(out.title.as_deref(), Some("first"));
+    }
+
+    #[test]
+    fn a_huge_title_is_cut_at_a_character_boundary() {
+        let html = format!("<title>{}</title>", "é".repeat(1_000_000));
+        let title = extract(&html).title.unwrap();
+        assert!(
+            title.len() <= MAX_TITLE && title.len() > MAX_TITLE - 4,
+            "{}",
+            title.len()
+        );
     }
 
     #[test]

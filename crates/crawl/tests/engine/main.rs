@@ -1,6 +1,7 @@
 //! End-to-end tests of the crawl engine against the test site.
 
 mod common;
+mod corpus;
 mod guard;
 mod hostile;
 mod pipeline;
