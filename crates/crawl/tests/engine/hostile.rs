@@ -193,3 +193,37 @@ async fn a_panic_while_reading_robots_txt_records_every_url_of_the_authority() {
     }
     assert_eq!(server.count("/a"), 0, "nothing requested without rules");
 }
+
+/// An extractor that panics on one page.
+struct PanicsOn(&'static str);
+
+impl crawlkeeper_crawl::Extractor for PanicsOn {
+    fn name(&self) -> &str {
+        "panics"
+    }
+
+    fn extract(&self, page: &crawlkeeper_crawl::Page<'_>, _out: &mut crawlkeeper_crawl::Extracted) {
+        if page.url.path() == self.0 {
+            panic!("extractor blew up on {}", self.0);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_while_processing_a_page_is_recorded_and_the_crawl_goes_on() {
+    let server = server(vec![
+        ("/", Script::html("<a href=/boom>b</a><a href=/fine>f</a>")),
+        ("/boom", Script::html("boom")),
+        ("/fine", Script::html("fine")),
+    ])
+    .await;
+    let mut registry = Registry::builtin();
+    registry.add_extractor("panics", |_| Ok(Box::new(PanicsOn("/boom"))));
+    let mut config = follow_config();
+    config.pipeline.extractors.push("panics".into());
+    let (_, records) = crawl_with(&registry, config, &[server.url("/")]).await;
+    let boom = only(&records, &server.url("/boom"));
+    assert_eq!(error_kind(boom), Some(ErrorKind::Internal), "{boom:?}");
+    assert_eq!(only(&records, &server.url("/fine")).status, Some(200));
+    assert_eq!(server.count("/boom"), 1, "recorded once, not retried");
+}
