@@ -1,0 +1,86 @@
+//! The built-in HTML extractor over any page body (typed `text/html`),
+//! through the public `Extractor::extract`, then the links resolved and
+//! normalised against the page as the pipeline does. Exercises lol_html,
+//! the handlers (links, base, meta refresh, meta robots, title) and the
+//! character-reference decoder.
+//!
+//! Invariants (crates/crawl/src/extract/html.rs): nothing panics; no href
+//! is empty and no more than the page's link limit are kept; a title, when found, is non-empty with its whitespace
+//! collapsed to single spaces; a nofollow page yields no hrefs.
+#![no_main]
+
+use std::sync::LazyLock;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use crawlkeeper_crawl::config::ScopeConfig;
+use crawlkeeper_crawl::extract::{HtmlExtractor, PageLimits};
+use crawlkeeper_crawl::normalize::Normalizer;
+use crawlkeeper_crawl::{Extracted, Extractor, FetchResponse, Page};
+use libfuzzer_sys::fuzz_target;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use url::Url;
+
+/// Small, so the fuzzer reaches the link limit.
+const MAX_LINKS: usize = 16;
+
+static PAGE_URL: LazyLock<Url> =
+    LazyLock::new(|| Url::parse("http://a.test/dir/page").expect("valid URL"));
+static EXTRACTOR: LazyLock<HtmlExtractor> = LazyLock::new(HtmlExtractor::new);
+static NORMALIZER: LazyLock<Normalizer> =
+    LazyLock::new(|| Normalizer::new(&ScopeConfig::default().strip_params));
+
+fuzz_target!(|data: &[u8]| {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    let response = FetchResponse {
+        started_at: SystemTime::UNIX_EPOCH,
+        elapsed: Duration::ZERO,
+        status: 200,
+        headers,
+        body: Bytes::copy_from_slice(data),
+        truncated: false,
+    };
+    let page = Page {
+        url: &PAGE_URL,
+        response: &response,
+        // A deadline far past libFuzzer's -timeout, so a slow input is
+        // reported as a timeout rather than hidden by a cut-short page.
+        limits: PageLimits {
+            max_links: MAX_LINKS,
+            deadline: Instant::now() + Duration::from_secs(3600),
+        },
+    };
+    let mut out = Extracted::default();
+    EXTRACTOR.extract(&page, &mut out);
+
+    assert!(out.hrefs.len() <= MAX_LINKS, "{} links kept", out.hrefs.len());
+    for href in &out.hrefs {
+        assert!(!href.is_empty(), "empty href extracted");
+    }
+    if out.nofollow {
+        assert!(out.hrefs.is_empty(), "nofollow page kept hrefs");
+    }
+    if let Some(title) = &out.title {
+        assert!(!title.is_empty(), "empty title kept");
+        assert!(
+            !title.starts_with(' ') && !title.ends_with(' ') && !title.contains("  "),
+            "title whitespace not collapsed: {title:?}"
+        );
+        assert!(
+            title.chars().all(|c| c == ' ' || !c.is_whitespace()),
+            "title keeps other whitespace: {title:?}"
+        );
+    }
+
+    // What the pipeline does next with the links.
+    let base = out.base_url(&PAGE_URL);
+    for href in &out.hrefs {
+        if let Ok(url) = NORMALIZER.resolve(&base, href) {
+            assert!(url.fragment().is_none());
+        }
+    }
+});

@@ -1,0 +1,82 @@
+//! `Normalizer::resolve` on any href against a fixed page URL, as the
+//! pipeline does for every link and `Location`.
+//!
+//! Invariants (each follows from crates/crawl/src/normalize.rs and the
+//! `url` crate's guarantees):
+//! - resolving never panics;
+//! - a resolved URL has no fragment and no empty query (`normalize` drops
+//!   them);
+//! - normalising again, in place or after re-parsing the string, changes
+//!   nothing: the seen set keys URLs by this string, so a second spelling
+//!   would be a duplicate fetch;
+//! - an href without a scheme resolves to the base's scheme (`http`); an
+//!   absolute `http(s)` href keeps its scheme;
+//! - every resolved `http(s)` URL has an authority that round-trips
+//!   through its string form, and a robots.txt URL (`robots_url` has an
+//!   `expect`).
+#![no_main]
+
+use std::sync::LazyLock;
+
+use crawlkeeper_crawl::config::ScopeConfig;
+use crawlkeeper_crawl::normalize::Normalizer;
+use crawlkeeper_model::Authority;
+use libfuzzer_sys::fuzz_target;
+use url::Url;
+
+static BASE: LazyLock<Url> =
+    LazyLock::new(|| Url::parse("http://a.test/dir/page").expect("valid base"));
+static NORMALIZER: LazyLock<Normalizer> =
+    LazyLock::new(|| Normalizer::new(&ScopeConfig::default().strip_params));
+
+fuzz_target!(|data: &[u8]| {
+    let href = String::from_utf8_lossy(data);
+    let n = &*NORMALIZER;
+    let Ok(mut url) = n.resolve(&BASE, &href) else {
+        return;
+    };
+    let once = url.as_str().to_owned();
+
+    assert!(url.fragment().is_none(), "fragment kept: {once:?}");
+    assert_ne!(url.query(), Some(""), "empty query kept: {once:?}");
+
+    // Idempotent in place.
+    n.normalize(&mut url);
+    assert_eq!(url.as_str(), once, "normalize not idempotent for href {href:?}");
+
+    // Idempotent through the string (what the seen set and the store keep).
+    let mut again = Url::parse(&once)
+        .unwrap_or_else(|e| panic!("normalised URL {once:?} does not parse again: {e}"));
+    n.normalize(&mut again);
+    assert_eq!(
+        again.as_str(),
+        once,
+        "re-parsing and normalising changed the URL (href {href:?})"
+    );
+
+    // Scheme: relative hrefs take the base's; absolute http(s) keep theirs.
+    match Url::parse(&href) {
+        Err(url::ParseError::RelativeUrlWithoutBase) => assert_eq!(
+            url.scheme(),
+            BASE.scheme(),
+            "relative href {href:?} changed scheme: {once:?}"
+        ),
+        Ok(abs) if matches!(abs.scheme(), "http" | "https") => assert_eq!(
+            url.scheme(),
+            abs.scheme(),
+            "absolute href {href:?} changed scheme: {once:?}"
+        ),
+        _ => {}
+    }
+
+    if matches!(url.scheme(), "http" | "https") {
+        let authority = Authority::of(&url)
+            .unwrap_or_else(|e| panic!("http(s) URL {once:?} has no authority: {e}"));
+        let robots = authority.robots_url();
+        assert_eq!(robots.path(), "/robots.txt");
+        let text = authority.to_string();
+        let back = Authority::try_from(text.clone())
+            .unwrap_or_else(|e| panic!("authority {text:?} does not parse back: {e}"));
+        assert_eq!(back, authority, "authority {text:?} does not round-trip");
+    }
+});
