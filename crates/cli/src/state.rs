@@ -51,6 +51,10 @@ impl CrawlState for StoreState {
     fn commit_wait(&self) -> Duration {
         COMMIT_WAIT
     }
+
+    fn survives_crash(&self) -> bool {
+        true
+    }
 }
 
 /// Opens the store the arguments name (creating a SQLite file that does

@@ -120,9 +120,16 @@ impl RobotsRules {
             };
             match response.status {
                 200..=299 => {
-                    let body = &response.body[..response.body.len().min(MAX_ROBOTS_BYTES)];
-                    let text = String::from_utf8_lossy(body).into_owned();
-                    return (Self::parse(body), Some(RobotsSnapshot::Body(text)));
+                    let body = response
+                        .body
+                        .slice(..response.body.len().min(MAX_ROBOTS_BYTES));
+                    let text = String::from_utf8_lossy(&body).into_owned();
+                    // 500 KiB of wildcard rules take a while to compile:
+                    // not on a thread that serves every other request.
+                    let rules = tokio::task::spawn_blocking(move || Self::parse(&body))
+                        .await
+                        .unwrap_or_else(|e| Self::Failed(format!("parsing robots.txt: {e}")));
+                    return (rules, Some(RobotsSnapshot::Body(text)));
                 }
                 300..=399 => match response.location().and_then(|l| url.join(l).ok()) {
                     Some(next) => url = next,

@@ -90,8 +90,11 @@ pub struct Engine {
     pending_finish: HashMap<u64, PendingFinish>,
     /// The slot of each record sent to the store and not yet durable, in
     /// the order sent (the store answers in that order); `None` for records
-    /// of URLs that were never requested.
+    /// of URLs that were never requested, and when places are not held.
     unconfirmed: VecDeque<Option<Slot>>,
+    /// Requests keep their authority's place until their record is durable
+    /// (the state survives a crash).
+    hold_places: bool,
     next_token: u64,
     pending_saves: Vec<Slot>,
 }
@@ -170,6 +173,7 @@ impl Engine {
             committing: 0,
             pending_finish: HashMap::new(),
             unconfirmed: VecDeque::new(),
+            hold_places: false,
             next_token: 0,
             pending_saves: Vec::new(),
         })
@@ -197,6 +201,7 @@ impl Engine {
             .state
             .take()
             .ok_or_else(|| StateError::Fatal("no state attached to the engine".into()))?;
+        self.hold_places = state.survives_crash();
         // Half the workers may wait in a group commit; the others keep
         // fetching.
         let group_target = (self.config.engine.max_workers / 2).max(1);
@@ -362,7 +367,8 @@ impl Engine {
                 .tx
                 .send(Command::Finish(Box::new(finished), links))
                 .map_err(|_| gone())?;
-            self.unconfirmed.push_back(Some(p.slot));
+            self.unconfirmed
+                .push_back(self.hold_places.then_some(p.slot));
         }
         // Links of pages still held back stay in the outbox order they came in.
         loose.extend(by_page.into_values().flatten());
@@ -557,7 +563,9 @@ impl Engine {
                         held,
                     },
                 );
-                self.frontier.record_pending(slot);
+                if self.hold_places {
+                    self.frontier.record_pending(slot);
+                }
                 self.frontier.job_finished(slot, depth);
             }
         }

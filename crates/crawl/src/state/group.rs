@@ -80,7 +80,8 @@ impl GroupPolicy {
             return None;
         }
         let needed = (self.target - finished) as f64 / self.rate - self.apply;
-        let wait = self.max_wait.min(Duration::from_secs_f64(needed.max(0.0)));
+        let needed = Duration::try_from_secs_f64(needed.max(0.0)).unwrap_or(self.max_wait);
+        let wait = self.max_wait.min(needed);
         (wait >= MIN_WAIT).then(|| now + wait)
     }
 }

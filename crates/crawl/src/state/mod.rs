@@ -37,6 +37,14 @@ pub trait CrawlState: Send + 'static {
     fn commit_wait(&self) -> Duration {
         Duration::ZERO
     }
+
+    /// Whether applied batches outlive the process. Then a request keeps
+    /// its place among its authority's `per_host` until its record is
+    /// applied, so a `kill -9` costs at most the requests in flight. False,
+    /// the default, for state kept in memory, which a kill loses anyway.
+    fn survives_crash(&self) -> bool {
+        false
+    }
 }
 
 /// The state could not be read or written.
