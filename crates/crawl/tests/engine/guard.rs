@@ -32,9 +32,15 @@ async fn inner() -> HostileServer {
     .unwrap()
 }
 
+/// Follows links anywhere, with `inner.test` pinned to 127.0.0.3 (as
+/// `--resolve` does), and 127.0.0.3 denied if asked.
 fn config(deny_inner: bool) -> CrawlConfig {
     let mut c = follow_config();
     c.scope.hosts = HostScope::Any;
+    c.fetch.resolve = vec![ResolveOverride {
+        host: "inner.test".into(),
+        addr: (INNER_HOST, 0).into(),
+    }];
     if deny_inner {
         c.fetch.deny_nets = vec!["127.0.0.3/32".parse().unwrap()];
     }
@@ -71,13 +77,8 @@ async fn links_and_redirects_into_a_denied_network_are_recorded_not_fetched() {
     )
     .await
     .unwrap();
-    let mut c = config(true);
-    // A name pinned to the denied address: --resolve goes through the guard.
-    c.fetch.resolve = vec![ResolveOverride {
-        host: "inner.test".into(),
-        addr: (INNER_HOST, 0).into(),
-    }];
-    let (summary, records) = crawl(c, &[seed.url("/")]).await;
+    // `named` is pinned to the denied address: --resolve goes through the guard.
+    let (summary, records) = crawl(config(true), &[seed.url("/")]).await;
     assert_eq!(
         inner.requests(),
         Vec::<String>::new(),
@@ -146,12 +147,7 @@ async fn the_network_a_seed_resolved_into_stays_open() {
     )
     .await
     .unwrap();
-    let mut c = config(false);
-    c.fetch.resolve = vec![ResolveOverride {
-        host: "inner.test".into(),
-        addr: (INNER_HOST, 0).into(),
-    }];
-    let (_, records) = crawl(c, &[seed.url("/")]).await;
+    let (_, records) = crawl(config(false), &[seed.url("/")]).await;
     assert_eq!(record_of(&records, &inner.url("/secret")).status, Some(200));
     assert_eq!(record_of(&records, &named).status, Some(200));
     assert_eq!(inner.count("/secret"), 2);
