@@ -235,9 +235,13 @@ pub struct CrawlArgs {
 /// Options of `crawlkeeper demo`.
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Write JSON Lines records here instead of standard output.
+    /// Write JSON Lines records here instead of standard output (a file
+    /// of an earlier demo's records is replaced).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Replace an existing --out file that does not hold crawl records.
+    #[arg(long)]
+    pub overwrite: bool,
     /// No progress logs and no summary.
     #[arg(long, short)]
     pub quiet: bool,

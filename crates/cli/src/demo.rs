@@ -11,10 +11,13 @@ use url::Url;
 use crate::args::DemoArgs;
 use crate::crawl_cmd::{crawl, engine_error};
 use crate::exit::{CliError, Outcome};
-use crate::output::fresh_sink;
+use crate::output::{check_replaceable, fresh_sink};
 
 /// Runs `crawlkeeper demo`.
 pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {
+    if let Some(out) = &args.out {
+        check_replaceable(out, args.overwrite)?;
+    }
     let mut site_config = SiteConfig::showcase();
     site_config.slow = Duration::from_secs(10);
     let site = TestSite::start(site_config)

@@ -13,11 +13,12 @@
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crawlkeeper_crawl::{JsonlSink, Sink};
+use crawlkeeper_model::CrawlRecord;
 use crawlkeeper_store::{JobInfo, Store};
 
 use crate::exit::CliError;
@@ -128,6 +129,32 @@ pub fn check_existing(
     }
     Err(CliError::Usage(format!(
         "output file '{}' exists and does not hold this job's records; \
+         use another --out, or --overwrite to replace it",
+        path.display()
+    )))
+}
+
+/// Refuses an existing, non-empty regular file at `path` whose first line
+/// is not a crawl record, unless `overwrite` is set: a file of an earlier
+/// run's records may be replaced, anything else is the user's.
+pub fn check_replaceable(path: &Path, overwrite: bool) -> Result<(), CliError> {
+    if overwrite || is_stream(path) {
+        return Ok(());
+    }
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(unwritable(path, e)),
+    };
+    let mut first = Vec::new();
+    BufReader::new(file.take(1 << 20))
+        .read_until(b'\n', &mut first)
+        .map_err(|e| unwritable(path, e))?;
+    if first.is_empty() || serde_json::from_slice::<CrawlRecord>(&first).is_ok() {
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "output file '{}' exists and does not hold crawl records; \
          use another --out, or --overwrite to replace it",
         path.display()
     )))

@@ -127,6 +127,11 @@ async fn a_foreign_output_file_is_kept_unless_overwrite_is_given() {
     .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), written);
+    // demo replaces a file of records (an earlier demo's), not notes.
+    std::fs::write(&notes, "keep me too\n").unwrap();
+    let r = run_in(&d, &["demo", "--out", s(&notes)], None).await;
+    assert_usage_error(&r, "does not hold crawl records");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "keep me too\n");
     // results: the same rules.
     std::fs::write(&notes, "keep me\n").unwrap();
     let r = run_in(&d, &["results", "--out", s(&notes)], None).await;
