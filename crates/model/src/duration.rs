@@ -34,36 +34,43 @@ pub enum DurationError {
 
 /// Parses `500ms`, `2s`, `0.5s`, `1m`, `6h`, `1h30m`, `2d`.
 ///
-/// Every number needs a unit; segments add up. Negative values, and totals
-/// past [`MAX_DURATION`], are refused.
+/// Every number needs a unit; segments add up. Decimals are exact to the
+/// nanosecond (no floating point: `24649653970ms` is that many
+/// milliseconds). Negative values, and totals past [`MAX_DURATION`], are
+/// refused.
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     let s = input.trim();
     if s.is_empty() {
         return Err(DurationError::Empty);
     }
     let malformed = || DurationError::Malformed(input.to_owned());
-    let mut total = Duration::ZERO;
+    let overflow = || DurationError::Overflow(input.to_owned());
+    let max = MAX_DURATION.as_nanos();
+    let mut total: u128 = 0;
     let mut rest = s;
     while !rest.is_empty() {
         let num_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
-        if num_len == 0 {
+        let (whole, fraction) = match rest[..num_len].split_once('.') {
+            Some((w, f)) => (w, f),
+            None => (&rest[..num_len], ""),
+        };
+        if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
             return Err(malformed());
         }
-        let value: f64 = rest[..num_len].parse().map_err(|_| malformed())?;
         rest = &rest[num_len..];
         let unit_len = rest
             .find(|c: char| !c.is_ascii_alphabetic())
             .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         rest = &rest[unit_len..];
-        let seconds_per_unit = match unit {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "d" => 86_400.0,
+        let unit_nanos: u128 = match unit {
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "d" => 86_400_000_000_000,
             "" => return Err(malformed()),
             other => {
                 return Err(DurationError::UnknownUnit {
@@ -72,20 +79,47 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
                 });
             }
         };
-        let part = Duration::try_from_secs_f64(value * seconds_per_unit)
-            .map_err(|_| DurationError::Overflow(input.to_owned()))?;
+        // Leading zeros aside, more digits than this cannot fit under the
+        // maximum; the digits of a fraction past the nanosecond do not count.
+        let whole = whole.trim_start_matches('0');
+        if whole.len() > 20 {
+            return Err(overflow());
+        }
+        let whole: u128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().map_err(|_| malformed())?
+        };
+        let fraction = &fraction[..fraction.len().min(18)];
+        let scale = 10u128.pow(fraction.len() as u32);
+        let fraction: u128 = if fraction.is_empty() {
+            0
+        } else {
+            fraction.parse().map_err(|_| malformed())?
+        };
+        let part = whole
+            .checked_mul(unit_nanos)
+            .and_then(|w| w.checked_add(fraction * unit_nanos / scale))
+            .ok_or_else(overflow)?;
         total = total
             .checked_add(part)
-            .filter(|t| *t <= MAX_DURATION)
-            .ok_or_else(|| DurationError::Overflow(input.to_owned()))?;
+            .filter(|t| *t <= max)
+            .ok_or_else(overflow)?;
     }
-    Ok(total)
+    let secs = u64::try_from(total / 1_000_000_000).map_err(|_| overflow())?;
+    Ok(Duration::new(secs, (total % 1_000_000_000) as u32))
 }
 
 /// Writes a duration in the largest unit that represents it exactly:
-/// `500ms`, `2s`, `1m`, `6h`; sub-millisecond parts are dropped.
+/// `500ms`, `2s`, `1m`, `6h`; a part below the millisecond is written as
+/// a decimal of milliseconds (`1.5ms`), so that parsing gives it back.
 pub fn format_duration(d: Duration) -> String {
+    let below_ms = d.subsec_nanos() % 1_000_000;
     let ms = d.as_millis();
+    if below_ms != 0 {
+        let fraction = format!("{below_ms:06}");
+        return format!("{ms}.{}ms", fraction.trim_end_matches('0'));
+    }
     if ms == 0 {
         return "0s".to_owned();
     }
@@ -180,6 +214,32 @@ mod tests {
             let d = Duration::from_millis(ms);
             assert_eq!(parse_duration(&format_duration(d)), Ok(d));
         }
+    }
+
+    #[test]
+    fn parsing_is_exact_and_formatting_gives_it_back() {
+        // Found by fuzzing (fuzz/regressions/duration): through floating
+        // point, 24649653970ms read back a millisecond off.
+        assert_eq!(
+            parse_duration("24649653970ms"),
+            Ok(Duration::from_millis(24_649_653_970))
+        );
+        let d = parse_duration("5261h1h10ms.1261h1h1d65d").unwrap();
+        assert_eq!(parse_duration(&format_duration(d)), Ok(d));
+        assert_eq!(parse_duration("0.000001ms"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("1.5ms"), Ok(Duration::from_micros(1500)));
+        assert_eq!(parse_duration(".5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(
+            parse_duration("0000000000000000000000001s"),
+            Ok(Duration::from_secs(1))
+        );
+        for text in ["500.5ms", "1.5ms", "0.000001ms", "364d23h59m59.999999999s"] {
+            let d = parse_duration(text).unwrap();
+            assert_eq!(parse_duration(&format_duration(d)), Ok(d), "{text}");
+        }
+        assert_eq!(format_duration(Duration::from_micros(500_500)), "500.5ms");
+        assert!(parse_duration(".s").is_err());
+        assert!(parse_duration("1..5s").is_err());
     }
 }
 
