@@ -6,9 +6,14 @@
 //! - resolving never panics;
 //! - a resolved URL has no fragment and no empty query (`normalize` drops
 //!   them);
-//! - normalising again, in place or after re-parsing the string, changes
-//!   nothing: the seen set keys URLs by this string, so a second spelling
-//!   would be a duplicate fetch;
+//! - normalising again in place changes nothing; for an `http(s)` URL,
+//!   neither does re-parsing its string and normalising: the seen set keys
+//!   URLs by this string, so a second spelling would be a duplicate fetch.
+//!   (Other schemes are left out of the re-parse check: the `url` crate
+//!   does not re-parse every `file:` URL to itself, e.g.
+//!   `file://htt\\j:/x` serialises as `file://htt/j:/x`, which parses
+//!   as `file:///j:/x`: fuzz/regressions/url_normalize/. The crawler never
+//!   keys those: the `scheme` scoper and the seed check admit only http(s).)
 //! - an href without a scheme resolves to the base's scheme (`http`); an
 //!   absolute `http(s)` href keeps its scheme;
 //! - every resolved `http(s)` URL has an authority that round-trips
@@ -29,6 +34,17 @@ static BASE: LazyLock<Url> =
 static NORMALIZER: LazyLock<Normalizer> =
     LazyLock::new(|| Normalizer::new(&ScopeConfig::default().strip_params));
 
+fn reparse_is_stable(n: &Normalizer, once: &str, href: &str) {
+    let mut again = Url::parse(once)
+        .unwrap_or_else(|e| panic!("normalised URL {once:?} does not parse again: {e}"));
+    n.normalize(&mut again);
+    assert_eq!(
+        again.as_str(),
+        once,
+        "re-parsing and normalising changed the URL (href {href:?})"
+    );
+}
+
 fuzz_target!(|data: &[u8]| {
     let href = String::from_utf8_lossy(data);
     let n = &*NORMALIZER;
@@ -45,14 +61,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(url.as_str(), once, "normalize not idempotent for href {href:?}");
 
     // Idempotent through the string (what the seen set and the store keep).
-    let mut again = Url::parse(&once)
-        .unwrap_or_else(|e| panic!("normalised URL {once:?} does not parse again: {e}"));
-    n.normalize(&mut again);
-    assert_eq!(
-        again.as_str(),
-        once,
-        "re-parsing and normalising changed the URL (href {href:?})"
-    );
+    if matches!(url.scheme(), "http" | "https") {
+        reparse_is_stable(n, &once, &href);
+    }
 
     // Scheme: relative hrefs take the base's; absolute http(s) keep theirs.
     match Url::parse(&href) {
