@@ -17,13 +17,6 @@
 #   FUZZ_SANITIZER  address (default), none, ... (cargo fuzz --sanitizer)
 #   FUZZ_RSS_MB     libFuzzer -rss_limit_mb (default 2048)
 #   FUZZ_JOBS_NICE  niceness of every cargo and fuzzer process (default 19)
-#   FUZZ_TOLERATE   comma-separated known findings the targets let pass, so
-#                   that a long run goes on looking for others (each is
-#                   described in its target's header): duration-ms-drift,
-#                   heartbeat-durations, heartbeat-time-format-panic,
-#                   lol-html-start-tag-panic. Unset (the default), every
-#                   check is strict and a finding still open fails its
-#                   regression replay.
 #
 # Checked-in files are never written: the seeds in fuzz/seeds/<target>/
 # are read as a second corpus directory; new inputs go to
@@ -61,7 +54,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     "${nice[@]}" cargo install cargo-fuzz --locked
 fi
 
-echo "== building ${targets[*]} (sanitizer: $sanitizer; tolerated: ${FUZZ_TOLERATE:-none})"
+echo "== building ${targets[*]} (sanitizer: $sanitizer)"
 for t in "${targets[@]}"; do
     "${nice[@]}" cargo fuzz build --sanitizer "$sanitizer" "$t"
 done
