@@ -34,6 +34,15 @@ async fn inner() -> HostileServer {
 
 /// Follows links anywhere, with `inner.test` pinned to 127.0.0.3 (as
 /// `--resolve` does), and 127.0.0.3 denied if asked.
+/// The seed's server on 127.0.0.2: `routes`, and a missing robots.txt
+/// unless `routes` has one.
+async fn seed_site(mut routes: Vec<(&str, Script)>) -> HostileServer {
+    if !routes.iter().any(|(path, _)| *path == "/robots.txt") {
+        routes.push(("/robots.txt", Script::response(404, &[], "")));
+    }
+    HostileServer::start(SEED_HOST, routes).await.unwrap()
+}
+
 fn config(deny_inner: bool) -> CrawlConfig {
     let mut c = follow_config();
     c.scope.hosts = HostScope::Any;
@@ -59,24 +68,19 @@ async fn links_and_redirects_into_a_denied_network_are_recorded_not_fetched() {
     let inner = inner().await;
     let secret = inner.url("/secret");
     let named = format!("http://inner.test:{}/secret", inner.addr().port());
-    let seed = HostileServer::start(
-        SEED_HOST,
-        vec![
-            ("/robots.txt", Script::response(404, &[], "")),
-            (
-                "/",
-                Script::html(format!(
-                    "<a href='{secret}'>literal</a><a href='{named}'>named</a><a href='/go'>go</a>"
-                )),
-            ),
-            (
-                "/go",
-                Script::response(302, &[("Location", &format!("{secret}?via=redirect"))], ""),
-            ),
-        ],
-    )
-    .await
-    .unwrap();
+    let seed = seed_site(vec![
+        (
+            "/",
+            Script::html(format!(
+                "<a href='{secret}'>literal</a><a href='{named}'>named</a><a href='/go'>go</a>"
+            )),
+        ),
+        (
+            "/go",
+            Script::response(302, &[("Location", &format!("{secret}?via=redirect"))], ""),
+        ),
+    ])
+    .await;
     // `named` is pinned to the denied address: --resolve goes through the guard.
     let (summary, records) = crawl(config(true), &[seed.url("/")]).await;
     assert_eq!(
@@ -102,18 +106,14 @@ async fn links_and_redirects_into_a_denied_network_are_recorded_not_fetched() {
 async fn a_robots_txt_redirect_into_a_denied_network_is_not_followed() {
     let inner = inner().await;
     let target = inner.url("/robots-target.txt");
-    let seed = HostileServer::start(
-        SEED_HOST,
-        vec![
-            (
-                "/robots.txt",
-                Script::response(301, &[("Location", target.as_str())], ""),
-            ),
-            ("/", Script::html("<title>seed</title>")),
-        ],
-    )
-    .await
-    .unwrap();
+    let seed = seed_site(vec![
+        (
+            "/robots.txt",
+            Script::response(301, &[("Location", target.as_str())], ""),
+        ),
+        ("/", Script::html("<title>seed</title>")),
+    ])
+    .await;
     let (_, records) = crawl(config(true), &[seed.url("/")]).await;
     assert_eq!(
         inner.requests(),
@@ -132,21 +132,14 @@ async fn the_network_a_seed_resolved_into_stays_open() {
     // crawl of one's own intranet works), by address and by name.
     let inner = inner().await;
     let named = format!("http://inner.test:{}/secret", inner.addr().port());
-    let seed = HostileServer::start(
-        SEED_HOST,
-        vec![
-            ("/robots.txt", Script::response(404, &[], "")),
-            (
-                "/",
-                Script::html(format!(
-                    "<a href='{}'>a</a><a href='{named}'>b</a>",
-                    inner.url("/secret")
-                )),
-            ),
-        ],
-    )
-    .await
-    .unwrap();
+    let seed = seed_site(vec![(
+        "/",
+        Script::html(format!(
+            "<a href='{}'>a</a><a href='{named}'>b</a>",
+            inner.url("/secret")
+        )),
+    )])
+    .await;
     let (_, records) = crawl(config(false), &[seed.url("/")]).await;
     assert_eq!(record_of(&records, &inner.url("/secret")).status, Some(200));
     assert_eq!(record_of(&records, &named).status, Some(200));
