@@ -101,6 +101,7 @@ pub(crate) fn bench_job(store: &mut dyn Store, name: &str) -> Result<JobId> {
             name: name.into(),
             seeds: vec!["http://h0.bench.test/".into()],
             options: "{}".into(),
+            shards: 1,
         })?
         .id)
 }

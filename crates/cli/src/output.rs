@@ -179,7 +179,7 @@ fn holds_records_of(
             return Ok(true);
         }
         if stored.is_empty() {
-            let page = store.results(job.id, after, PAGE).map_err(fatal)?;
+            let page = store.results(job.id, None, after, PAGE).map_err(fatal)?;
             if let Some((last, _)) = page.last() {
                 after = *last;
             }
@@ -233,12 +233,16 @@ pub fn open_output(
         .map_err(|e| unwritable(path, e))?;
     file.seek(SeekFrom::End(0))
         .map_err(|e| unwritable(path, e))?;
-    let mut after = lines;
+    // Positions may skip numbers: the file's records are counted off.
+    let mut skip = lines;
+    let mut after = 0;
     loop {
-        let page = store.results(job.id, after, PAGE).map_err(fatal)?;
+        let page = store.results(job.id, None, after, PAGE).map_err(fatal)?;
         let Some((last, _)) = page.last() else { break };
         after = *last;
-        for (_, json) in &page {
+        let from = usize::try_from(skip).unwrap_or(usize::MAX).min(page.len());
+        skip -= from as u64;
+        for (_, json) in &page[from..] {
             file.write_all(json.as_bytes())
                 .map_err(|e| unwritable(path, e))?;
             file.write_all(b"\n").map_err(|e| unwritable(path, e))?;

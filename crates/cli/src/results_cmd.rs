@@ -34,7 +34,7 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
     let Format::Jsonl = args.format;
     let mut after = 0;
     loop {
-        let page = store.results(job.id, after, PAGE).map_err(fatal)?;
+        let page = store.results(job.id, None, after, PAGE).map_err(fatal)?;
         let Some((last, _)) = page.last() else { break };
         after = *last;
         for (_, json) in &page {

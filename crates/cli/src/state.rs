@@ -101,6 +101,7 @@ pub fn job_spec(config: &CrawlConfig, seeds: &[Url]) -> JobSpec {
         name,
         seeds,
         options: serde_json::to_string(config).unwrap_or_default(),
+        shards: 1,
     }
 }
 

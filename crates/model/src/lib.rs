@@ -8,15 +8,18 @@
 //! | [`duration`] | durations written like `500ms`, `2s`, `1m`, `6h` |
 //! | [`cluster`] | the cluster's meta-data: GroupState, NodeState, Task, Heartbeat, node names |
 //! | [`state`] | durable crawl state: frontier entries, finished URLs, per-authority state |
+//! | [`shard`] | a job's hosts split in shards, one holder each |
 
 pub mod authority;
 pub mod cluster;
 pub mod duration;
 pub mod key;
 pub mod record;
+pub mod shard;
 pub mod state;
 
 pub use authority::Authority;
 pub use duration::{DurationError, MAX_DURATION, format_duration, parse_duration};
 pub use record::{CrawlRecord, ErrorKind, RecordError};
+pub use shard::{Partition, shard_of};
 pub use state::{AuthorityState, FinishedUrl, FrontierEntry, JobCounts, RobotsSnapshot};

@@ -118,6 +118,25 @@ pub struct Batch {
     /// know whether the commit happened; results found done at or past this
     /// position were stored by that attempt and still count as recorded.
     pub first_position: Option<u64>,
+    /// In: the most URLs the whole job may admit (`--max-pages`, counted
+    /// job-wide when several processes share the job): candidates past it
+    /// are not admitted.
+    pub admit_limit: Option<u64>,
+    /// In: look for work other processes left for the held shards, and
+    /// whether the job is complete (filling `news`, `open` and `job_seen`).
+    pub poll: bool,
+    /// In: confirm that the held shards are still this process's, even if
+    /// nothing else is to be done (every transaction confirms it anyway).
+    pub verify: bool,
+    /// Out (with `poll`): authorities of the held shards to which other
+    /// processes added URLs, with how many are queued now.
+    pub news: Vec<(Authority, u64)>,
+    /// Out (with `poll`): whether any URL of the job, in any shard, is
+    /// queued or held by a crawler. False means the job is complete.
+    pub open: Option<bool>,
+    /// Out (with `poll`, when the store counts it): URLs admitted to the
+    /// whole job so far.
+    pub job_seen: Option<u64>,
 }
 
 impl Batch {
@@ -127,5 +146,7 @@ impl Batch {
             && self.admit.is_empty()
             && self.load.is_empty()
             && self.authorities.is_empty()
+            && !self.poll
+            && !self.verify
     }
 }

@@ -28,7 +28,7 @@ use crawlkeeper_model::JobCounts;
 use crawlkeeper_model::state::{Batch, Resumed};
 use serde::{Deserialize, Serialize};
 
-pub use crate::postgres::PgStore;
+pub use crate::postgres::{PgStore, this_process};
 pub use crate::sqlite::SqliteStore;
 
 /// A job's row id in its store.
@@ -45,6 +45,8 @@ pub struct JobSpec {
     pub seeds: Vec<String>,
     /// The crawl options, as JSON.
     pub options: String,
+    /// How many shards the job's hosts are split into (1: one process).
+    pub shards: u32,
 }
 
 /// A job and its counts.
@@ -60,7 +62,47 @@ pub struct JobInfo {
     pub seeds: Vec<String>,
     /// Its options, as JSON.
     pub options: String,
+    /// How many shards its hosts are split into.
+    pub shards: u32,
     /// Its counts.
+    pub counts: JobCounts,
+}
+
+/// A process's claim on shards of a job: it crawls them, alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// The shards, each below the job's count.
+    pub shards: Vec<u32>,
+    /// Who claims them, as shown to others (host name and process id).
+    pub holder: String,
+    /// Take the shards even from a live holder, which is fenced off: its
+    /// next transaction fails with [`StoreError::Fenced`].
+    pub take_over: bool,
+}
+
+impl Claim {
+    /// Every shard of `job`, for `holder`, not taken from a live holder.
+    pub fn whole(job: &JobInfo, holder: &str) -> Self {
+        Self {
+            shards: (0..job.shards).collect(),
+            holder: holder.to_owned(),
+            take_over: false,
+        }
+    }
+}
+
+/// One shard of a job: its holder and its counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardInfo {
+    /// The shard's number.
+    pub shard: u32,
+    /// Who took it last, if anyone did.
+    pub holder: Option<String>,
+    /// How many times it was taken.
+    pub generation: u64,
+    /// Whether its holder's process is alive (holds the shard's lock).
+    pub live: bool,
+    /// The shard's counts: URLs of its hosts admitted, finished, failed.
     pub counts: JobCounts,
 }
 
@@ -79,12 +121,36 @@ pub enum StoreError {
     /// Any other database error.
     #[error("database error: {0}")]
     Backend(String),
+    /// Another transaction got in the way (a deadlock was broken, a lock
+    /// was not granted in time); retrying may work.
+    #[error("database conflict: {0}")]
+    Conflict(String),
+    /// A shard of the job is held by a live process.
+    #[error("shard {shard} of job '{job}' is held by {holder}")]
+    Held {
+        /// The job's name.
+        job: String,
+        /// The shard.
+        shard: u32,
+        /// Its holder.
+        holder: String,
+    },
+    /// A shard this process held was taken over: it must stop writing.
+    #[error("shard {shard} of job '{job}' was taken over by {by}")]
+    Fenced {
+        /// The job's name.
+        job: String,
+        /// The shard.
+        shard: u32,
+        /// Who holds it now.
+        by: String,
+    },
 }
 
 impl StoreError {
     /// True when the operation may succeed if tried again later.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Unavailable(_))
+        matches!(self, Self::Unavailable(_) | Self::Conflict(_))
     }
 }
 
@@ -102,24 +168,57 @@ pub trait Store: Send {
     /// Every job, oldest first, with counts.
     fn jobs(&mut self) -> Result<Vec<JobInfo>, StoreError>;
 
-    /// Makes sure no other process runs `job` while this store lives.
+    /// Makes sure no other process runs `job` while this store lives:
+    /// claims all of its shards, refusing a live holder.
     fn lock_job(&mut self, job: &JobInfo) -> Result<(), StoreError>;
 
-    /// What earlier runs of `job` left; URLs that were loaded in memory by
-    /// a run that is gone are queued again.
+    /// Claims shards of `job` for this store's process: later
+    /// [`Store::resume`] and [`Store::apply`] calls work on them, and each
+    /// transaction first checks that they are still this process's. A
+    /// shard held by a live process is refused ([`StoreError::Held`])
+    /// unless `claim.take_over`. The default takes a one-shard job whole.
+    fn claim(&mut self, job: &JobInfo, claim: &Claim) -> Result<(), StoreError> {
+        if job.shards == 1 && claim.shards == [0] {
+            self.lock_job(job)
+        } else {
+            Err(StoreError::Backend(format!(
+                "this store keeps jobs of one shard; job '{}' has {}",
+                job.name, job.shards
+            )))
+        }
+    }
+
+    /// What earlier runs of `job` left in the claimed shards (all of them
+    /// when nothing was claimed); URLs that were loaded in memory by a run
+    /// that is gone are queued again.
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError>;
 
     /// Applies `batch` to `job` in one transaction, filling its outputs.
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError>;
 
-    /// Up to `limit` results of `job` in the order they finished, after
-    /// position `after` (0 for the first): (position, record as JSON).
+    /// Up to `limit` results of `job` (of its shard `shard` only, if
+    /// given) in the order they finished, after position `after` (0 for
+    /// the first): (position, record as JSON). Positions grow but may
+    /// skip numbers.
     fn results(
         &mut self,
         job: JobId,
+        shard: Option<u32>,
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError>;
+
+    /// The shards of `job`, with holders and counts. The default: one
+    /// shard holding the whole job.
+    fn shards(&mut self, job: &JobInfo) -> Result<Vec<ShardInfo>, StoreError> {
+        Ok(vec![ShardInfo {
+            shard: 0,
+            holder: None,
+            generation: 0,
+            live: false,
+            counts: job.counts.clone(),
+        }])
+    }
 }
 
 /// Opens the store `location` names: a `postgres://` or `postgresql://`

@@ -33,7 +33,7 @@
 //!   - Version 1 files (the PostgreSQL layout) are migrated on open.
 
 /// The schema version of PostgreSQL databases this build writes.
-pub const PG_VERSION: i64 = 1;
+pub const PG_VERSION: i64 = 2;
 
 /// The schema version of SQLite files this build writes.
 pub const SQLITE_VERSION: i64 = 2;
@@ -79,6 +79,43 @@ const PG_TABLES: &[&str] = &[
         failed SMALLINT NOT NULL,
         record TEXT NOT NULL,
         PRIMARY KEY (job, seq))",
+];
+
+/// PostgreSQL version 2: one job written by many processes at once, each
+/// holding shards of it (see [`crate::postgres`]). Run once, on a new
+/// database or one of version 1, under the migration lock:
+/// - `jobs.shards` (how many shards), `jobs.admitted` (URLs admitted, kept
+///   for jobs with a page limit, counted job-wide); `authorities.shard`
+///   and `results.shard` (the shard of the host);
+/// - keys from sequences, not `max() + 1`, which two writers would share;
+/// - `shards`: a lease row per shard, its generation bumped by each taker
+///   and checked by every transaction of the holder (the fence);
+/// - `handoff`: authorities of a shard to which another shard's process
+///   added URLs, for the holder to pick up;
+/// - `urls_open`: whether a job has a URL queued or held, at a glance.
+pub const PG_TO_V2: &[&str] = &[
+    "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS shards INTEGER NOT NULL DEFAULT 1",
+    "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS admitted BIGINT",
+    "ALTER TABLE authorities ADD COLUMN IF NOT EXISTS shard INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE results ADD COLUMN IF NOT EXISTS shard INTEGER NOT NULL DEFAULT 0",
+    "CREATE INDEX IF NOT EXISTS results_shard ON results (job, shard, seq)",
+    "CREATE INDEX IF NOT EXISTS urls_open ON urls (job) WHERE state < 2",
+    "CREATE TABLE IF NOT EXISTS shards (
+        job BIGINT NOT NULL,
+        shard INTEGER NOT NULL,
+        generation BIGINT NOT NULL,
+        holder TEXT NOT NULL,
+        taken_at TEXT NOT NULL,
+        PRIMARY KEY (job, shard))",
+    "CREATE TABLE IF NOT EXISTS handoff (
+        job BIGINT NOT NULL,
+        shard INTEGER NOT NULL,
+        auth BIGINT NOT NULL,
+        PRIMARY KEY (job, shard, auth))",
+    "CREATE SEQUENCE IF NOT EXISTS result_seqs",
+    "SELECT setval('result_seqs', coalesce((SELECT max(seq) FROM results), 0) + 1, false)",
+    "CREATE SEQUENCE IF NOT EXISTS authority_ids",
+    "SELECT setval('authority_ids', coalesce((SELECT max(id) FROM authorities), 0) + 1, false)",
 ];
 
 /// SQLite finds a key's row through `url_keys`, merged in bulk, and the

@@ -188,6 +188,7 @@ impl SqliteStore {
             created_at,
             seeds,
             options,
+            shards: 1,
             counts,
         })
     }
@@ -217,6 +218,13 @@ fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, Stri
 
 impl Store for SqliteStore {
     fn open_job(&mut self, spec: &JobSpec) -> Result<JobInfo, StoreError> {
+        if spec.shards != 1 {
+            return Err(StoreError::Backend(format!(
+                "a SQLite state file is not shared between machines: it keeps jobs of one shard, \
+                 not {} (use a postgres:// --store)",
+                spec.shards
+            )));
+        }
         if let Some(job) = self.find_job(&spec.name)? {
             return Ok(job);
         }
@@ -394,9 +402,14 @@ impl Store for SqliteStore {
     fn results(
         &mut self,
         job: JobId,
+        shard: Option<u32>,
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
+        // Every job here has one shard, number 0.
+        if shard.is_some_and(|s| s != 0) {
+            return Ok(Vec::new());
+        }
         let mut stmt = self
             .conn
             .prepare_cached(

@@ -68,6 +68,7 @@ fn open_job(store: &mut SqliteStore) -> crate::JobId {
             name: "keys".into(),
             seeds: vec!["http://a.test/".into()],
             options: "{}".into(),
+            shards: 1,
         })
         .unwrap()
         .id

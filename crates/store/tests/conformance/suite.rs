@@ -8,19 +8,20 @@ use crawlkeeper_store::{JobId, JobSpec, StoreError};
 
 use crate::backends::Backend;
 
-fn spec(name: &str) -> JobSpec {
+pub fn spec(name: &str) -> JobSpec {
     JobSpec {
         name: name.to_owned(),
         seeds: vec!["http://a.test/".to_owned()],
         options: "{\"follow\":true}".to_owned(),
+        shards: 1,
     }
 }
 
-fn authority(host: &str) -> Authority {
+pub fn authority(host: &str) -> Authority {
     Authority::try_from(format!("http://{host}")).unwrap()
 }
 
-fn entry(host: &str, path: &str, depth: u32) -> (FrontierEntry, Authority) {
+pub fn entry(host: &str, path: &str, depth: u32) -> (FrontierEntry, Authority) {
     let url = format!("http://{host}{path}");
     let key = u128::from_be_bytes(digest(&url));
     (
@@ -49,7 +50,7 @@ fn digest(s: &str) -> [u8; 16] {
     out
 }
 
-fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {
+pub fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {
     CrawlRecord {
         url: e.url.clone(),
         final_url: e.url.clone(),
@@ -184,14 +185,14 @@ pub fn results_are_stored_once_in_finishing_order(b: &mut Backend) {
         [false],
         "a replay stores nothing"
     );
-    let results = b.store.results(job, 0, 100).unwrap();
+    let results = b.store.results(job, None, 0, 100).unwrap();
     let urls: Vec<String> = results
         .iter()
         .map(|(_, json)| serde_json::from_str::<CrawlRecord>(json).unwrap().url)
         .collect();
     let expected: Vec<String> = order.iter().map(|&i| items[i].0.url.clone()).collect();
     assert_eq!(urls, expected);
-    let after_first = b.store.results(job, results[0].0, 1).unwrap();
+    let after_first = b.store.results(job, None, results[0].0, 1).unwrap();
     assert_eq!(after_first, results[1..2]);
     let counts = b.store.find_job("j").unwrap().unwrap().counts;
     assert_eq!((counts.seen, counts.done, counts.errors), (5, 3, 1));
@@ -202,7 +203,7 @@ pub fn a_url_finished_without_admission_gets_its_row(b: &mut Backend) {
     let x = entry("a.test", "/skipped", 1);
     assert_eq!(finish(b, job, &[(x.0.clone(), true)]), [true]);
     assert_eq!(admit(b, job, &[x], true), [false], "now it is seen");
-    assert_eq!(b.store.results(job, 0, 10).unwrap().len(), 1);
+    assert_eq!(b.store.results(job, None, 0, 10).unwrap().len(), 1);
 }
 
 pub fn loads_take_the_shallowest_and_resume_requeues_what_was_loaded(b: &mut Backend) {
@@ -373,7 +374,7 @@ pub fn a_batch_retried_after_an_unconfirmed_commit_keeps_its_results(b: &mut Bac
         [false, true],
         "y was stored by this batch, x long before"
     );
-    assert_eq!(b.store.results(job, 0, 10).unwrap().len(), 2);
+    assert_eq!(b.store.results(job, None, 0, 10).unwrap().len(), 2);
 }
 
 pub fn results_written_by_two_connections_keep_one_order(b: &mut Backend) {
@@ -392,7 +393,7 @@ pub fn results_written_by_two_connections_keep_one_order(b: &mut Backend) {
     assert_eq!(finish(b, job, &[(z.0.clone(), false)]), [true]);
     let urls: Vec<String> = b
         .store
-        .results(job, 0, 10)
+        .results(job, None, 0, 10)
         .unwrap()
         .into_iter()
         .map(|(_, r)| serde_json::from_str::<serde_json::Value>(&r).unwrap()["url"].to_string())

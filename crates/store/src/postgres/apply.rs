@@ -1,0 +1,597 @@
+//! One batch of the engine's changes, applied in one transaction with a
+//! few statements whatever its size: rows go in and out as arrays
+//! (`unnest`), in key order, so that writers sharing a job take row locks
+//! in one order.
+
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use crawlkeeper_model::state::Batch;
+use crawlkeeper_model::{Authority, FrontierEntry, shard_of};
+use postgres::Transaction;
+
+use super::err;
+use super::lease::{Lease, fence};
+use crate::StoreError;
+use crate::codec::{chain_from, chain_text, key_bytes, key_from, parse_authority};
+use crate::schema::state;
+
+/// What a connection remembers of rows that never change: authorities'
+/// ids and shards, jobs' shard counts. Cleared when a transaction fails.
+#[derive(Default)]
+pub struct Cache {
+    authorities: HashMap<(i64, String), (i64, u32)>,
+    shards: HashMap<i64, u32>,
+}
+
+impl Cache {
+    /// Forgets everything (a transaction that failed may have made rows
+    /// that do not exist).
+    pub fn clear(&mut self) {
+        self.authorities.clear();
+        self.shards.clear();
+    }
+}
+
+/// The job's number of shards.
+fn shard_count(tx: &mut Transaction<'_>, cache: &mut Cache, job: i64) -> Result<u32, StoreError> {
+    if let Some(n) = cache.shards.get(&job) {
+        return Ok(*n);
+    }
+    let n: i32 = tx
+        .query_opt("SELECT shards FROM jobs WHERE id = $1", &[&job])
+        .map_err(err)?
+        .ok_or_else(|| StoreError::Backend(format!("no job with id {job}")))?
+        .get(0);
+    let n = u32::try_from(n).unwrap_or(1).max(1);
+    cache.shards.insert(job, n);
+    Ok(n)
+}
+
+/// Makes sure each of `names` has its row, and caches its id and shard.
+fn authorities<'a>(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    job: i64,
+    names: impl Iterator<Item = &'a str>,
+) -> Result<(), StoreError> {
+    let mut missing: Vec<String> = names
+        .filter(|n| !cache.authorities.contains_key(&(job, (*n).to_owned())))
+        .map(str::to_owned)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    missing.sort_unstable();
+    missing.dedup();
+    for row in tx
+        .query(
+            "SELECT authority, id, shard FROM authorities WHERE job = $1 AND authority = ANY($2)",
+            &[&job, &missing],
+        )
+        .map_err(err)?
+    {
+        let shard: i32 = row.get(2);
+        cache
+            .authorities
+            .insert((job, row.get(0)), (row.get(1), shard as u32));
+    }
+    let shards = shard_count(tx, cache, job)?;
+    for name in missing {
+        if cache.authorities.contains_key(&(job, name.clone())) {
+            continue;
+        }
+        let host = parse_authority(name.clone())?;
+        let shard = shard_of(host.host(), shards);
+        let inserted = tx
+            .query_opt(
+                "INSERT INTO authorities (job, id, authority, shard)
+                 VALUES ($1, nextval('authority_ids'), $2, $3)
+                 ON CONFLICT (job, authority) DO NOTHING RETURNING id",
+                &[&job, &name, &(shard as i32)],
+            )
+            .map_err(err)?;
+        let id = match inserted {
+            Some(row) => row.get(0),
+            // Another writer made it since the look-up.
+            None => tx
+                .query_one(
+                    "SELECT id FROM authorities WHERE job = $1 AND authority = $2",
+                    &[&job, &name],
+                )
+                .map_err(err)?
+                .get(0),
+        };
+        cache.authorities.insert((job, name), (id, shard));
+    }
+    Ok(())
+}
+
+fn authority_of(cache: &Cache, job: i64, name: &str) -> Result<(i64, u32), StoreError> {
+    cache
+        .authorities
+        .get(&(job, name.to_owned()))
+        .copied()
+        .ok_or_else(|| StoreError::Backend(format!("authority {name} has no row")))
+}
+
+/// Applies `batch` to `job` in `tx`; with a `lease`, only if it still
+/// holds its shards.
+pub fn apply_in(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    job: i64,
+    lease: Option<&Lease>,
+    batch: &mut Batch,
+) -> Result<(), StoreError> {
+    batch.recorded.clear();
+    batch.admitted.clear();
+    batch.loaded.clear();
+    batch.news.clear();
+    batch.open = None;
+    batch.job_seen = None;
+    if let Some(lease) = lease {
+        fence(tx, job, lease)?;
+    }
+    let mut handoff = BTreeSet::new();
+    finish(tx, cache, job, batch)?;
+    admit(tx, cache, job, lease, batch, &mut handoff)?;
+    load(tx, cache, job, batch)?;
+    for saved in &batch.authorities {
+        let name = saved.authority.to_string();
+        authorities(tx, cache, job, std::iter::once(name.as_str()))?;
+        let (auth, _) = authority_of(cache, job, &name)?;
+        let text = serde_json::to_string(saved).map_err(|e| StoreError::Backend(e.to_string()))?;
+        tx.execute(
+            "UPDATE authorities SET state = $1 WHERE job = $2 AND id = $3",
+            &[&text, &job, &auth],
+        )
+        .map_err(err)?;
+    }
+    if !handoff.is_empty() {
+        let (shards, auths): (Vec<i32>, Vec<i64>) =
+            handoff.into_iter().map(|(s, a)| (s as i32, a)).unzip();
+        tx.execute(
+            "INSERT INTO handoff (job, shard, auth)
+             SELECT $1, s, a FROM unnest($2::int4[], $3::int8[]) AS v(s, a)
+             ON CONFLICT DO NOTHING",
+            &[&job, &shards, &auths],
+        )
+        .map_err(err)?;
+    }
+    if batch.poll {
+        poll(tx, job, lease, batch)?;
+    }
+    Ok(())
+}
+
+/// Stores the records of finished URLs, once per key: a URL's row is
+/// marked done with its result's position (made if it was never admitted).
+fn finish(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    job: i64,
+    batch: &mut Batch,
+) -> Result<(), StoreError> {
+    let count = batch.finished.len();
+    if count == 0 {
+        return Ok(());
+    }
+    let mut seqs: Vec<i64> = tx
+        .query(
+            "SELECT nextval('result_seqs') FROM generate_series(1, $1::int8)",
+            &[&(count as i64)],
+        )
+        .map_err(err)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    seqs.sort_unstable();
+    let first = *batch.first_position.get_or_insert(seqs[0] as u64) as i64;
+    // The first of each key; a key twice in one batch is recorded once.
+    let mut index: HashMap<u128, usize> = HashMap::with_capacity(count);
+    let mut order: Vec<usize> = Vec::with_capacity(count);
+    for (i, f) in batch.finished.iter().enumerate() {
+        if let Entry::Vacant(e) = index.entry(f.key) {
+            e.insert(i);
+            order.push(i);
+        }
+    }
+    order.sort_unstable_by_key(|&i| batch.finished[i].key);
+    let keys: Vec<Vec<u8>> = order
+        .iter()
+        .map(|&i| key_bytes(batch.finished[i].key).to_vec())
+        .collect();
+    let key_seqs: Vec<i64> = order.iter().map(|&i| seqs[i]).collect();
+    let mut claimed: HashSet<u128> = HashSet::with_capacity(count);
+    for row in tx
+        .query(
+            "UPDATE urls u SET state = 2, seq = v.seq
+             FROM unnest($2::bytea[], $3::int8[]) AS v(key, seq)
+             WHERE u.job = $1 AND u.key = v.key AND u.state <> 2
+             RETURNING u.key",
+            &[&job, &keys, &key_seqs],
+        )
+        .map_err(err)?
+    {
+        claimed.insert(key_from(row.get(0))?);
+    }
+    // Never admitted (skipped with its authority): the row is made done.
+    let fresh: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&i| !claimed.contains(&batch.finished[i].key))
+        .collect();
+    if !fresh.is_empty() {
+        let names: Vec<String> = fresh
+            .iter()
+            .map(|&i| batch.finished[i].record.authority.to_string())
+            .collect();
+        authorities(tx, cache, job, names.iter().map(String::as_str))?;
+        let mut cols = Columns::default();
+        for (&i, name) in fresh.iter().zip(&names) {
+            let f = &batch.finished[i];
+            let (auth, _) = authority_of(cache, job, name)?;
+            cols.keys.push(key_bytes(f.key).to_vec());
+            cols.auths.push(auth);
+            cols.urls.push(f.record.url.clone());
+            cols.depths.push(f.record.depth as i32);
+            cols.parents.push(f.record.parent.clone());
+            cols.seqs.push(seqs[i]);
+        }
+        for row in tx
+            .query(
+                "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
+                 SELECT $1, k, a, u, d, p, 2, s
+                 FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::int8[])
+                     AS v(k, a, u, d, p, s)
+                 ON CONFLICT DO NOTHING RETURNING key",
+                &[
+                    &job,
+                    &cols.keys,
+                    &cols.auths,
+                    &cols.urls,
+                    &cols.depths,
+                    &cols.parents,
+                    &cols.seqs,
+                ],
+            )
+            .map_err(err)?
+        {
+            claimed.insert(key_from(row.get(0))?);
+        }
+    }
+    // Done already: by an attempt of this batch whose commit was not confirmed?
+    let done_before: Vec<Vec<u8>> = order
+        .iter()
+        .filter(|&&i| !claimed.contains(&batch.finished[i].key))
+        .map(|&i| key_bytes(batch.finished[i].key).to_vec())
+        .collect();
+    let mut ours_before: HashSet<u128> = HashSet::new();
+    if !done_before.is_empty() {
+        for row in tx
+            .query(
+                "SELECT key, seq FROM urls WHERE job = $1 AND key = ANY($2)",
+                &[&job, &done_before],
+            )
+            .map_err(err)?
+        {
+            if row.get::<_, Option<i64>>(1).is_some_and(|s| s >= first) {
+                ours_before.insert(key_from(row.get(0))?);
+            }
+        }
+    }
+    let shards = shard_count(tx, cache, job)?;
+    let (mut r_seqs, mut r_failed, mut r_records, mut r_shards) = (
+        Vec::new(),
+        Vec::<i16>::new(),
+        Vec::<&str>::new(),
+        Vec::<i32>::new(),
+    );
+    batch.recorded = vec![false; count];
+    for (i, f) in batch.finished.iter().enumerate() {
+        if index.get(&f.key) != Some(&i) {
+            continue;
+        }
+        if claimed.contains(&f.key) {
+            r_seqs.push(seqs[i]);
+            r_failed.push(i16::from(f.record.error.is_some()));
+            r_records.push(&f.json);
+            r_shards.push(shard_of(f.record.authority.host(), shards) as i32);
+            batch.recorded[i] = true;
+        } else {
+            batch.recorded[i] = ours_before.contains(&f.key);
+        }
+    }
+    if !r_seqs.is_empty() {
+        tx.execute(
+            "INSERT INTO results (job, seq, failed, record, shard)
+             SELECT $1, s, f, r, h FROM unnest($2::int8[], $3::int2[], $4::text[], $5::int4[])
+                 AS v(s, f, r, h)",
+            &[&job, &r_seqs, &r_failed, &r_records, &r_shards],
+        )
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Rows of `urls` as arrays, one per column.
+#[derive(Default)]
+struct Columns {
+    keys: Vec<Vec<u8>>,
+    auths: Vec<i64>,
+    urls: Vec<String>,
+    depths: Vec<i32>,
+    parents: Vec<Option<String>>,
+    chains: Vec<Option<String>>,
+    states: Vec<i16>,
+    seqs: Vec<i64>,
+}
+
+impl Columns {
+    fn push(&mut self, entry: &FrontierEntry, auth: i64, state: i16) {
+        self.keys.push(key_bytes(entry.key).to_vec());
+        self.auths.push(auth);
+        self.urls.push(entry.url.clone());
+        self.depths.push(entry.depth as i32);
+        self.parents.push(entry.parent.clone());
+        self.chains.push(chain_text(entry));
+        self.states.push(state);
+    }
+}
+
+/// Admits candidate URLs: each new key gets a row; a known one still
+/// waiting takes the smaller depth. URLs of shards not held are noted in
+/// `handoff` for their holders.
+fn admit(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    job: i64,
+    lease: Option<&Lease>,
+    batch: &mut Batch,
+    handoff: &mut BTreeSet<(u32, i64)>,
+) -> Result<(), StoreError> {
+    let count = batch.admit.len();
+    if count == 0 {
+        return Ok(());
+    }
+    batch.admitted = vec![false; count];
+    let names: Vec<String> = batch.admit.iter().map(|(_, a, _)| a.to_string()).collect();
+    authorities(tx, cache, job, names.iter().map(String::as_str))?;
+    // The first of each key, in key order.
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_unstable_by_key(|&i| (batch.admit[i].0.key, i));
+    order.dedup_by_key(|i| batch.admit[*i].0.key);
+    let limited = match batch.admit_limit {
+        Some(max) => Some(within_limit(tx, job, max, batch, &mut order)?),
+        None => None,
+    };
+    let mut cols = Columns::default();
+    for &i in &order {
+        let (entry, _, loaded) = &batch.admit[i];
+        let (auth, _) = authority_of(cache, job, &names[i])?;
+        let st = if *loaded {
+            state::LOADED
+        } else {
+            state::QUEUED
+        };
+        cols.push(entry, auth, st);
+    }
+    let mut inserted: HashSet<u128> = HashSet::with_capacity(order.len());
+    for row in tx
+        .query(
+            "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
+             SELECT $1, k, a, u, d, p, c, s
+             FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::text[],
+                         $8::int2[]) AS v(k, a, u, d, p, c, s)
+             ON CONFLICT DO NOTHING RETURNING key",
+            &[
+                &job,
+                &cols.keys,
+                &cols.auths,
+                &cols.urls,
+                &cols.depths,
+                &cols.parents,
+                &cols.chains,
+                &cols.states,
+            ],
+        )
+        .map_err(err)?
+    {
+        inserted.insert(key_from(row.get(0))?);
+    }
+    let foreign = |shard: u32| lease.is_some_and(|l| !l.owns(shard));
+    let mut lower = Columns::default();
+    let mut lower_shards: HashMap<i64, u32> = HashMap::new();
+    for &i in &order {
+        let entry = &batch.admit[i].0;
+        let (auth, shard) = authority_of(cache, job, &names[i])?;
+        if inserted.contains(&entry.key) {
+            batch.admitted[i] = true;
+            if foreign(shard) {
+                handoff.insert((shard, auth));
+            }
+        } else if entry.depth > 0 {
+            lower.push(entry, auth, state::QUEUED);
+            lower_shards.insert(auth, shard);
+        }
+    }
+    if let Some(before) = limited {
+        tx.execute(
+            "UPDATE jobs SET admitted = $2 WHERE id = $1",
+            &[&job, &(before + inserted.len() as i64)],
+        )
+        .map_err(err)?;
+    }
+    if !lower.keys.is_empty() {
+        // Found again by a shorter path while it waits: it takes that path.
+        for row in tx
+            .query(
+                "UPDATE urls u SET depth = v.d, parent = v.p, chain = v.c
+                 FROM unnest($2::bytea[], $3::int4[], $4::text[], $5::text[]) AS v(k, d, p, c)
+                 WHERE u.job = $1 AND u.key = v.k AND u.state < 2 AND u.depth > v.d
+                 RETURNING u.auth",
+                &[
+                    &job,
+                    &lower.keys,
+                    &lower.depths,
+                    &lower.parents,
+                    &lower.chains,
+                ],
+            )
+            .map_err(err)?
+        {
+            let auth: i64 = row.get(0);
+            if let Some(&shard) = lower_shards.get(&auth)
+                && foreign(shard)
+            {
+                handoff.insert((shard, auth));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Keeps in `order` only as many new candidates as the job's limit
+/// leaves room for, in the order they were offered; returns the job's
+/// admitted count before the batch. The job's row stays locked until the
+/// transaction ends, so writers sharing the job count one after another.
+fn within_limit(
+    tx: &mut Transaction<'_>,
+    job: i64,
+    max: u64,
+    batch: &Batch,
+    order: &mut Vec<usize>,
+) -> Result<i64, StoreError> {
+    let stored: Option<i64> = tx
+        .query_one(
+            "SELECT admitted FROM jobs WHERE id = $1 FOR UPDATE",
+            &[&job],
+        )
+        .map_err(err)?
+        .get(0);
+    let before = match stored {
+        Some(n) => n,
+        None => tx
+            .query_one("SELECT count(*) FROM urls WHERE job = $1", &[&job])
+            .map_err(err)?
+            .get(0),
+    };
+    let keys: Vec<Vec<u8>> = order
+        .iter()
+        .map(|&i| key_bytes(batch.admit[i].0.key).to_vec())
+        .collect();
+    let mut known: HashSet<u128> = HashSet::new();
+    for row in tx
+        .query(
+            "SELECT key FROM urls WHERE job = $1 AND key = ANY($2)",
+            &[&job, &keys],
+        )
+        .map_err(err)?
+    {
+        known.insert(key_from(row.get(0))?);
+    }
+    let mut room = max.saturating_sub(u64::try_from(before).unwrap_or(0));
+    let mut by_offer: Vec<usize> = order.clone();
+    by_offer.sort_unstable();
+    let mut keep: HashSet<usize> = HashSet::new();
+    for i in by_offer {
+        if known.contains(&batch.admit[i].0.key) {
+            keep.insert(i);
+        } else if room > 0 {
+            room -= 1;
+            keep.insert(i);
+        }
+    }
+    order.retain(|i| keep.contains(i));
+    Ok(before)
+}
+
+/// Marks up to each load's limit of an authority's queued URLs loaded,
+/// shallowest first; rows another transaction holds are skipped, not
+/// waited for.
+fn load(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    job: i64,
+    batch: &mut Batch,
+) -> Result<(), StoreError> {
+    if batch.load.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = batch.load.iter().map(|(a, _)| a.to_string()).collect();
+    authorities(tx, cache, job, names.iter().map(String::as_str))?;
+    for ((_, limit), name) in batch.load.iter().zip(&names) {
+        let (auth, _) = authority_of(cache, job, name)?;
+        let rows = tx
+            .query(
+                "UPDATE urls SET state = 1 WHERE id IN (
+                     SELECT id FROM urls WHERE job = $1 AND auth = $2 AND state = 0
+                     ORDER BY depth LIMIT $3 FOR UPDATE SKIP LOCKED)
+                 RETURNING key, url, depth, parent, chain",
+                &[&job, &auth, &(*limit as i64)],
+            )
+            .map_err(err)?;
+        let mut entries = Vec::with_capacity(rows.len());
+        for r in rows {
+            entries.push(FrontierEntry {
+                key: key_from(r.get::<_, &[u8]>(0))?,
+                url: r.get(1),
+                depth: r.get::<_, i32>(2) as u32,
+                parent: r.get(3),
+                redirect_chain: chain_from(r.get(4))?,
+            });
+        }
+        entries.sort_by_key(|e| e.depth);
+        batch.loaded.push(entries);
+    }
+    Ok(())
+}
+
+/// Takes the notes other processes left for the held shards (all shards
+/// without a lease), and tells whether the job is complete.
+fn poll(
+    tx: &mut Transaction<'_>,
+    job: i64,
+    lease: Option<&Lease>,
+    batch: &mut Batch,
+) -> Result<(), StoreError> {
+    let shards: Option<Vec<i32>> = lease.map(Lease::shards);
+    let auths: Vec<i64> = tx
+        .query(
+            "DELETE FROM handoff WHERE job = $1 AND ($2::int4[] IS NULL OR shard = ANY($2))
+             RETURNING auth",
+            &[&job, &shards],
+        )
+        .map_err(err)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !auths.is_empty() {
+        for row in tx
+            .query(
+                "SELECT a.authority, (SELECT count(*) FROM urls u
+                     WHERE u.job = a.job AND u.auth = a.id AND u.state = 0)
+                 FROM authorities a WHERE a.job = $1 AND a.id = ANY($2)",
+                &[&job, &auths],
+            )
+            .map_err(err)?
+        {
+            let queued: i64 = row.get(1);
+            if queued > 0 {
+                let authority: Authority = parse_authority(row.get(0))?;
+                batch.news.push((authority, queued as u64));
+            }
+        }
+    }
+    let row = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state < 2),
+                    (SELECT admitted FROM jobs WHERE id = $1)",
+            &[&job],
+        )
+        .map_err(err)?;
+    batch.open = Some(row.get(0));
+    batch.job_seen = row.get::<_, Option<i64>>(1).map(|n| n as u64);
+    Ok(())
+}

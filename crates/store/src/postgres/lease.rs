@@ -1,0 +1,251 @@
+//! Shard leases: who holds which shard of a job, and the fence that stops
+//! a holder whose shard was taken over.
+//!
+//! A shard's row in `shards` has a generation, bumped by each process
+//! that takes the shard. The holder remembers the generation it got; every
+//! transaction it runs first reads its shards' rows `FOR SHARE` and stops
+//! with [`StoreError::Fenced`] when a generation moved. The share lock
+//! makes the check exact: a taker's bump waits for a transaction that
+//! passed the check to end, and a transaction that starts after the bump
+//! sees it. A session-level advisory lock per shard tells whether a live
+//! process holds it (a crashed one's session, and its lock, end with it);
+//! it never fences, since a paused process keeps its connection.
+
+use std::time::{Duration, Instant};
+
+use postgres::{Client, Transaction};
+
+use super::err;
+use crate::codec::now_text;
+use crate::{Claim, JobInfo, StoreError};
+
+/// How long a take-over waits for the old holder's transaction to end
+/// (a paused holder's is ended by the server, see `IDLE_IN_TRANSACTION`).
+const TAKE_OVER_WAIT: Duration = Duration::from_secs(60);
+
+/// Shards of one job held by this store's process.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    /// The job's name, for messages.
+    pub name: String,
+    /// The shards held, ascending, each with the generation taken.
+    pub held: Vec<(u32, i64)>,
+    /// Held shards whose advisory lock this session does not have (taken
+    /// over from a live process, or lost with a connection).
+    pub unlocked: Vec<u32>,
+}
+
+impl Lease {
+    /// True when `shard` is held.
+    pub fn owns(&self, shard: u32) -> bool {
+        self.held.iter().any(|(s, _)| *s == shard)
+    }
+
+    /// The held shards, as the database spells them.
+    pub fn shards(&self) -> Vec<i32> {
+        self.held.iter().map(|(s, _)| *s as i32).collect()
+    }
+}
+
+/// The advisory lock key of `shard` of job `job` in the tables of `space`
+/// (the schema: jobs of different schemas share one database's locks).
+pub fn lock_key(space: &str, job: i64, shard: u32) -> i64 {
+    format!("{space}/{job}/{shard}")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        }) as i64
+}
+
+/// Takes the advisory lock `key` if it is free (or already this session's).
+pub fn try_lock(client: &mut Client, key: i64) -> Result<bool, StoreError> {
+    Ok(client
+        .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+        .map_err(err)?
+        .get(0))
+}
+
+/// Releases one hold of the advisory lock `key`.
+pub fn unlock(client: &mut Client, key: i64) -> Result<(), StoreError> {
+    client
+        .execute("SELECT pg_advisory_unlock($1)", &[&key])
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Whether a session holds the advisory lock `key`.
+pub fn is_locked(client: &mut Client, key: i64) -> Result<bool, StoreError> {
+    let bits = key as u64;
+    let (high, low) = ((bits >> 32) as i64, (bits & 0xffff_ffff) as i64);
+    Ok(client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1)",
+            &[&high, &low],
+        )
+        .map_err(err)?
+        .get(0))
+}
+
+/// Takes the shards of `claim`: their advisory locks (refusing a live
+/// holder unless `claim.take_over`), then their generations.
+pub fn take(
+    client: &mut Client,
+    space: &str,
+    job: &JobInfo,
+    claim: &Claim,
+) -> Result<Lease, StoreError> {
+    let mut shards = claim.shards.clone();
+    shards.sort_unstable();
+    shards.dedup();
+    if let Some(bad) = shards.iter().find(|&&s| s >= job.shards) {
+        return Err(StoreError::Backend(format!(
+            "job '{}' has {} shards; there is no shard {bad}",
+            job.name, job.shards
+        )));
+    }
+    let mut locked = Vec::new();
+    let mut unlocked = Vec::new();
+    for &shard in &shards {
+        let key = lock_key(space, job.id.0, shard);
+        if try_lock(client, key)? {
+            locked.push(key);
+        } else if claim.take_over {
+            unlocked.push(shard);
+        } else {
+            let holder: Option<String> = client
+                .query_opt(
+                    "SELECT holder FROM shards WHERE job = $1 AND shard = $2",
+                    &[&job.id.0, &(shard as i32)],
+                )
+                .map_err(err)?
+                .map(|r| r.get(0));
+            release(client, &locked);
+            return Err(StoreError::Held {
+                job: job.name.clone(),
+                shard,
+                holder: holder.unwrap_or_else(|| "another process".to_owned()),
+            });
+        }
+    }
+    let deadline = Instant::now() + TAKE_OVER_WAIT;
+    let generations = loop {
+        match bump(client, job.id.0, &shards, &claim.holder) {
+            Ok(g) => break g,
+            // The old holder's transaction holds its rows: wait for it.
+            Err(StoreError::Conflict(why)) if Instant::now() < deadline => {
+                tracing::info!(job = %job.name, %why, "waiting for the shard's holder to let go");
+            }
+            Err(e) => {
+                release(client, &locked);
+                return Err(e);
+            }
+        }
+    };
+    Ok(Lease {
+        name: job.name.clone(),
+        held: shards.into_iter().zip(generations).collect(),
+        unlocked,
+    })
+}
+
+fn release(client: &mut Client, keys: &[i64]) {
+    for &key in keys {
+        // The locks go with the session anyway.
+        let _ = unlock(client, key);
+    }
+}
+
+/// Bumps the generation of each of `shards` in one transaction.
+fn bump(
+    client: &mut Client,
+    job: i64,
+    shards: &[u32],
+    holder: &str,
+) -> Result<Vec<i64>, StoreError> {
+    let mut tx = client.transaction().map_err(err)?;
+    let taken_at = now_text();
+    let mut generations = Vec::with_capacity(shards.len());
+    for &shard in shards {
+        let row = tx
+            .query_one(
+                "INSERT INTO shards (job, shard, generation, holder, taken_at)
+                 VALUES ($1, $2, 1, $3, $4)
+                 ON CONFLICT (job, shard) DO UPDATE SET generation = shards.generation + 1,
+                     holder = EXCLUDED.holder, taken_at = EXCLUDED.taken_at
+                 RETURNING generation",
+                &[&job, &(shard as i32), &holder, &taken_at],
+            )
+            .map_err(err)?;
+        generations.push(row.get(0));
+    }
+    tx.commit().map_err(err)?;
+    Ok(generations)
+}
+
+/// Checks, at the start of a transaction, that `lease` still holds its
+/// shards, and keeps their rows from being taken until the transaction
+/// ends.
+pub fn fence(tx: &mut Transaction<'_>, job: i64, lease: &Lease) -> Result<(), StoreError> {
+    let rows = tx
+        .query(
+            "SELECT shard, generation, holder FROM shards
+             WHERE job = $1 AND shard = ANY($2) ORDER BY shard FOR SHARE",
+            &[&job, &lease.shards()],
+        )
+        .map_err(err)?;
+    for &(shard, generation) in &lease.held {
+        let row = rows.iter().find(|r| r.get::<_, i32>(0) as u32 == shard);
+        match row {
+            Some(r) if r.get::<_, i64>(1) == generation => {}
+            Some(r) => {
+                return Err(StoreError::Fenced {
+                    job: lease.name.clone(),
+                    shard,
+                    by: r.get(2),
+                });
+            }
+            None => {
+                return Err(StoreError::Fenced {
+                    job: lease.name.clone(),
+                    shard,
+                    by: "nobody (the job was deleted)".to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Takes again the advisory locks of `lease` that this session lacks; a
+/// lock held by another session stays missing (the fence decides).
+pub fn relock(
+    client: &mut Client,
+    space: &str,
+    job: i64,
+    lease: &mut Lease,
+) -> Result<(), StoreError> {
+    let mut still = Vec::new();
+    for &shard in &lease.unlocked {
+        if !try_lock(client, lock_key(space, job, shard))? {
+            still.push(shard);
+        }
+    }
+    lease.unlocked = still;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_keys_differ_by_schema_job_and_shard() {
+        let k = lock_key("s", 1, 0);
+        assert_eq!(k, lock_key("s", 1, 0));
+        assert_ne!(k, lock_key("t", 1, 0));
+        assert_ne!(k, lock_key("s", 2, 0));
+        assert_ne!(k, lock_key("s", 1, 1));
+    }
+}

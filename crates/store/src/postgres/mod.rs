@@ -1,0 +1,542 @@
+//! [`PgStore`]: PostgreSQL, for clusters and for jobs shared by several
+//! processes. The same tables as SQLite, plus shard leases; a lost
+//! connection is reported as retryable and re-opened on the next call.
+//!
+//! Several processes may write one job at once, each holding shards of it
+//! ([`Store::claim`]): keys come from sequences, batches go in as arrays in
+//! key order, loads skip rows another transaction holds, and every
+//! transaction of a holder first checks its lease ([`lease`]). A URL
+//! admitted for a shard not held is noted in `handoff` for its holder,
+//! who picks it up when it polls.
+//!
+//! Sessions carry `lock_timeout` and `idle_in_transaction_session_timeout`,
+//! so that a paused process cannot keep the locks its heir needs.
+
+mod apply;
+mod lease;
+
+use std::collections::HashMap;
+
+use crawlkeeper_model::JobCounts;
+use crawlkeeper_model::state::{Batch, Resumed};
+use postgres::error::SqlState;
+use postgres::{Client, NoTls};
+use tracing::{info, warn};
+
+use crate::codec::{now_text, parse_authority, saved_state};
+use crate::schema::{self, state};
+use crate::{Claim, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError};
+use apply::{Cache, apply_in};
+use lease::{Lease, is_locked, lock_key, try_lock, unlock};
+
+/// Longest a statement waits for a row lock before its transaction is
+/// retried: normal transactions hold locks for milliseconds.
+const LOCK_TIMEOUT: &str = "5s";
+/// A session idle inside a transaction this long is ended by the server,
+/// releasing its locks (a paused or partitioned process).
+const IDLE_IN_TRANSACTION: &str = "10s";
+
+/// A crawl state database on PostgreSQL.
+pub struct PgStore {
+    url: String,
+    schema: Option<String>,
+    client: Option<Client>,
+    cache: Cache,
+    /// Shards claimed, by job id.
+    leases: HashMap<i64, Lease>,
+}
+
+fn err(e: postgres::Error) -> StoreError {
+    let lost = e.is_closed()
+        || e.code().is_none_or(|c| {
+            c.code().starts_with("08")
+                || *c == SqlState::ADMIN_SHUTDOWN
+                || *c == SqlState::CANNOT_CONNECT_NOW
+                || *c == SqlState::CRASH_SHUTDOWN
+                || *c == SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT
+        });
+    let detail = e
+        .as_db_error()
+        .map_or_else(String::new, |d| format!(": {}", d.message()));
+    let conflict = e.code().is_some_and(|c| {
+        *c == SqlState::T_R_DEADLOCK_DETECTED
+            || *c == SqlState::T_R_SERIALIZATION_FAILURE
+            || *c == SqlState::LOCK_NOT_AVAILABLE
+    });
+    if lost {
+        StoreError::Unavailable(format!("{e}{detail}"))
+    } else if conflict {
+        StoreError::Conflict(format!("{e}{detail}"))
+    } else {
+        StoreError::Backend(format!("{e}{detail}"))
+    }
+}
+
+/// This process as a shard holder is shown: host name and process id.
+pub fn this_process() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is ours and its length is given.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let host = if rc == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".to_owned()
+    };
+    format!("{host}:{}", std::process::id())
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user@host:port/db`) and creates or
+    /// migrates the tables.
+    pub fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_in_schema(url, None)
+    }
+
+    /// Like [`PgStore::connect`], with the tables in `schema` (created if
+    /// absent): tests use one schema per run.
+    pub fn connect_in_schema(url: &str, schema: Option<&str>) -> Result<Self, StoreError> {
+        if let Some(s) = schema
+            && !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(StoreError::Backend(format!("bad schema name {s:?}")));
+        }
+        let mut store = Self {
+            url: url.to_owned(),
+            schema: schema.map(str::to_owned),
+            client: None,
+            cache: Cache::default(),
+            leases: HashMap::new(),
+        };
+        store.client()?;
+        Ok(store)
+    }
+
+    /// The namespace of this store's advisory locks.
+    fn space(&self) -> String {
+        self.schema.clone().unwrap_or_default()
+    }
+
+    /// The connection, opened (and the schema migrated) if needed.
+    fn client(&mut self) -> Result<&mut Client, StoreError> {
+        if self.client.as_ref().is_none_or(Client::is_closed) {
+            let mut client = Client::connect(&self.url, NoTls).map_err(|e| {
+                let e = err(e);
+                match e {
+                    StoreError::Unavailable(m) => {
+                        StoreError::Unavailable(format!("cannot connect to PostgreSQL: {m}"))
+                    }
+                    other => other,
+                }
+            })?;
+            client
+                .batch_execute(&format!(
+                    "SET lock_timeout = '{LOCK_TIMEOUT}';
+                     SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'"
+                ))
+                .map_err(err)?;
+            if let Some(s) = &self.schema {
+                client
+                    .batch_execute(&format!(
+                        "CREATE SCHEMA IF NOT EXISTS {s}; SET search_path TO {s}"
+                    ))
+                    .map_err(err)?;
+            }
+            migrate(&mut client)?;
+            let space = self.space();
+            for (job, lease) in &mut self.leases {
+                // The session's locks went with the old connection.
+                lease.unlocked = lease.held.iter().map(|(s, _)| *s).collect();
+                lease::relock(&mut client, &space, *job, lease)?;
+                if !lease.unlocked.is_empty() {
+                    warn!(job = %lease.name, shards = ?lease.unlocked, "another session holds shards of this process");
+                }
+            }
+            if self.client.is_some() {
+                info!("reconnected to PostgreSQL");
+            }
+            self.client = Some(client);
+            self.cache.clear();
+        }
+        // Just set above when it was missing.
+        Ok(self.client.as_mut().expect("connected"))
+    }
+
+    /// Runs `op` on the connection; a lost connection is dropped so the next
+    /// call reconnects.
+    fn with<T>(
+        &mut self,
+        op: impl FnOnce(&mut Client, &mut Cache, &HashMap<i64, Lease>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.client()?;
+        let client = self.client.as_mut().expect("connected");
+        let result = op(client, &mut self.cache, &self.leases);
+        if let Err(StoreError::Unavailable(_)) = &result {
+            self.client = None;
+        }
+        if result.is_err() {
+            self.cache.clear();
+        }
+        result
+    }
+}
+
+fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let mut tx = client.transaction().map_err(err)?;
+    tx.batch_execute("SELECT pg_advisory_xact_lock(7202611)")
+        .map_err(err)?;
+    for s in schema::postgres() {
+        tx.batch_execute(&s).map_err(err)?;
+    }
+    let version: Option<i64> = tx
+        .query_one("SELECT max(version) FROM crawlkeeper_version", &[])
+        .map_err(err)?
+        .get(0);
+    match version {
+        Some(v) if v > schema::PG_VERSION => {
+            return Err(StoreError::Corrupt(format!(
+                "database schema version {v} is newer than this crawlkeeper ({})",
+                schema::PG_VERSION
+            )));
+        }
+        Some(v) if v == schema::PG_VERSION => {}
+        old => {
+            for s in schema::PG_TO_V2 {
+                tx.batch_execute(s).map_err(err)?;
+            }
+            tx.execute("DELETE FROM crawlkeeper_version", &[])
+                .map_err(err)?;
+            tx.execute(
+                "INSERT INTO crawlkeeper_version (version) VALUES ($1)",
+                &[&schema::PG_VERSION],
+            )
+            .map_err(err)?;
+            if old.is_some() {
+                info!("database migrated to schema version {}", schema::PG_VERSION);
+            }
+        }
+    }
+    tx.commit().map_err(err)
+}
+
+fn counts(client: &mut impl postgres::GenericClient, job: i64) -> Result<JobCounts, StoreError> {
+    let row = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM urls WHERE job = $1),
+                    (SELECT count(*) FROM results WHERE job = $1),
+                    (SELECT count(*) FROM results WHERE job = $1 AND failed = 1)",
+            &[&job],
+        )
+        .map_err(err)?;
+    Ok(JobCounts {
+        seen: row.get::<_, i64>(0) as u64,
+        done: row.get::<_, i64>(1) as u64,
+        errors: row.get::<_, i64>(2) as u64,
+    })
+}
+
+fn info(client: &mut Client, row: &postgres::Row) -> Result<JobInfo, StoreError> {
+    let id: i64 = row.get(0);
+    let name: String = row.get(1);
+    let seeds: String = row.get(3);
+    let seeds: Vec<String> = serde_json::from_str(&seeds)
+        .map_err(|e| StoreError::Corrupt(format!("seeds of job {name}: {e}")))?;
+    Ok(JobInfo {
+        id: JobId(id),
+        created_at: row.get(2),
+        seeds,
+        options: row.get(4),
+        shards: u32::try_from(row.get::<_, i32>(5)).unwrap_or(1).max(1),
+        counts: counts(client, id)?,
+        name,
+    })
+}
+
+const JOB_COLUMNS: &str = "id, name, created_at, seeds, options, shards";
+
+impl Store for PgStore {
+    fn open_job(&mut self, spec: &JobSpec) -> Result<JobInfo, StoreError> {
+        let seeds =
+            serde_json::to_string(&spec.seeds).map_err(|e| StoreError::Backend(e.to_string()))?;
+        let shards = i32::try_from(spec.shards.max(1))
+            .map_err(|_| StoreError::Backend(format!("{} shards is too many", spec.shards)))?;
+        self.with(|c, _, _| {
+            c.execute(
+                "INSERT INTO jobs (name, created_at, seeds, options, shards)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING",
+                &[&spec.name, &now_text(), &seeds, &spec.options, &shards],
+            )
+            .map_err(err)?;
+            let row = c
+                .query_one(
+                    &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE name = $1"),
+                    &[&spec.name],
+                )
+                .map_err(err)?;
+            info(c, &row)
+        })
+    }
+
+    fn find_job(&mut self, name: &str) -> Result<Option<JobInfo>, StoreError> {
+        self.with(|c, _, _| {
+            let row = c
+                .query_opt(
+                    &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE name = $1"),
+                    &[&name],
+                )
+                .map_err(err)?;
+            row.map(|r| info(c, &r)).transpose()
+        })
+    }
+
+    fn delete_job(&mut self, name: &str) -> Result<bool, StoreError> {
+        let Some(job) = self.find_job(name)? else {
+            return Ok(false);
+        };
+        let space = self.space();
+        let keys: Vec<i64> = (0..job.shards)
+            .map(|s| lock_key(&space, job.id.0, s))
+            .collect();
+        self.with(|c, _, _| {
+            let mut taken = Vec::new();
+            for &key in &keys {
+                if !try_lock(c, key)? {
+                    for &k in &taken {
+                        unlock(c, k)?;
+                    }
+                    return Err(StoreError::Locked(job.name.clone()));
+                }
+                taken.push(key);
+            }
+            let mut tx = c.transaction().map_err(err)?;
+            for table in ["urls", "results", "authorities", "shards", "handoff"] {
+                tx.execute(&format!("DELETE FROM {table} WHERE job = $1"), &[&job.id.0])
+                    .map_err(err)?;
+            }
+            tx.execute("DELETE FROM jobs WHERE id = $1", &[&job.id.0])
+                .map_err(err)?;
+            tx.commit().map_err(err)?;
+            for &k in &taken {
+                unlock(c, k)?;
+            }
+            Ok(())
+        })?;
+        if let Some(lease) = self.leases.remove(&job.id.0) {
+            let held: Vec<u32> = lease.held.iter().map(|(s, _)| *s).collect();
+            self.with(|c, _, _| {
+                for s in held.iter().filter(|s| !lease.unlocked.contains(s)) {
+                    unlock(c, lock_key(&space, job.id.0, *s))?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(true)
+    }
+
+    fn jobs(&mut self) -> Result<Vec<JobInfo>, StoreError> {
+        self.with(|c, _, _| {
+            let rows = c
+                .query(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id"), &[])
+                .map_err(err)?;
+            rows.iter().map(|r| info(c, r)).collect()
+        })
+    }
+
+    fn lock_job(&mut self, job: &JobInfo) -> Result<(), StoreError> {
+        if self
+            .leases
+            .get(&job.id.0)
+            .is_some_and(|l| l.held.len() as u64 == u64::from(job.shards))
+        {
+            return Ok(());
+        }
+        match self.claim(job, &Claim::whole(job, &this_process())) {
+            Err(StoreError::Held { .. }) => Err(StoreError::Locked(job.name.clone())),
+            other => other,
+        }
+    }
+
+    fn claim(&mut self, job: &JobInfo, claim: &Claim) -> Result<(), StoreError> {
+        if let Some(lease) = self.leases.get(&job.id.0) {
+            let mut wanted = claim.shards.clone();
+            wanted.sort_unstable();
+            wanted.dedup();
+            if lease
+                .held
+                .iter()
+                .map(|(s, _)| *s)
+                .eq(wanted.iter().copied())
+            {
+                return Ok(());
+            }
+            return Err(StoreError::Backend(format!(
+                "this connection holds other shards of job '{}'",
+                job.name
+            )));
+        }
+        let space = self.space();
+        let lease = self.with(|c, _, _| lease::take(c, &space, job, claim))?;
+        self.leases.insert(job.id.0, lease);
+        Ok(())
+    }
+
+    fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
+        self.with(|c, _, leases| {
+            let lease = leases.get(&job.0);
+            let shards: Option<Vec<i32>> = lease.map(Lease::shards);
+            let mut tx = c.transaction().map_err(err)?;
+            if let Some(lease) = lease {
+                lease::fence(&mut tx, job.0, lease)?;
+            }
+            // What a gone run held in memory is queued again.
+            tx.execute(
+                "UPDATE urls SET state = $1 WHERE job = $2 AND state = $3 AND ($4::int4[] IS NULL
+                     OR auth IN (SELECT id FROM authorities WHERE job = $2 AND shard = ANY($4)))",
+                &[&state::QUEUED, &job.0, &state::LOADED, &shards],
+            )
+            .map_err(err)?;
+            // Everything queued is read below: earlier notes are moot.
+            tx.execute(
+                "DELETE FROM handoff WHERE job = $1 AND ($2::int4[] IS NULL OR shard = ANY($2))",
+                &[&job.0, &shards],
+            )
+            .map_err(err)?;
+            let mut authorities = Vec::new();
+            for row in tx
+                .query(
+                    "SELECT authority, state FROM authorities WHERE job = $1 AND state IS NOT NULL
+                     AND ($2::int4[] IS NULL OR shard = ANY($2))",
+                    &[&job.0, &shards],
+                )
+                .map_err(err)?
+            {
+                let authority: String = row.get(0);
+                let text: String = row.get(1);
+                authorities.push(saved_state(&authority, &text)?);
+            }
+            let mut queued = Vec::new();
+            for row in tx
+                .query(
+                    "SELECT a.authority, count(*) FROM urls u
+                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
+                     WHERE u.job = $1 AND u.state = 0
+                       AND ($2::int4[] IS NULL OR a.shard = ANY($2))
+                     GROUP BY a.authority",
+                    &[&job.0, &shards],
+                )
+                .map_err(err)?
+            {
+                queued.push((parse_authority(row.get(0))?, row.get::<_, i64>(1) as u64));
+            }
+            let counts = counts(&mut tx, job.0)?;
+            tx.commit().map_err(err)?;
+            Ok(Resumed {
+                counts,
+                authorities,
+                queued,
+            })
+        })
+    }
+
+    fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {
+        self.with(|c, cache, leases| {
+            let mut tx = c.transaction().map_err(err)?;
+            apply_in(&mut tx, cache, job.0, leases.get(&job.0), batch)?;
+            tx.commit().map_err(err)
+        })?;
+        if batch.poll {
+            let space = self.space();
+            if let (Some(client), Some(lease)) = (self.client.as_mut(), self.leases.get_mut(&job.0))
+                && !lease.unlocked.is_empty()
+            {
+                // A fenced-off holder's session may have ended since.
+                lease::relock(client, &space, job.0, lease)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn results(
+        &mut self,
+        job: JobId,
+        shard: Option<u32>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let shard = shard.map(|s| s as i32);
+        self.with(|c, _, _| {
+            let rows = c
+                .query(
+                    "SELECT seq, record FROM results WHERE job = $1 AND seq > $2
+                       AND ($4::int4 IS NULL OR shard = $4)
+                     ORDER BY seq LIMIT $3",
+                    &[&job.0, &(after as i64), &(limit as i64), &shard],
+                )
+                .map_err(err)?;
+            Ok(rows
+                .iter()
+                .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, String>(1)))
+                .collect())
+        })
+    }
+
+    fn shards(&mut self, job: &JobInfo) -> Result<Vec<ShardInfo>, StoreError> {
+        let space = self.space();
+        self.with(|c, _, _| {
+            let mut out: Vec<ShardInfo> = (0..job.shards)
+                .map(|shard| ShardInfo {
+                    shard,
+                    holder: None,
+                    generation: 0,
+                    live: false,
+                    counts: JobCounts::default(),
+                })
+                .collect();
+            let slot = |out: &mut Vec<ShardInfo>, s: i32| -> Option<usize> {
+                usize::try_from(s).ok().filter(|&i| i < out.len())
+            };
+            for row in c
+                .query(
+                    "SELECT shard, generation, holder FROM shards WHERE job = $1",
+                    &[&job.id.0],
+                )
+                .map_err(err)?
+            {
+                if let Some(i) = slot(&mut out, row.get(0)) {
+                    out[i].generation = row.get::<_, i64>(1) as u64;
+                    out[i].holder = Some(row.get(2));
+                }
+            }
+            for row in c
+                .query(
+                    "SELECT a.shard, count(*) FROM urls u
+                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
+                     WHERE u.job = $1 GROUP BY a.shard",
+                    &[&job.id.0],
+                )
+                .map_err(err)?
+            {
+                if let Some(i) = slot(&mut out, row.get(0)) {
+                    out[i].counts.seen = row.get::<_, i64>(1) as u64;
+                }
+            }
+            for row in c
+                .query(
+                    "SELECT shard, count(*), count(*) FILTER (WHERE failed = 1) FROM results
+                     WHERE job = $1 GROUP BY shard",
+                    &[&job.id.0],
+                )
+                .map_err(err)?
+            {
+                if let Some(i) = slot(&mut out, row.get(0)) {
+                    out[i].counts.done = row.get::<_, i64>(1) as u64;
+                    out[i].counts.errors = row.get::<_, i64>(2) as u64;
+                }
+            }
+            for s in &mut out {
+                s.live = is_locked(c, lock_key(&space, job.id.0, s.shard))?;
+            }
+            Ok(out)
+        })
+    }
+}
