@@ -227,6 +227,18 @@ pub struct CrawlArgs {
     /// Keep the state in memory only: no state file, no resume.
     #[arg(long, conflicts_with_all = ["fresh", "store"])]
     pub no_state: bool,
+    /// Split the job's hosts into N shards, crawled by N processes sharing
+    /// a PostgreSQL --store (each given its --shard). Part of the job's
+    /// identity.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crawlkeeper_model::shard::MAX_SHARDS)))]
+    pub shards: u32,
+    /// Which shard of the job this process crawls (0 to N-1).
+    #[arg(long, value_name = "I", requires = "shards")]
+    pub shard: Option<u32>,
+    /// Take the shard even from a live process, which stops (exit 3).
+    #[arg(long)]
+    pub take_over: bool,
     /// No progress logs and no summary.
     #[arg(long, short)]
     pub quiet: bool,

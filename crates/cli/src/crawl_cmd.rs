@@ -3,30 +3,33 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crawlkeeper_crawl::state::MemoryState;
+use crawlkeeper_crawl::state::{MemoryState, Sharing, StateError};
 use crawlkeeper_crawl::{Engine, EngineError, JsonlSink, Registry, Sink, StopReason};
-use crawlkeeper_model::format_duration;
-use crawlkeeper_store::{JobInfo, JobSpec, Store};
+use crawlkeeper_job::{StoreState, job_spec};
+use crawlkeeper_model::{Partition, format_duration};
+use crawlkeeper_store::{Claim, JobInfo, JobSpec, Store, StoreError, this_process};
 
 use crate::args::{CrawlArgs, StoreArgs};
 use crate::exit::{CliError, Outcome};
 use crate::output::{
-    Protected, check_existing, fresh_sink, is_stream, open_output, refuse_protected, state_files,
+    Part, Protected, check_existing, fresh_sink, is_stream, open_output, refuse_protected,
+    state_files,
 };
 use crate::seeds::{read_seeds, seed_files, stdin};
 use crate::signals::Shutdown;
-use crate::state::{StoreState, fatal, job_spec, open_store};
+use crate::state::{fatal, open_store};
 
 /// Runs `crawlkeeper crawl`: the job's state is kept in the store, so the
 /// same command run again resumes it. Everything the user gave is checked
-/// (seeds, options, processors, the output path) before the store or any
-/// file is touched.
+/// (seeds, options, processors, shards, the output path) before the store
+/// or any file is touched.
 pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     let config = args.to_config();
+    let shard = check_shards(&args)?;
     let engine = Engine::configure(config.clone(), seeds.clone(), &Registry::builtin())
         .map_err(engine_error)?;
-    let spec = job_spec(&config, &seeds);
+    let spec = job_spec(&config, &seeds, args.shards);
     let mut protected: Vec<Protected> = seed_files(&args.seeds)
         .map(|path| Protected {
             path: path.to_path_buf(),
@@ -47,21 +50,77 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         let engine = engine.attach(Box::new(MemoryState::new()), sink);
         return crawl(engine, args.quiet).await;
     }
-    let (store, job, sink) = {
-        let options = PrepareOptions {
-            store: args.store.clone(),
-            out: args.out.clone(),
-            fresh: args.fresh,
-            overwrite: args.overwrite,
-            quiet: args.quiet,
-        };
-        // Store set-up blocks (and the PostgreSQL client runs its own runtime).
-        tokio::task::spawn_blocking(move || prepare(&options, &spec))
-            .await
-            .map_err(|e| CliError::Fatal(e.into()))??
+    let options = PrepareOptions {
+        store: args.store.clone(),
+        out: args.out.clone(),
+        fresh: args.fresh,
+        overwrite: args.overwrite,
+        quiet: args.quiet,
+        shard,
+        take_over: args.take_over,
     };
-    let engine = engine.attach(Box::new(StoreState::new(store, job.id)), sink);
-    crawl(engine, args.quiet).await
+    // Store set-up blocks (and the PostgreSQL client runs its own runtime).
+    let (store, job, sink) = tokio::task::spawn_blocking(move || prepare(&options, &spec))
+        .await
+        .map_err(|e| CliError::Fatal(e.into()))??;
+    let state = if job.shards > 1 {
+        let partition = Partition::new(job.shards, vec![shard]).ok_or_else(|| {
+            CliError::Usage(format!("no shard {shard} in a job of {}", job.shards))
+        })?;
+        StoreState::shared(
+            store,
+            job.id,
+            Sharing::new(partition),
+            config.scope.max_pages,
+        )
+    } else {
+        StoreState::new(store, job.id)
+    };
+    crawl(engine.attach(Box::new(state), sink), args.quiet).await
+}
+
+/// The shard this process crawls, once the sharding options are checked:
+/// shards need a shared store, a shard number in range, and no `--fresh`
+/// (which would delete the other processes' work).
+fn check_shards(args: &CrawlArgs) -> Result<u32, CliError> {
+    let shared = args
+        .store
+        .store
+        .as_deref()
+        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"));
+    if args.shards > 1 {
+        if args.no_state || !shared {
+            return Err(CliError::Usage(format!(
+                "--shards {} needs a postgres:// --store that every process of the job shares \
+                 (a local state file is not shared between machines)",
+                args.shards
+            )));
+        }
+        if args.fresh {
+            return Err(CliError::Usage(
+                "--fresh would delete the work of every shard's process; not with --shards".into(),
+            ));
+        }
+    }
+    if args.take_over && !shared {
+        return Err(CliError::Usage(
+            "--take-over needs a postgres:// --store (a local state file has one process)".into(),
+        ));
+    }
+    match args.shard {
+        Some(i) if i >= args.shards => Err(CliError::Usage(format!(
+            "--shard {i} is not a shard of --shards {} (0 to {})",
+            args.shards,
+            args.shards - 1
+        ))),
+        Some(i) => Ok(i),
+        None if args.shards > 1 => Err(CliError::Usage(format!(
+            "--shards {} needs --shard I: which shard this process crawls (0 to {})",
+            args.shards,
+            args.shards - 1
+        ))),
+        None => Ok(0),
+    }
 }
 
 /// What [`prepare`] needs from the arguments.
@@ -71,18 +130,21 @@ struct PrepareOptions {
     fresh: bool,
     overwrite: bool,
     quiet: bool,
+    shard: u32,
+    take_over: bool,
 }
 
-/// A store, its job, locked, and the sink for the job's records.
+/// A store, its job, claimed, and the sink for the job's records.
 type Prepared = (Box<dyn Store>, JobInfo, Box<dyn Sink>);
 
-/// Opens the store and the job (deleting it first with `fresh`), locks it,
-/// and brings the output file up to date with it. The output file is
-/// checked against what the store holds before the store or the file is
-/// changed.
+/// Opens the store and the job (deleting it first with `fresh`), claims
+/// the shard, and brings the output file up to date with it (the shard's
+/// records only, in a job of several). The output file is checked against
+/// what the store holds before the store or the file is changed.
 fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliError> {
     let out = options.out.as_deref();
     let stream = out.is_some_and(is_stream);
+    let shard = (spec.shards > 1).then_some(options.shard);
     // A state file that does not exist yet holds no job: check the output
     // before creating it.
     if let (Some(out), None) = (out, &options.store.store)
@@ -92,17 +154,24 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     }
     let mut store = open_store(&options.store)?;
     if let Some(out) = out {
-        let stored = store.find_job(&spec.name).map_err(fatal)?;
-        match &stored {
-            Some(job) => check_existing(out, Some((store.as_mut(), job)), options.overwrite)?,
+        match store.find_job(&spec.name).map_err(fatal)? {
+            Some(job) => {
+                let part = Part { job: &job, shard };
+                check_existing(out, Some((store.as_mut(), part)), options.overwrite)?;
+            }
             None => check_existing(out, None, options.overwrite)?,
         }
     }
-    if options.fresh && store.delete_job(&spec.name).map_err(fatal)? && !options.quiet {
+    if options.fresh && store.delete_job(&spec.name).map_err(refused)? && !options.quiet {
         eprintln!("job {}: stored state deleted (--fresh)", spec.name);
     }
     let job = store.open_job(spec).map_err(fatal)?;
-    store.lock_job(&job).map_err(fatal)?;
+    let claim = Claim {
+        shards: vec![options.shard],
+        holder: this_process(),
+        take_over: options.take_over,
+    };
+    store.claim(&job, &claim).map_err(refused)?;
     if !options.quiet && job.counts.seen > 0 {
         eprintln!(
             "job {}: resuming with {} URLs done and {} pending",
@@ -111,12 +180,18 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
             job.counts.pending()
         );
     }
+    if !options.quiet && job.shards > 1 {
+        eprintln!(
+            "job {}: crawling shard {} of {} as {}",
+            job.name, options.shard, job.shards, claim.holder
+        );
+    }
     let sink: Box<dyn Sink> = match out {
         Some(path) if stream => fresh_sink(Some(path))?,
         Some(path) => Box::new(JsonlSink::new(open_output(
             path,
             store.as_mut(),
-            &job,
+            Part { job: &job, shard },
             options.overwrite,
         )?)),
         None => Box::new(JsonlSink::new(std::io::stdout())),
@@ -124,10 +199,24 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     Ok((store, job, sink))
 }
 
+/// A job or shard another live process holds is the user's to sort out
+/// (exit 2); other store errors are fatal.
+fn refused(e: StoreError) -> CliError {
+    match e {
+        StoreError::Held { job, shard, holder } => CliError::Usage(format!(
+            "shard {shard} of job {job} is held by {holder}, a live process; \
+             use --take-over to take it (that process then stops)"
+        )),
+        StoreError::Locked(_) => CliError::Usage(e.to_string()),
+        e => fatal(e),
+    }
+}
+
 /// A configuration or seed problem is the user's (exit 2); anything else is fatal.
 pub fn engine_error(e: EngineError) -> CliError {
     match e {
         EngineError::Config(_) | EngineError::BadSeed(_) => CliError::Usage(e.to_string()),
+        EngineError::State(StateError::Fenced(why)) => CliError::Fenced(why),
         EngineError::Sink(_) | EngineError::State(_) => CliError::Fatal(e.into()),
     }
 }
@@ -140,7 +229,7 @@ pub async fn crawl(engine: Engine, quiet: bool) -> Result<Outcome, CliError> {
     let summary = engine
         .run(shutdown.requested())
         .await
-        .map_err(|e| CliError::Fatal(e.into()))?;
+        .map_err(engine_error)?;
     if !quiet {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "{summary}");

@@ -11,6 +11,9 @@ pub enum CliError {
     /// Anything else that stops the run: exit 1.
     #[error(transparent)]
     Fatal(#[from] anyhow::Error),
+    /// Another process took over this process's shard of the job: exit 3.
+    #[error("{0}; stopping")]
+    Fenced(String),
 }
 
 /// How a run that did its job ended.
@@ -44,6 +47,7 @@ impl CliError {
         ExitCode::from(match self {
             Self::Usage(_) => 2,
             Self::Fatal(_) => 1,
+            Self::Fenced(_) => 3,
         })
     }
 }

@@ -6,7 +6,7 @@ use crawlkeeper_store::{JobInfo, Store};
 
 use crate::args::{Format, JobsArgs, ResultsArgs};
 use crate::exit::{CliError, Outcome};
-use crate::output::{check_existing, create, refuse_protected, state_files};
+use crate::output::{Part, check_existing, create, refuse_protected, state_files};
 use crate::state::{fatal, open_existing_store};
 
 /// Results read from the store at a time.
@@ -24,7 +24,11 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
         if args.store.store.is_none() {
             refuse_protected(out, &state_files(&args.store.state, Some(&job.name)))?;
         }
-        check_existing(out, Some((store.as_mut(), &job)), args.overwrite)?;
+        let part = Part {
+            job: &job,
+            shard: None,
+        };
+        check_existing(out, Some((store.as_mut(), part)), args.overwrite)?;
     }
     let out: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(create(path)?),
@@ -104,6 +108,29 @@ pub fn jobs(args: JobsArgs) -> Result<Outcome, CliError> {
                 j.counts.errors
             ),
         )?;
+        if j.shards > 1 {
+            for s in store.shards(&j).map_err(fatal)? {
+                let holder = match (&s.holder, s.live) {
+                    (None, _) => "never held".to_owned(),
+                    (Some(h), true) => format!("held by {h} (live, generation {})", s.generation),
+                    (Some(h), false) => {
+                        format!("last held by {h} (gone, generation {})", s.generation)
+                    }
+                };
+                write(
+                    &mut out,
+                    format!(
+                        "  shard {:<4} {:<20} {:>9} {:>9} {:>9} {:>7}  {holder}",
+                        format!("{}/{}", s.shard, j.shards),
+                        "",
+                        s.counts.seen,
+                        s.counts.done,
+                        s.counts.pending(),
+                        s.counts.errors
+                    ),
+                )?;
+            }
+        }
     }
     Ok(Outcome::Finished)
 }

@@ -258,7 +258,11 @@ async fn a_second_process_on_the_same_job_is_refused() {
     let first = crawl(&d, &site, &[]).spawn().unwrap();
     site.log().wait_for(3).await;
     let second = crawl(&d, &site, &[]).output().await.unwrap();
-    assert_eq!(second.status.code(), Some(1));
+    assert_eq!(
+        second.status.code(),
+        Some(2),
+        "refused before anything is written"
+    );
     assert!(
         String::from_utf8_lossy(&second.stderr).contains("being crawled by another process"),
         "{}",

@@ -123,6 +123,11 @@ impl RequestLog {
         self.len() == 0
     }
 
+    /// Requests `host` is answering now.
+    pub fn in_flight(&self, host: usize) -> usize {
+        self.gauges[host].in_flight.load(Ordering::SeqCst)
+    }
+
     /// The most requests `host` ever had in flight at once.
     pub fn max_in_flight(&self, host: usize) -> usize {
         self.gauges[host].max_in_flight.load(Ordering::SeqCst)

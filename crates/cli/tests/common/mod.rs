@@ -1,6 +1,8 @@
 //! Helpers shared by the binary's end-to-end tests.
 #![allow(dead_code)] // each test binary uses its own share
 
+pub mod sharded;
+
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

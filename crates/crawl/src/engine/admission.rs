@@ -86,7 +86,8 @@ impl Frontier {
         items
             .into_iter()
             .map(|(slot, key, job, owner)| {
-                let loaded = self.queued + self.admitting_loaded < self.limits.max_queued;
+                let loaded = !self.slots[slot].foreign
+                    && self.queued + self.admitting_loaded < self.limits.max_queued;
                 if loaded {
                     self.admitting_loaded += 1;
                 }
@@ -120,6 +121,10 @@ impl Frontier {
         let s = &mut self.slots[slot];
         if !new {
             s.count(depth, false);
+        } else if s.foreign {
+            // Its shard's holder fetches it.
+            s.count(depth, false);
+            self.admitted += 1;
         } else if s.abandoned {
             s.count(depth, false);
             self.admitted += 1;
@@ -266,6 +271,24 @@ impl Frontier {
         }
         self.wake(slot, now);
         self.want_load(slot);
+    }
+
+    /// Other processes added URLs of `authority` to the store: `queued`
+    /// of them wait there now, to be loaded.
+    pub fn news(&mut self, authority: Authority, queued: u64) {
+        let slot = self.slot_of(authority);
+        let s = &mut self.slots[slot];
+        if s.foreign || queued == 0 {
+            return;
+        }
+        s.stored = s.stored.max(queued);
+        self.want_load(slot);
+    }
+
+    /// Admissions of the whole job, as the store counts them (other
+    /// processes admit too): the page limit is judged on these.
+    pub fn job_admitted(&mut self, seen: u64) {
+        self.admitted = self.admitted.max(seen);
     }
 
     /// Takes back what earlier runs of the job left.

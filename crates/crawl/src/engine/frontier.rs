@@ -9,8 +9,8 @@ use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::Duration;
 
-use crawlkeeper_model::Authority;
 use crawlkeeper_model::key::KeySet;
+use crawlkeeper_model::{Authority, Partition};
 use tokio::time::Instant;
 
 use super::slot::{AuthoritySlot, DepthMap, RobotsState, Slot, Turn};
@@ -83,6 +83,9 @@ pub struct Frontier {
     pub(super) to_load: Vec<Slot>,
     /// Loads asked of the store and not yet answered.
     pub(super) loads_in_flight: usize,
+    /// The shards this crawl fetches, when it shares its job; URLs of
+    /// other shards' authorities are admitted for their holders only.
+    pub(super) partition: Option<Partition>,
     rng: fastrand::Rng,
 }
 
@@ -107,8 +110,14 @@ impl Frontier {
             released: Vec::new(),
             to_load: Vec::new(),
             loads_in_flight: 0,
+            partition: None,
             rng: fastrand::Rng::with_seed(seed),
         }
+    }
+
+    /// Fetches only the authorities of `partition`'s held shards.
+    pub fn set_partition(&mut self, partition: Partition) {
+        self.partition = Some(partition);
     }
 
     pub(super) fn slot_of(&mut self, authority: Authority) -> Slot {
@@ -116,10 +125,9 @@ impl Frontier {
             Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
                 let slot = self.slots.len();
-                self.slots.push(AuthoritySlot::new(
-                    e.key().clone(),
-                    self.limits.respect_robots,
-                ));
+                let mut s = AuthoritySlot::new(e.key().clone(), self.limits.respect_robots);
+                s.foreign = self.partition.as_ref().is_some_and(|p| !p.owns(e.key()));
+                self.slots.push(s);
                 e.insert(slot);
                 slot
             }

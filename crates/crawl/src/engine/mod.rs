@@ -9,6 +9,7 @@
 mod admission;
 mod depth_queue;
 mod frontier;
+mod lease;
 mod records;
 mod slot;
 
@@ -26,6 +27,7 @@ use tracing::{error, info, warn};
 use url::Url;
 
 pub use frontier::{Frontier, FrontierLimits, RequestReport};
+pub use lease::LeaseGate;
 pub use slot::Slot;
 
 use crate::config::{ConfigError, CrawlConfig};
@@ -34,7 +36,8 @@ use crate::registry::Registry;
 use crate::robots::RobotsRules;
 use crate::sink::{Sink, SinkError};
 use crate::state::{
-    AdmitItem, Command, CrawlState, MemoryState, Reply, StateError, StateHandle, spawn_worker,
+    AdmitItem, Command, CrawlState, MemoryState, Polled, Reply, Sharing, StateError, StateHandle,
+    spawn_worker,
 };
 use crate::summary::{AuthorityStats, StopReason, Summary};
 use frontier::Next;
@@ -97,6 +100,24 @@ pub struct Engine {
     hold_places: bool,
     next_token: u64,
     pending_saves: Vec<Slot>,
+    /// How the job is shared with other processes, if it is.
+    sharing: Option<Sharing>,
+    /// With sharing: requests wait until the lease was confirmed lately.
+    gate: Option<Arc<LeaseGate>>,
+    /// A confirmation of the lease was asked for and not yet given.
+    verifying: bool,
+    polls: Polls,
+}
+
+/// Where the crawl stands with the polls of a shared job.
+#[derive(Default)]
+struct Polls {
+    /// A poll was sent and not yet answered.
+    in_flight: bool,
+    /// The newest poll was sent while nothing was left to do here.
+    sent_idle: bool,
+    /// A poll sent while idle found the whole job complete.
+    complete: bool,
 }
 
 /// A finished page whose record goes to the store with its links.
@@ -176,6 +197,10 @@ impl Engine {
             hold_places: false,
             next_token: 0,
             pending_saves: Vec::new(),
+            sharing: None,
+            gate: None,
+            verifying: false,
+            polls: Polls::default(),
         })
     }
 
@@ -202,6 +227,17 @@ impl Engine {
             .take()
             .ok_or_else(|| StateError::Fatal("no state attached to the engine".into()))?;
         self.hold_places = state.survives_crash();
+        self.sharing = state.sharing();
+        if let Some(sharing) = &self.sharing {
+            self.frontier.set_partition(sharing.partition.clone());
+            self.gate = Some(Arc::new(LeaseGate::new(sharing.lease_bound)));
+        }
+        let mut poll_tick = tokio::time::interval(
+            self.sharing
+                .as_ref()
+                .map_or(Duration::from_secs(3600), |s| s.poll_every),
+        );
+        poll_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // Half the workers may wait in a group commit; the others keep
         // fetching.
         let group_target = (self.config.engine.max_workers / 2).max(1);
@@ -236,17 +272,32 @@ impl Engine {
             let now = Instant::now();
             self.frontier.release_due(now);
             self.send_to_store(&store)?;
-            self.dispatch(&mut tasks, now);
+            if self.gate.as_ref().is_none_or(|g| g.is_open()) {
+                self.dispatch(&mut tasks, now);
+            } else if !self.verifying {
+                // Nothing goes out until the lease is confirmed again.
+                self.verifying = true;
+                store
+                    .tx
+                    .send(Command::Verify)
+                    .map_err(|_| StateError::Fatal("state worker stopped".into()))?;
+            }
             if tasks.is_empty() && self.waiting_forever() {
                 // Every worker holds a page waiting for a shallower one that
                 // cannot start: let the waiting links go.
                 self.frontier.release_all_held();
                 continue;
             }
-            if tasks.is_empty() && self.committing == 0 && self.frontier.is_idle() {
+            let idle = tasks.is_empty() && self.committing == 0 && self.frontier.is_idle();
+            if idle && (self.sharing.is_none() || self.polls.complete) {
                 break StopReason::Finished;
             }
+            if idle && !self.polls.in_flight && !self.polls.sent_idle {
+                // Done here: is the whole job?
+                self.poll(&store, true)?;
+            }
             let wake = self.frontier.next_wake();
+            let sharing = self.sharing.is_some();
             tokio::select! {
                 biased;
                 () = &mut shutdown => break StopReason::Interrupted,
@@ -254,6 +305,12 @@ impl Engine {
                 Some(reply) = store.rx.recv() => self.on_reply(reply)?,
                 Some(joined) = tasks.join_next() => self.complete(joined)?,
                 () = sleep_until(wake.unwrap_or(deadline)), if wake.is_some() => {}
+                _ = poll_tick.tick(), if sharing => {
+                    if !self.polls.in_flight {
+                        let idle = tasks.is_empty() && self.committing == 0 && self.frontier.is_idle();
+                        self.poll(&store, idle)?;
+                    }
+                }
                 _ = progress.tick() => self.log_progress(started),
             }
             // Take every event that is already there before deciding again.
@@ -297,6 +354,37 @@ impl Engine {
             stop,
             pending: self.frontier.pending() + tasks.len() as u64,
         })
+    }
+
+    /// Asks the store what other processes left for this one, and whether
+    /// the job is complete; `idle` when nothing is left to do here.
+    fn poll(&mut self, store: &StateHandle, idle: bool) -> Result<(), EngineError> {
+        store
+            .tx
+            .send(Command::Poll)
+            .map_err(|_| StateError::Fatal("state worker stopped".into()))?;
+        self.polls.in_flight = true;
+        self.polls.sent_idle = idle;
+        Ok(())
+    }
+
+    fn on_polled(&mut self, polled: Polled) {
+        self.polls.in_flight = false;
+        let news = !polled.news.is_empty();
+        for (authority, queued) in polled.news {
+            self.frontier.news(authority, queued);
+        }
+        if let Some(seen) = polled.job_seen {
+            self.frontier.job_admitted(seen);
+        }
+        if news || polled.open != Some(false) {
+            // Work here again, or elsewhere: the next idle moment asks again.
+            if news {
+                self.polls.sent_idle = false;
+            }
+            return;
+        }
+        self.polls.complete = self.polls.sent_idle;
     }
 
     /// True when every busy worker holds a page whose links wait, so that
@@ -428,9 +516,13 @@ impl Engine {
                 break;
             };
             let pipeline = self.pipeline.clone();
+            let gate = self.gate.clone();
             match next {
                 Next::Robots { slot, authority } => {
                     tasks.spawn(async move {
+                        if let Some(gate) = gate {
+                            gate.open().await;
+                        }
                         let run =
                             AssertUnwindSafe(RobotsRules::fetch(pipeline.fetcher(), &authority));
                         // A panic must not leave the authority waiting for
@@ -450,6 +542,9 @@ impl Engine {
                 }
                 Next::Page { slot, job, robots } => {
                     tasks.spawn(async move {
+                        if let Some(gate) = gate {
+                            gate.open().await;
+                        }
                         let run = AssertUnwindSafe(pipeline.process(&job, &robots));
                         let processed = run.catch_unwind().await.unwrap_or_else(|panic| {
                             records::internal_error(&job, &records::panic_message(&*panic))
@@ -484,6 +579,13 @@ impl Engine {
                 }
             }
             Reply::Loaded { slot, jobs, more } => self.frontier.loaded(slot, jobs, more, now),
+            Reply::Polled(polled) => self.on_polled(polled),
+            Reply::Confirmed(began) => {
+                self.verifying = false;
+                if let Some(gate) = &self.gate {
+                    gate.confirm(began);
+                }
+            }
             Reply::Failed(e) => return Err(e.into()),
             Reply::Resumed(_) | Reply::Closed => {
                 return Err(

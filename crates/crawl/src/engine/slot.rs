@@ -62,6 +62,9 @@ pub(super) struct AuthoritySlot {
     pub stored: u64,
     /// A load from the store is under way.
     pub loading: bool,
+    /// Of a shard another process holds: its URLs are admitted to the
+    /// store for that process, never queued or fetched here.
+    pub foreign: bool,
 }
 
 impl AuthoritySlot {
@@ -87,6 +90,7 @@ impl AuthoritySlot {
             held: Vec::new(),
             stored: 0,
             loading: false,
+            foreign: false,
         }
     }
 

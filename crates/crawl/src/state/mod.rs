@@ -9,6 +9,8 @@
 
 use std::time::Duration;
 
+use crawlkeeper_model::Partition;
+
 mod group;
 mod memory;
 mod worker;
@@ -17,7 +19,7 @@ pub use crawlkeeper_model::state::{Batch, Resumed};
 
 pub use group::GroupPolicy;
 pub use memory::MemoryState;
-pub use worker::{AdmitItem, Command, Reply, StateHandle, entry_of, job_of, spawn_worker};
+pub use worker::{AdmitItem, Command, Polled, Reply, StateHandle, entry_of, job_of, spawn_worker};
 
 /// Durable state of one crawl job. Implemented by the store crate for
 /// SQLite and PostgreSQL, and by [`MemoryState`].
@@ -45,6 +47,40 @@ pub trait CrawlState: Send + 'static {
     fn survives_crash(&self) -> bool {
         false
     }
+
+    /// How the job is shared with other processes, when it is: which
+    /// shards this process crawls, and how it keeps in step. `None`, the
+    /// default, for a job crawled whole by this process.
+    fn sharing(&self) -> Option<Sharing> {
+        None
+    }
+}
+
+/// A job crawled by several processes, each holding shards of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sharing {
+    /// The shards this process holds: it fetches only their hosts' URLs,
+    /// and admits every other URL for its shard's holder.
+    pub partition: Partition,
+    /// How often the state is asked for URLs other processes added to the
+    /// held shards, and whether the whole job is complete.
+    pub poll_every: Duration,
+    /// No request is sent when the shards were last confirmed as this
+    /// process's longer ago than this (a pause, a stall, a partition):
+    /// the lease is checked again first.
+    pub lease_bound: Duration,
+}
+
+impl Sharing {
+    /// Sharing of `partition` with the default intervals (a poll a second,
+    /// the lease confirmed within a second of every request).
+    pub fn new(partition: Partition) -> Self {
+        Self {
+            partition,
+            poll_every: Duration::from_secs(1),
+            lease_bound: Duration::from_secs(1),
+        }
+    }
 }
 
 /// The state could not be read or written.
@@ -56,4 +92,8 @@ pub enum StateError {
     /// Anything else: the crawl cannot go on safely.
     #[error("state store failed: {0}")]
     Fatal(String),
+    /// A shard this process held was taken over by another process: it
+    /// must stop at once, writing and fetching nothing more.
+    #[error("{0}")]
+    Fenced(String),
 }

@@ -59,8 +59,26 @@ pub enum Command {
     },
     /// Save an authority's state.
     Save(AuthorityState),
+    /// Ask for URLs other processes added to the held shards, and whether
+    /// the job is complete.
+    Poll,
+    /// Confirm that the held shards are still this process's.
+    Verify,
     /// Flush everything and stop.
     Close,
+}
+
+/// The answer to [`Command::Poll`].
+#[derive(Debug, Default)]
+pub struct Polled {
+    /// Authorities of the held shards with URLs other processes added,
+    /// and how many of their URLs are queued in the store.
+    pub news: Vec<(Authority, u64)>,
+    /// Whether any URL of the job is queued or held anywhere; `None` when
+    /// the state does not say.
+    pub open: Option<bool>,
+    /// URLs admitted to the whole job, when the state counts them.
+    pub job_seen: Option<u64>,
 }
 
 /// What the state worker answers.
@@ -81,6 +99,11 @@ pub enum Reply {
         /// True when the store may have more.
         more: bool,
     },
+    /// What a poll found.
+    Polled(Polled),
+    /// A transaction that began at this instant committed: the held
+    /// shards were this process's then.
+    Confirmed(Instant),
     /// Everything is flushed; the worker has stopped.
     Closed,
     /// The state cannot be written: the crawl must stop.
@@ -187,7 +210,10 @@ fn is_finish(c: &Command) -> bool {
 }
 
 fn is_urgent(c: &Command) -> bool {
-    matches!(c, Command::Load { .. } | Command::Close)
+    matches!(
+        c,
+        Command::Load { .. } | Command::Close | Command::Poll | Command::Verify
+    )
 }
 
 fn run(
@@ -197,10 +223,15 @@ fn run(
     commands: Receiver<Command>,
     replies: UnboundedSender<Reply>,
 ) {
-    let resumed = with_retry(|| state.resume());
+    let mut began = Instant::now();
+    let resumed = with_retry(|| {
+        began = Instant::now();
+        state.resume()
+    });
     match resumed {
         Ok(r) => {
             let _ = replies.send(Reply::Resumed(r));
+            let _ = replies.send(Reply::Confirmed(began));
         }
         Err(e) => {
             let _ = replies.send(Reply::Failed(e));
@@ -233,16 +264,36 @@ fn run(
                     loads.push((slot, limit));
                 }
                 Command::Save(a) => batch.authorities.push(a),
+                Command::Poll => batch.poll = true,
+                Command::Verify => batch.verify = true,
                 Command::Close => close = true,
             }
         }
         let applying = Instant::now();
-        if !batch.is_empty()
-            && let Err(e) = with_retry(|| state.apply(&mut batch))
-        {
-            error!(error = %e, "cannot write the crawl state; stopping");
-            let _ = replies.send(Reply::Failed(e));
-            return;
+        let mut began = applying;
+        if !batch.is_empty() {
+            match with_retry(|| {
+                began = Instant::now();
+                state.apply(&mut batch)
+            }) {
+                Ok(()) => {
+                    let _ = replies.send(Reply::Confirmed(began));
+                }
+                Err(e) => {
+                    if !matches!(e, StateError::Fenced(_)) {
+                        error!(error = %e, "cannot write the crawl state; stopping");
+                    }
+                    let _ = replies.send(Reply::Failed(e));
+                    return;
+                }
+            }
+        }
+        if batch.poll {
+            let _ = replies.send(Reply::Polled(Polled {
+                news: std::mem::take(&mut batch.news),
+                open: batch.open,
+                job_seen: batch.job_seen,
+            }));
         }
         if !batch.finished.is_empty() {
             policy.observe_apply(applying.elapsed());

@@ -44,6 +44,8 @@ pub struct PgStore {
     cache: Cache,
     /// Shards claimed, by job id.
     leases: HashMap<i64, Lease>,
+    /// The schema the tables are in.
+    space: String,
 }
 
 fn err(e: postgres::Error) -> StoreError {
@@ -107,14 +109,16 @@ impl PgStore {
             client: None,
             cache: Cache::default(),
             leases: HashMap::new(),
+            space: String::new(),
         };
         store.client()?;
         Ok(store)
     }
 
-    /// The namespace of this store's advisory locks.
+    /// The namespace of this store's advisory locks: its schema (advisory
+    /// locks are per database, and schemas share them).
     fn space(&self) -> String {
-        self.schema.clone().unwrap_or_default()
+        self.space.clone()
     }
 
     /// The connection, opened (and the schema migrated) if needed.
@@ -143,6 +147,10 @@ impl PgStore {
                     .map_err(err)?;
             }
             migrate(&mut client)?;
+            self.space = client
+                .query_one("SELECT coalesce(current_schema(), '')", &[])
+                .map_err(err)?
+                .get(0);
             let space = self.space();
             for (job, lease) in &mut self.leases {
                 // The session's locks went with the old connection.
@@ -185,6 +193,21 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
     let mut tx = client.transaction().map_err(err)?;
     tx.batch_execute("SELECT pg_advisory_xact_lock(7202611)")
         .map_err(err)?;
+    // Up to date: no DDL, which would wait for every writer's locks.
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('crawlkeeper_version') IS NOT NULL", &[])
+        .map_err(err)?
+        .get(0);
+    let current: Option<i64> = if exists {
+        tx.query_one("SELECT max(version) FROM crawlkeeper_version", &[])
+            .map_err(err)?
+            .get(0)
+    } else {
+        None
+    };
+    if current == Some(schema::PG_VERSION) {
+        return tx.commit().map_err(err);
+    }
     for s in schema::postgres() {
         tx.batch_execute(&s).map_err(err)?;
     }

@@ -1,0 +1,53 @@
+//! What makes two runs the same job: the same seeds, scope options and
+//! number of shards. Concurrency, delays and outputs are not identity: a
+//! job may be resumed with other settings.
+
+use crawlkeeper_crawl::CrawlConfig;
+use crawlkeeper_store::JobSpec;
+use url::Url;
+
+/// The job of a crawl of `seeds` with `config`, split into `shards`:
+/// named by a hash of its identity, so that running the same command
+/// again, or on another machine, finds it.
+pub fn job_spec(config: &CrawlConfig, seeds: &[Url], shards: u32) -> JobSpec {
+    let seeds: Vec<String> = seeds.iter().map(Url::to_string).collect();
+    let scope = serde_json::to_string(&config.scope).unwrap_or_default();
+    let mut identity = format!("{}\n{scope}", seeds.join("\n"));
+    // One shard is how every job was named before shards existed.
+    if shards > 1 {
+        identity.push_str(&format!("\nshards={shards}"));
+    }
+    let name = format!(
+        "{:012x}",
+        xxhash_rust::xxh3::xxh3_64(identity.as_bytes()) >> 16
+    );
+    JobSpec {
+        name,
+        seeds,
+        options: serde_json::to_string(config).unwrap_or_default(),
+        shards: shards.max(1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seeds_scope_and_shards_make_the_same_job() {
+        let seeds = [Url::parse("http://a.test/").unwrap()];
+        let mut config = CrawlConfig::default();
+        let a = job_spec(&config, &seeds, 1);
+        config.engine.max_workers = 7;
+        assert_eq!(
+            job_spec(&config, &seeds, 1).name,
+            a.name,
+            "concurrency is not identity"
+        );
+        assert_ne!(job_spec(&config, &seeds, 3).name, a.name, "shards are");
+        assert_eq!(job_spec(&config, &seeds, 3).shards, 3);
+        config.scope.max_depth = 2;
+        assert_ne!(job_spec(&config, &seeds, 1).name, a.name, "scope is");
+        assert_eq!(a.name.len(), 12);
+    }
+}

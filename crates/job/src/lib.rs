@@ -1,0 +1,17 @@
+//! A crawl job kept in a store, as the `crawl` command and a cluster node
+//! both run it: what identifies it, the engine's durable state in the
+//! store, and its JSON Lines output that survives crashes.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`identity`] | a job's name from its seeds, scope and shard count |
+//! | [`state`] | [`StoreState`]: the engine's [`crawlkeeper_crawl::state::CrawlState`] in a store, shards and all |
+//! | [`output`] | the JSON Lines output of a job that may be resumed |
+
+pub mod identity;
+pub mod output;
+pub mod state;
+
+pub use identity::job_spec;
+pub use output::OutputError;
+pub use state::StoreState;

@@ -1,0 +1,212 @@
+//! The JSON Lines output of a job that may be resumed: a file holds the
+//! job's results (or one shard's) in the order they finished, so after a
+//! crash it is a prefix of the stored results. Before a run, a cut last
+//! line is removed and the stored results the file misses are appended;
+//! the run then appends its own. No record is written twice, none is
+//! missing.
+//!
+//! An output never destroys what it is not: an existing file that does
+//! not hold this job's records (checked record by record) is refused
+//! unless the caller says to overwrite it, before anything is written. A
+//! path that is not a regular file (`/dev/null`, `/dev/stdout`, a pipe) is
+//! a stream: written to, never cut or read.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use crawlkeeper_store::{JobInfo, Store, StoreError};
+
+/// Results read from the store at a time.
+const PAGE: usize = 10_000;
+
+/// An output file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The file holds something else than this job's records: the user
+    /// must choose another path or say to overwrite it.
+    #[error("{0}")]
+    Foreign(String),
+    /// The file cannot be read or written.
+    #[error("cannot write output file '{path}': {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The store could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn io(path: &Path, source: std::io::Error) -> OutputError {
+    OutputError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// True when `path` exists and is not a regular file (a device, a pipe):
+/// written as a stream, never cut, read or rewritten.
+pub fn is_stream(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
+/// The records of a job an output holds: all of them, or one shard's.
+#[derive(Clone, Copy)]
+pub struct Part<'a> {
+    /// The job.
+    pub job: &'a JobInfo,
+    /// Its shard, or `None` for the whole job.
+    pub shard: Option<u32>,
+}
+
+/// Refuses an existing, non-empty regular file at `path` unless it holds
+/// only records of `part` as stored (a prefix of its results, a cut last
+/// line allowed), or `overwrite` is set. With no job, any content is
+/// foreign.
+pub fn check_existing(
+    path: &Path,
+    stored: Option<(&mut dyn Store, Part<'_>)>,
+    overwrite: bool,
+) -> Result<(), OutputError> {
+    if overwrite || is_stream(path) {
+        return Ok(());
+    }
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(path, e)),
+    };
+    if file.metadata().map_err(|e| io(path, e))?.len() == 0 {
+        return Ok(());
+    }
+    let holds = match stored {
+        Some((store, part)) => holds_records_of(&mut file, path, store, part)?,
+        None => false,
+    };
+    if holds {
+        return Ok(());
+    }
+    Err(OutputError::Foreign(format!(
+        "output file '{}' exists and does not hold this job's records; \
+         use another --out, or --overwrite to replace it",
+        path.display()
+    )))
+}
+
+/// True when every line of `file` is the stored record at its position.
+fn holds_records_of(
+    file: &mut File,
+    path: &Path,
+    store: &mut dyn Store,
+    part: Part<'_>,
+) -> Result<bool, OutputError> {
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut stored: VecDeque<String> = VecDeque::new();
+    let mut after = 0;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io(path, e))?;
+        if n == 0 {
+            return Ok(true);
+        }
+        if stored.is_empty() {
+            let page = store.results(part.job.id, part.shard, after, PAGE)?;
+            if let Some((last, _)) = page.last() {
+                after = *last;
+            }
+            stored.extend(page.into_iter().map(|(_, json)| json));
+        }
+        let Some(record) = stored.pop_front() else {
+            return Ok(false);
+        };
+        let same = match line.strip_suffix(b"\n") {
+            Some(complete) => complete == record.as_bytes(),
+            // A last line cut by a crash is the start of its record.
+            None => record.as_bytes().starts_with(&line),
+        };
+        if !same {
+            return Ok(false);
+        }
+    }
+}
+
+/// Opens `path` for the records of `part`, brought up to date with the
+/// store: a cut last line removed and the stored records it misses
+/// appended (all of them with `overwrite`, which first empties the file).
+/// The caller has checked the file with [`check_existing`].
+pub fn open_output(
+    path: &Path,
+    store: &mut dyn Store,
+    part: Part<'_>,
+    overwrite: bool,
+) -> Result<File, OutputError> {
+    let done = match part.shard {
+        None => part.job.counts.done,
+        Some(shard) => store
+            .shards(part.job)?
+            .iter()
+            .find(|s| s.shard == shard)
+            .map_or(0, |s| s.counts.done),
+    };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| io(path, e))?;
+    if overwrite || done == 0 {
+        file.set_len(0).map_err(|e| io(path, e))?;
+    }
+    let (lines, complete_len) = complete_lines(&mut file).map_err(|e| io(path, e))?;
+    if lines > done {
+        return Err(OutputError::Foreign(format!(
+            "output file '{}' has {lines} records but job {} has {done}; it belongs to another crawl \
+             (use another --out, or --fresh to start over)",
+            path.display(),
+            part.job.name,
+        )));
+    }
+    file.set_len(complete_len).map_err(|e| io(path, e))?;
+    file.seek(SeekFrom::End(0)).map_err(|e| io(path, e))?;
+    // Positions may skip numbers: the file's records are counted off.
+    let mut skip = lines;
+    let mut after = 0;
+    loop {
+        let page = store.results(part.job.id, part.shard, after, PAGE)?;
+        let Some((last, _)) = page.last() else { break };
+        after = *last;
+        let from = usize::try_from(skip).unwrap_or(usize::MAX).min(page.len());
+        skip -= from as u64;
+        for (_, json) in &page[from..] {
+            file.write_all(json.as_bytes()).map_err(|e| io(path, e))?;
+            file.write_all(b"\n").map_err(|e| io(path, e))?;
+        }
+    }
+    file.flush().map_err(|e| io(path, e))?;
+    Ok(file)
+}
+
+/// Counts the complete lines of `file` and the length they end at.
+fn complete_lines(file: &mut File) -> std::io::Result<(u64, u64)> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut reader = BufReader::with_capacity(1 << 16, &mut *file);
+    let (mut lines, mut len) = (0u64, 0u64);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 || buf.last() != Some(&b'\n') {
+            return Ok((lines, len));
+        }
+        lines += 1;
+        len += n as u64;
+    }
+}

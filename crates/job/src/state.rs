@@ -1,0 +1,83 @@
+//! [`StoreState`]: the crawl engine's durable state, kept in a store for
+//! one job (or the shards of it this process holds).
+
+use std::time::Duration;
+
+use crawlkeeper_crawl::state::{Batch, CrawlState, Resumed, Sharing, StateError};
+use crawlkeeper_store::{JobId, Store, StoreError};
+
+/// Longest a commit is held back to gather more finished pages: a store's
+/// transaction has a fixed cost (its log write and locks) that a commit per
+/// page pays again and again; at a few thousand pages per second and more,
+/// a millisecond gathers tens of them (the engine's group-commit policy).
+pub const COMMIT_WAIT: Duration = Duration::from_millis(1);
+
+/// The engine's state, in a store, for one job.
+pub struct StoreState {
+    store: Box<dyn Store>,
+    job: JobId,
+    sharing: Option<Sharing>,
+    admit_limit: Option<u64>,
+}
+
+impl StoreState {
+    /// The state of `job` in `store`, crawled whole by this process.
+    pub fn new(store: Box<dyn Store>, job: JobId) -> Self {
+        Self {
+            store,
+            job,
+            sharing: None,
+            admit_limit: None,
+        }
+    }
+
+    /// The state of the shards of `job` this process claimed in `store`
+    /// (see [`Store::claim`]), shared with the processes holding the
+    /// others. `max_pages` is then counted job-wide, by the store.
+    pub fn shared(
+        store: Box<dyn Store>,
+        job: JobId,
+        sharing: Sharing,
+        max_pages: Option<u64>,
+    ) -> Self {
+        Self {
+            store,
+            job,
+            sharing: Some(sharing),
+            admit_limit: max_pages,
+        }
+    }
+}
+
+/// A store error as the engine's: retryable ones are retried, a fence
+/// stops the crawl at once.
+pub fn state_error(e: StoreError) -> StateError {
+    match e {
+        StoreError::Fenced { .. } => StateError::Fenced(e.to_string()),
+        e if e.is_retryable() => StateError::Unavailable(e.to_string()),
+        e => StateError::Fatal(e.to_string()),
+    }
+}
+
+impl CrawlState for StoreState {
+    fn resume(&mut self) -> Result<Resumed, StateError> {
+        self.store.resume(self.job).map_err(state_error)
+    }
+
+    fn apply(&mut self, batch: &mut Batch) -> Result<(), StateError> {
+        batch.admit_limit = self.admit_limit;
+        self.store.apply(self.job, batch).map_err(state_error)
+    }
+
+    fn commit_wait(&self) -> Duration {
+        COMMIT_WAIT
+    }
+
+    fn survives_crash(&self) -> bool {
+        true
+    }
+
+    fn sharing(&self) -> Option<Sharing> {
+        self.sharing.clone()
+    }
+}
