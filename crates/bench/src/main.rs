@@ -4,6 +4,7 @@
 //! | subcommand | measures |
 //! |---|---|
 //! | `engine` | pages/s, CPU per page and peak RSS of `crawl` against the test site |
+//! | `shards` | one job crawled by 1, 2, … processes sharing PostgreSQL: pages/s, speed-up, crawler and PostgreSQL CPU |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
 //! | `commit` | a store's cost per transaction and per page, replaying the engine's commits |
 //! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend |
@@ -16,6 +17,7 @@ mod engine;
 mod failover;
 mod memory;
 mod proc;
+mod shards;
 mod store;
 
 use anyhow::Result;
@@ -32,6 +34,8 @@ struct Cli {
 enum Command {
     /// The crawl engine against the test site.
     Engine(engine::EngineArgs),
+    /// One job crawled by several processes sharing PostgreSQL.
+    Shards(shards::ShardsArgs),
     /// Peak memory of a crawl with a million URLs seen.
     Memory(memory::MemoryArgs),
     /// A store's cost per transaction and per page, replaying the engine's commits.
@@ -50,6 +54,7 @@ enum Command {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Engine(a) => engine::run(a),
+        Command::Shards(a) => shards::run(a),
         Command::Memory(a) => memory::run(a),
         Command::Commit(a) => commit::run(a),
         Command::Store(a) => store::run(a),

@@ -10,6 +10,10 @@ use crawlkeeper_model::CrawlRecord;
 use crawlkeeper_testsite::{SiteConfig, TestSite};
 use tokio::process::{Child, Command};
 
+mod common;
+
+use common::pg::{admin, postgres_url, restart_postgres};
+
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("crawlkeeper-resume-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -293,26 +297,6 @@ async fn a_file_that_is_not_a_state_file_is_a_clear_error() {
     assert!(site.log().is_empty());
 }
 
-fn postgres_url(db: &str) -> String {
-    let base = std::env::var("CRAWLKEEPER_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let (server, _) = base.rsplit_once('/').unwrap();
-    format!("{server}/{db}")
-}
-
-fn restart_postgres() {
-    let version = std::fs::read_dir("/etc/postgresql")
-        .expect("PostgreSQL from Debian's package (scripts/postgres.sh installs it)")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .max()
-        .unwrap();
-    let status = std::process::Command::new("pg_ctlcluster")
-        .args(["--skip-systemctl-redirect", &version, "main", "restart"])
-        .status()
-        .unwrap();
-    assert!(status.success(), "restarting PostgreSQL failed");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_restart_mid_crawl_loses_nothing() {
     let db = format!("ck_restart_{}", std::process::id());
@@ -368,19 +352,6 @@ async fn a_postgres_restart_mid_crawl_loses_nothing() {
     );
 
     admin(format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await;
-}
-
-/// Runs `sql` on the server's `postgres` database (the sync client runs
-/// outside the test's runtime).
-async fn admin(sql: String) {
-    tokio::task::spawn_blocking(move || {
-        let url = postgres_url("postgres");
-        let mut c = postgres::Client::connect(&url, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("PostgreSQL is required ({url}): {e}; run scripts/test.sh"));
-        c.batch_execute(&sql).unwrap();
-    })
-    .await
-    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,8 @@ use crawlkeeper_model::shard_of;
 use crawlkeeper_testsite::{SiteConfig, TestSite};
 use tokio::process::{Child, Command};
 
+use super::pg::{admin, postgres_url};
+
 /// The longest any wait of these tests may take.
 pub const DEADLINE: Duration = Duration::from_secs(180);
 
@@ -271,24 +273,4 @@ pub fn signal(child: &Child, sig: &str) {
             .unwrap()
             .success()
     );
-}
-
-/// The test server's URL for database `db`.
-pub fn postgres_url(db: &str) -> String {
-    let base = std::env::var("CRAWLKEEPER_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let (server, _) = base.rsplit_once('/').unwrap();
-    format!("{server}/{db}")
-}
-
-/// Runs `sql` on the server's `postgres` database.
-pub async fn admin(sql: String) {
-    tokio::task::spawn_blocking(move || {
-        let url = postgres_url("postgres");
-        let mut c = postgres::Client::connect(&url, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("PostgreSQL is required ({url}): {e}; run scripts/test.sh"));
-        c.batch_execute(&sql).unwrap();
-    })
-    .await
-    .unwrap();
 }
