@@ -100,9 +100,9 @@ fn run_once(dir: &Path, args: &ShardsArgs, processes: u32) -> Result<Measure> {
     let admin = format!("{server}/postgres");
     let mut c = postgres::Client::connect(&admin, postgres::NoTls)
         .with_context(|| format!("connecting to {admin}"))?;
-    c.batch_execute(&format!(
-        "DROP DATABASE IF EXISTS {db} WITH (FORCE); CREATE DATABASE {db}"
-    ))?;
+    // One statement per call: CREATE DATABASE runs outside a transaction.
+    c.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))?;
+    c.batch_execute(&format!("CREATE DATABASE {db}"))?;
     let store = format!("{server}/{db}");
     let mut site = Command::new(dir.join("crawlkeeper-testsite"))
         .args(["--hosts", &args.hosts.to_string()])
