@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crawlkeeper_crawl::state::{MemoryState, Sharing, StateError};
+use crawlkeeper_crawl::state::{LEASE_BOUND, MemoryState, Sharing, StateError};
 use crawlkeeper_crawl::{Engine, EngineError, JsonlSink, Registry, Sink, StopReason};
 use crawlkeeper_job::{StoreState, job_spec};
 use crawlkeeper_model::{Partition, format_duration};
@@ -12,8 +12,8 @@ use crawlkeeper_store::{Claim, JobInfo, JobSpec, Store, StoreError, this_process
 use crate::args::{CrawlArgs, StoreArgs};
 use crate::exit::{CliError, Outcome};
 use crate::output::{
-    Part, Protected, check_existing, fresh_sink, is_stream, open_output, refuse_protected,
-    state_files,
+    Part, Protected, check_existing, fresh_sink, is_stream, lock_existing, open_output,
+    refuse_protected, state_files,
 };
 use crate::seeds::{read_seeds, seed_files, stdin};
 use crate::signals::Shutdown;
@@ -63,7 +63,9 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let (store, job, sink) = tokio::task::spawn_blocking(move || prepare(&options, &spec))
         .await
         .map_err(|e| CliError::Fatal(e.into()))??;
-    let state = if job.shards > 1 {
+    // A job in a shared store is fenced and gated even with one shard: a
+    // process given --take-over may displace this one.
+    let state = if shared_store(&args) {
         let partition = Partition::new(job.shards, vec![shard]).ok_or_else(|| {
             CliError::Usage(format!("no shard {shard} in a job of {}", job.shards))
         })?;
@@ -73,21 +75,23 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
             Sharing::new(partition),
             config.scope.max_pages,
         )
+        .map_err(fatal)?
     } else {
         StoreState::new(store, job.id)
     };
-    crawl(engine.attach(Box::new(state), sink), args.quiet).await
+    let outcome = crawl(engine.attach(Box::new(state), sink), args.quiet).await?;
+    Ok(match outcome {
+        // This process's hosts may all have failed; the job's others did not.
+        Outcome::AllFailed if job.shards > 1 => Outcome::Finished,
+        other => other,
+    })
 }
 
 /// The shard this process crawls, once the sharding options are checked:
 /// shards need a shared store, a shard number in range, and no `--fresh`
 /// (which would delete the other processes' work).
 fn check_shards(args: &CrawlArgs) -> Result<u32, CliError> {
-    let shared = args
-        .store
-        .store
-        .as_deref()
-        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"));
+    let shared = shared_store(args);
     if args.shards > 1 {
         if args.no_state || !shared {
             return Err(CliError::Usage(format!(
@@ -121,6 +125,16 @@ fn check_shards(args: &CrawlArgs) -> Result<u32, CliError> {
         ))),
         None => Ok(0),
     }
+}
+
+/// True when the state is in a store several processes can share.
+fn shared_store(args: &CrawlArgs) -> bool {
+    !args.no_state
+        && args
+            .store
+            .store
+            .as_deref()
+            .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
 
 /// What [`prepare`] needs from the arguments.
@@ -162,6 +176,12 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
             None => check_existing(out, None, options.overwrite)?,
         }
     }
+    // Taken before the shard is: a second process on one file is refused
+    // before it displaces anyone.
+    let locked = match out {
+        Some(path) if !stream => lock_existing(path)?,
+        _ => None,
+    };
     if options.fresh && store.delete_job(&spec.name).map_err(refused)? && !options.quiet {
         eprintln!("job {}: stored state deleted (--fresh)", spec.name);
     }
@@ -172,6 +192,12 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         take_over: options.take_over,
     };
     store.claim(&job, &claim).map_err(refused)?;
+    if options.take_over {
+        // A live holder displaced sends nothing once its lease's last
+        // confirmation is older than the bound: wait that long before the
+        // first request, so that two never crawl the shard's hosts at once.
+        std::thread::sleep(LEASE_BOUND);
+    }
     if !options.quiet && job.counts.seen > 0 {
         eprintln!(
             "job {}: resuming with {} URLs done and {} pending",
@@ -190,6 +216,7 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         Some(path) if stream => fresh_sink(Some(path))?,
         Some(path) => Box::new(JsonlSink::new(open_output(
             path,
+            locked,
             store.as_mut(),
             Part { job: &job, shard },
             options.overwrite,

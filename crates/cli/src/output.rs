@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crawlkeeper_crawl::{JsonlSink, Sink};
 use crawlkeeper_job::OutputError;
-pub use crawlkeeper_job::output::{Part, check_existing, is_stream, open_output};
+pub use crawlkeeper_job::output::{Part, check_existing, is_stream, lock_existing, open_output};
 use crawlkeeper_model::CrawlRecord;
 
 use crate::exit::CliError;

@@ -93,6 +93,11 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// Sends every request through `wrap(fetcher)` from now on.
+    pub(crate) fn wrap_fetcher(&mut self, wrap: impl FnOnce(Arc<dyn Fetcher>) -> Arc<dyn Fetcher>) {
+        self.fetcher = wrap(self.fetcher.clone());
+    }
+
     /// The fetcher, for robots.txt requests.
     pub fn fetcher(&self) -> &dyn Fetcher {
         self.fetcher.as_ref()

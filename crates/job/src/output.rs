@@ -137,12 +137,45 @@ fn holds_records_of(
     }
 }
 
+/// Takes `file` for this process alone (an exclusive `flock`, held while
+/// the file is open): two processes appending to one file would write
+/// records twice or over each other.
+fn lock(file: File, path: &Path) -> Result<File, OutputError> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own; released when the file closes.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(file);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.kind() == std::io::ErrorKind::WouldBlock {
+        return Err(OutputError::Foreign(format!(
+            "output file '{}' is being written by another process; use another --out",
+            path.display()
+        )));
+    }
+    Err(io(path, e))
+}
+
+/// Takes an existing output file at `path` for this process, before
+/// anything else is changed (see [`open_output`]); `None` when there is
+/// no file yet.
+pub fn lock_existing(path: &Path) -> Result<Option<File>, OutputError> {
+    match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => lock(f, path).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(path, e)),
+    }
+}
+
 /// Opens `path` for the records of `part`, brought up to date with the
 /// store: a cut last line removed and the stored records it misses
 /// appended (all of them with `overwrite`, which first empties the file).
-/// The caller has checked the file with [`check_existing`].
+/// The caller has checked the file with [`check_existing`], and may have
+/// taken it already with [`lock_existing`] (`locked`).
 pub fn open_output(
     path: &Path,
+    locked: Option<File>,
     store: &mut dyn Store,
     part: Part<'_>,
     overwrite: bool,
@@ -155,13 +188,19 @@ pub fn open_output(
             .find(|s| s.shard == shard)
             .map_or(0, |s| s.counts.done),
     };
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| io(path, e))?;
+    let mut file = match locked {
+        Some(f) => f,
+        None => {
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|e| io(path, e))?;
+            lock(f, path)?
+        }
+    };
     if overwrite || done == 0 {
         file.set_len(0).map_err(|e| io(path, e))?;
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crawlkeeper_crawl::state::{Batch, CrawlState, Resumed, Sharing, StateError};
 use crawlkeeper_store::{JobId, Store, StoreError};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 /// Longest a commit is held back to gather more finished pages: a store's
 /// transaction has a fixed cost (its log write and locks) that a commit per
@@ -18,6 +19,7 @@ pub struct StoreState {
     job: JobId,
     sharing: Option<Sharing>,
     admit_limit: Option<u64>,
+    wakeups: Option<UnboundedReceiver<()>>,
 }
 
 impl StoreState {
@@ -28,24 +30,35 @@ impl StoreState {
             job,
             sharing: None,
             admit_limit: None,
+            wakeups: None,
         }
     }
 
     /// The state of the shards of `job` this process claimed in `store`
     /// (see [`Store::claim`]), shared with the processes holding the
-    /// others. `max_pages` is then counted job-wide, by the store.
+    /// others (or taking it over). With other shards, `max_pages` is
+    /// counted job-wide, by the store.
     pub fn shared(
-        store: Box<dyn Store>,
+        mut store: Box<dyn Store>,
         job: JobId,
         sharing: Sharing,
         max_pages: Option<u64>,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, StoreError> {
+        let (tx, rx) = unbounded_channel();
+        store.subscribe(
+            job,
+            Box::new(move || {
+                let _ = tx.send(());
+            }),
+        )?;
+        let whole = sharing.partition.is_whole();
+        Ok(Self {
             store,
             job,
             sharing: Some(sharing),
-            admit_limit: max_pages,
-        }
+            admit_limit: if whole { None } else { max_pages },
+            wakeups: Some(rx),
+        })
     }
 }
 
@@ -79,5 +92,9 @@ impl CrawlState for StoreState {
 
     fn sharing(&self) -> Option<Sharing> {
         self.sharing.clone()
+    }
+
+    fn wakeups(&mut self) -> Option<UnboundedReceiver<()>> {
+        self.wakeups.take()
     }
 }

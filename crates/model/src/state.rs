@@ -125,6 +125,12 @@ pub struct Batch {
     /// In: look for work other processes left for the held shards, and
     /// whether the job is complete (filling `news`, `open` and `job_seen`).
     pub poll: bool,
+    /// In (with `poll`): this process holds no URL in memory. URLs of the
+    /// held shards still marked held by it are orphans (of a commit whose
+    /// answer was lost) and are queued again, and `news` lists every
+    /// authority of the held shards with queued URLs, not only those other
+    /// processes noted: nothing can be left behind in the store.
+    pub sweep: bool,
     /// In: confirm that the held shards are still this process's, even if
     /// nothing else is to be done (every transaction confirms it anyway).
     pub verify: bool,

@@ -208,6 +208,15 @@ pub trait Store: Send {
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError>;
 
+    /// Calls `wake` (from another thread) whenever other processes leave
+    /// work for the claimed shards of `job` or find it complete, so that
+    /// a poll need not wait for its interval. The default never calls it:
+    /// polls alone find everything, only later.
+    fn subscribe(&mut self, job: JobId, wake: Box<dyn Fn() + Send>) -> Result<(), StoreError> {
+        let _ = (job, wake);
+        Ok(())
+    }
+
     /// The shards of `job`, with holders and counts. The default: one
     /// shard holding the whole job.
     fn shards(&mut self, job: &JobInfo) -> Result<Vec<ShardInfo>, StoreError> {

@@ -53,7 +53,14 @@ impl Frontier {
             }
             return Disposition::Duplicate;
         }
-        if self.seen.contains(&d.key) {
+        if let Some(best) = self.foreign_depth.get_mut(&d.key) {
+            // Another shard's: offered again only by a shorter path, which
+            // the store takes while the URL still waits there.
+            if d.job.depth >= *best {
+                return Disposition::Duplicate;
+            }
+            *best = d.job.depth;
+        } else if self.seen.contains(&d.key) {
             return Disposition::Duplicate;
         }
         if self
@@ -66,10 +73,14 @@ impl Frontier {
         let Ok(authority) = Authority::of(&d.job.url) else {
             return Disposition::OutOfScope(ScopeReason::Scheme);
         };
-        if self.seen.len() < self.limits.seen_cache {
-            self.seen.insert(d.key);
-        }
         let slot = self.slot_of(authority);
+        if self.seen.len() + self.foreign_depth.len() < self.limits.seen_cache {
+            if self.slots[slot].foreign {
+                self.foreign_depth.insert(d.key, d.job.depth);
+            } else {
+                self.seen.insert(d.key);
+            }
+        }
         if self.slots[slot].abandoned {
             self.skipped.push((slot, d.job));
             return Disposition::Skipped;
@@ -253,7 +264,7 @@ impl Frontier {
         let s = &mut self.slots[slot];
         s.loading = false;
         self.loads_in_flight -= 1;
-        s.stored = if more {
+        s.stored = if more || std::mem::take(&mut s.news_pending) {
             s.stored.saturating_sub(jobs.len() as u64).max(1)
         } else {
             0
@@ -282,6 +293,9 @@ impl Frontier {
             return;
         }
         s.stored = s.stored.max(queued);
+        if s.loading {
+            s.news_pending = true;
+        }
         self.want_load(slot);
     }
 

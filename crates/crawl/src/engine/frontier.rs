@@ -70,6 +70,9 @@ pub struct Frontier {
     ready: VecDeque<Slot>,
     waiting: BinaryHeap<Reverse<(Instant, Slot)>>,
     pub(super) seen: KeySet,
+    /// Keys of other shards' URLs this crawl offered, with the smallest
+    /// depth offered (a shorter path is offered again).
+    pub(super) foreign_depth: DepthMap,
     pub(super) queued_depth: DepthMap,
     pub(super) queued: usize,
     pub(super) admitted: u64,
@@ -98,6 +101,7 @@ impl Frontier {
             ready: VecDeque::new(),
             waiting: BinaryHeap::new(),
             seen: KeySet::default(),
+            foreign_depth: DepthMap::default(),
             queued_depth: DepthMap::default(),
             queued: 0,
             admitted: 0,
@@ -380,7 +384,7 @@ impl Frontier {
 
     /// Keys remembered in memory.
     pub fn cached_keys(&self) -> usize {
-        self.seen.len()
+        self.seen.len() + self.foreign_depth.len()
     }
 }
 

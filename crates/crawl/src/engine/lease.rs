@@ -9,10 +9,14 @@
 //! is stopped; a confirmation counts from the instant its transaction
 //! began, not from when its answer arrived.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
+use url::Url;
+
+use crate::fetch::{FetchError, FetchResponse, Fetcher};
 
 /// When the shards were last confirmed, and how long that is good for.
 #[derive(Debug)]
@@ -61,6 +65,24 @@ impl LeaseGate {
             }
             notified.await;
         }
+    }
+}
+
+/// A fetcher that sends nothing while the lease gate is closed: every
+/// request (pages, robots.txt and its redirects) waits at the gate as late
+/// as the crawler can hold it, just before the HTTP client.
+pub struct GatedFetcher {
+    /// The fetcher that sends.
+    pub inner: Arc<dyn Fetcher>,
+    /// The gate.
+    pub gate: Arc<LeaseGate>,
+}
+
+#[async_trait::async_trait]
+impl Fetcher for GatedFetcher {
+    async fn fetch(&self, url: &Url) -> Result<FetchResponse, FetchError> {
+        self.gate.open().await;
+        self.inner.fetch(url).await
     }
 }
 

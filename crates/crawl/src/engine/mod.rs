@@ -27,7 +27,7 @@ use tracing::{error, info, warn};
 use url::Url;
 
 pub use frontier::{Frontier, FrontierLimits, RequestReport};
-pub use lease::LeaseGate;
+pub use lease::{GatedFetcher, LeaseGate};
 pub use slot::Slot;
 
 use crate::config::{ConfigError, CrawlConfig};
@@ -118,6 +118,8 @@ struct Polls {
     sent_idle: bool,
     /// A poll sent while idle found the whole job complete.
     complete: bool,
+    /// Another process said there is news: poll as soon as none is out.
+    due: bool,
 }
 
 /// A finished page whose record goes to the store with its links.
@@ -222,7 +224,7 @@ impl Engine {
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<Summary, EngineError> {
         let started = Instant::now();
         let deadline = started + self.config.engine.run_timeout;
-        let (state, sink) = self
+        let (mut state, sink) = self
             .state
             .take()
             .ok_or_else(|| StateError::Fatal("no state attached to the engine".into()))?;
@@ -230,7 +232,19 @@ impl Engine {
         self.sharing = state.sharing();
         if let Some(sharing) = &self.sharing {
             self.frontier.set_partition(sharing.partition.clone());
-            self.gate = Some(Arc::new(LeaseGate::new(sharing.lease_bound)));
+            let gate = Arc::new(LeaseGate::new(sharing.lease_bound));
+            let Some(pipeline) = Arc::get_mut(&mut self.pipeline) else {
+                return Err(
+                    StateError::Fatal("the pipeline is shared before the run".into()).into(),
+                );
+            };
+            pipeline.wrap_fetcher(|inner| {
+                Arc::new(GatedFetcher {
+                    inner,
+                    gate: gate.clone(),
+                })
+            });
+            self.gate = Some(gate);
         }
         let mut poll_tick = tokio::time::interval(
             self.sharing
@@ -238,6 +252,7 @@ impl Engine {
                 .map_or(Duration::from_secs(3600), |s| s.poll_every),
         );
         poll_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut wakeups = state.wakeups();
         // Half the workers may wait in a group commit; the others keep
         // fetching.
         let group_target = (self.config.engine.max_workers / 2).max(1);
@@ -292,9 +307,9 @@ impl Engine {
             if idle && (self.sharing.is_none() || self.polls.complete) {
                 break StopReason::Finished;
             }
-            if idle && !self.polls.in_flight && !self.polls.sent_idle {
-                // Done here: is the whole job?
-                self.poll(&store, true)?;
+            if !self.polls.in_flight && ((idle && !self.polls.sent_idle) || self.polls.due) {
+                // Done here (is the whole job?), or told of news.
+                self.poll(&store, idle)?;
             }
             let wake = self.frontier.next_wake();
             let sharing = self.sharing.is_some();
@@ -305,6 +320,9 @@ impl Engine {
                 Some(reply) = store.rx.recv() => self.on_reply(reply)?,
                 Some(joined) = tasks.join_next() => self.complete(joined)?,
                 () = sleep_until(wake.unwrap_or(deadline)), if wake.is_some() => {}
+                Some(()) = async { wakeups.as_mut()?.recv().await }, if wakeups.is_some() => {
+                    self.polls.due = true;
+                }
                 _ = poll_tick.tick(), if sharing => {
                     if !self.polls.in_flight {
                         let idle = tasks.is_empty() && self.committing == 0 && self.frontier.is_idle();
@@ -361,10 +379,11 @@ impl Engine {
     fn poll(&mut self, store: &StateHandle, idle: bool) -> Result<(), EngineError> {
         store
             .tx
-            .send(Command::Poll)
+            .send(Command::Poll { sweep: idle })
             .map_err(|_| StateError::Fatal("state worker stopped".into()))?;
         self.polls.in_flight = true;
         self.polls.sent_idle = idle;
+        self.polls.due = false;
         Ok(())
     }
 
@@ -516,13 +535,9 @@ impl Engine {
                 break;
             };
             let pipeline = self.pipeline.clone();
-            let gate = self.gate.clone();
             match next {
                 Next::Robots { slot, authority } => {
                     tasks.spawn(async move {
-                        if let Some(gate) = gate {
-                            gate.open().await;
-                        }
                         let run =
                             AssertUnwindSafe(RobotsRules::fetch(pipeline.fetcher(), &authority));
                         // A panic must not leave the authority waiting for
@@ -542,9 +557,6 @@ impl Engine {
                 }
                 Next::Page { slot, job, robots } => {
                     tasks.spawn(async move {
-                        if let Some(gate) = gate {
-                            gate.open().await;
-                        }
                         let run = AssertUnwindSafe(pipeline.process(&job, &robots));
                         let processed = run.catch_unwind().await.unwrap_or_else(|panic| {
                             records::internal_error(&job, &records::panic_message(&*panic))

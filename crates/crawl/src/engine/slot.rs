@@ -62,6 +62,9 @@ pub(super) struct AuthoritySlot {
     pub stored: u64,
     /// A load from the store is under way.
     pub loading: bool,
+    /// Other processes added URLs while a load was under way: the load's
+    /// answer may not include them, so the store is asked again.
+    pub news_pending: bool,
     /// Of a shard another process holds: its URLs are admitted to the
     /// store for that process, never queued or fetched here.
     pub foreign: bool,
@@ -90,6 +93,7 @@ impl AuthoritySlot {
             held: Vec::new(),
             stored: 0,
             loading: false,
+            news_pending: false,
             foreign: false,
         }
     }

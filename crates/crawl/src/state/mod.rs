@@ -54,6 +54,13 @@ pub trait CrawlState: Send + 'static {
     fn sharing(&self) -> Option<Sharing> {
         None
     }
+
+    /// With sharing: a channel that says "poll now" when other processes
+    /// leave work for this one or find the job complete (taken once).
+    /// `None`, the default: the polls' interval alone.
+    fn wakeups(&mut self) -> Option<tokio::sync::mpsc::UnboundedReceiver<()>> {
+        None
+    }
 }
 
 /// A job crawled by several processes, each holding shards of it.
@@ -71,14 +78,21 @@ pub struct Sharing {
     pub lease_bound: Duration,
 }
 
+/// How often a crawl sharing its job polls the store, by default.
+pub const POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// How recently the lease must have been confirmed for a request to go
+/// out, by default.
+pub const LEASE_BOUND: Duration = Duration::from_secs(1);
+
 impl Sharing {
-    /// Sharing of `partition` with the default intervals (a poll a second,
-    /// the lease confirmed within a second of every request).
+    /// Sharing of `partition` with the default intervals ([`POLL_EVERY`],
+    /// [`LEASE_BOUND`]).
     pub fn new(partition: Partition) -> Self {
         Self {
             partition,
-            poll_every: Duration::from_secs(1),
-            lease_bound: Duration::from_secs(1),
+            poll_every: POLL_EVERY,
+            lease_bound: LEASE_BOUND,
         }
     }
 }

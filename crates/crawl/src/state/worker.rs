@@ -60,8 +60,12 @@ pub enum Command {
     /// Save an authority's state.
     Save(AuthorityState),
     /// Ask for URLs other processes added to the held shards, and whether
-    /// the job is complete.
-    Poll,
+    /// the job is complete; `sweep` when the engine holds nothing in
+    /// memory (see [`Batch::sweep`]).
+    Poll {
+        /// Nothing is held in memory.
+        sweep: bool,
+    },
     /// Confirm that the held shards are still this process's.
     Verify,
     /// Flush everything and stop.
@@ -212,7 +216,7 @@ fn is_finish(c: &Command) -> bool {
 fn is_urgent(c: &Command) -> bool {
     matches!(
         c,
-        Command::Load { .. } | Command::Close | Command::Poll | Command::Verify
+        Command::Load { .. } | Command::Close | Command::Poll { .. } | Command::Verify
     )
 }
 
@@ -264,7 +268,10 @@ fn run(
                     loads.push((slot, limit));
                 }
                 Command::Save(a) => batch.authorities.push(a),
-                Command::Poll => batch.poll = true,
+                Command::Poll { sweep } => {
+                    batch.poll = true;
+                    batch.sweep |= sweep;
+                }
                 Command::Verify => batch.verify = true,
                 Command::Close => close = true,
             }
@@ -288,13 +295,7 @@ fn run(
                 }
             }
         }
-        if batch.poll {
-            let _ = replies.send(Reply::Polled(Polled {
-                news: std::mem::take(&mut batch.news),
-                open: batch.open,
-                job_seen: batch.job_seen,
-            }));
-        }
+
         if !batch.finished.is_empty() {
             policy.observe_apply(applying.elapsed());
             // Durable now: the engine may reuse the workers before the
@@ -313,6 +314,15 @@ fn run(
             let more = entries.len() >= limit;
             let jobs = entries.into_iter().filter_map(job_of).collect();
             let _ = replies.send(Reply::Loaded { slot, jobs, more });
+        }
+        // After the loads: news found after a load of the same transaction
+        // must reach a slot that is no longer loading.
+        if batch.poll {
+            let _ = replies.send(Reply::Polled(Polled {
+                news: std::mem::take(&mut batch.news),
+                open: batch.open,
+                job_seen: batch.job_seen,
+            }));
         }
         let written = batch
             .finished

@@ -133,9 +133,15 @@ pub fn apply_in(
     if let Some(lease) = lease {
         fence(tx, job, lease)?;
     }
+    // Writers sharing a job count admissions one after another: the job's
+    // row is locked first, before any URL row (one lock order for all).
+    let admitted_before = match batch.admit_limit {
+        Some(_) if !batch.admit.is_empty() => Some(lock_admitted(tx, job)?),
+        _ => None,
+    };
     let mut handoff = BTreeSet::new();
     finish(tx, cache, job, batch)?;
-    admit(tx, cache, job, lease, batch, &mut handoff)?;
+    admit(tx, cache, job, lease, batch, admitted_before, &mut handoff)?;
     load(tx, cache, job, batch)?;
     for saved in &batch.authorities {
         let name = saved.authority.to_string();
@@ -158,6 +164,8 @@ pub fn apply_in(
             &[&job, &shards, &auths],
         )
         .map_err(err)?;
+        // The holders listening hear of it when this commits.
+        notify(tx, job)?;
     }
     if batch.poll {
         poll(tx, job, lease, batch)?;
@@ -343,12 +351,14 @@ impl Columns {
 /// Admits candidate URLs: each new key gets a row; a known one still
 /// waiting takes the smaller depth. URLs of shards not held are noted in
 /// `handoff` for their holders.
+#[allow(clippy::too_many_arguments)]
 fn admit(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
     job: i64,
     lease: Option<&Lease>,
     batch: &mut Batch,
+    admitted_before: Option<i64>,
     handoff: &mut BTreeSet<(u32, i64)>,
 ) -> Result<(), StoreError> {
     let count = batch.admit.len();
@@ -362,9 +372,12 @@ fn admit(
     let mut order: Vec<usize> = (0..count).collect();
     order.sort_unstable_by_key(|&i| (batch.admit[i].0.key, i));
     order.dedup_by_key(|i| batch.admit[*i].0.key);
-    let limited = match batch.admit_limit {
-        Some(max) => Some(within_limit(tx, job, max, batch, &mut order)?),
-        None => None,
+    let limited = match (batch.admit_limit, admitted_before) {
+        (Some(max), Some(before)) => {
+            within_limit(tx, job, max, before, batch, &mut order)?;
+            Some(before)
+        }
+        _ => None,
     };
     let mut cols = Columns::default();
     for &i in &order {
@@ -429,7 +442,7 @@ fn admit(
             .query(
                 "UPDATE urls u SET depth = v.d, parent = v.p, chain = v.c
                  FROM unnest($2::bytea[], $3::int4[], $4::text[], $5::text[]) AS v(k, d, p, c)
-                 WHERE u.job = $1 AND u.key = v.k AND u.state < 2 AND u.depth > v.d
+                 WHERE u.job = $1 AND u.key = v.k AND u.state = 0 AND u.depth > v.d
                  RETURNING u.auth",
                 &[
                     &job,
@@ -460,23 +473,10 @@ fn within_limit(
     tx: &mut Transaction<'_>,
     job: i64,
     max: u64,
+    before: i64,
     batch: &Batch,
     order: &mut Vec<usize>,
-) -> Result<i64, StoreError> {
-    let stored: Option<i64> = tx
-        .query_one(
-            "SELECT admitted FROM jobs WHERE id = $1 FOR UPDATE",
-            &[&job],
-        )
-        .map_err(err)?
-        .get(0);
-    let before = match stored {
-        Some(n) => n,
-        None => tx
-            .query_one("SELECT count(*) FROM urls WHERE job = $1", &[&job])
-            .map_err(err)?
-            .get(0),
-    };
+) -> Result<(), StoreError> {
     let keys: Vec<Vec<u8>> = order
         .iter()
         .map(|&i| key_bytes(batch.admit[i].0.key).to_vec())
@@ -504,7 +504,38 @@ fn within_limit(
         }
     }
     order.retain(|i| keep.contains(i));
-    Ok(before)
+    Ok(())
+}
+
+/// Locks the job's row and reads its count of admitted URLs (counted now
+/// if it never was).
+fn lock_admitted(tx: &mut Transaction<'_>, job: i64) -> Result<i64, StoreError> {
+    let stored: Option<i64> = tx
+        .query_one(
+            "SELECT admitted FROM jobs WHERE id = $1 FOR UPDATE",
+            &[&job],
+        )
+        .map_err(err)?
+        .get(0);
+    match stored {
+        Some(n) => Ok(n),
+        None => Ok(tx
+            .query_one("SELECT count(*) FROM urls WHERE job = $1", &[&job])
+            .map_err(err)?
+            .get(0)),
+    }
+}
+
+/// The channel on which the processes of `job` hear of news.
+pub fn channel(job: i64) -> String {
+    format!("crawlkeeper_job_{job}")
+}
+
+/// Tells the processes listening on the job's channel, at commit, to poll.
+fn notify(tx: &mut Transaction<'_>, job: i64) -> Result<(), StoreError> {
+    tx.execute("SELECT pg_notify($1, '')", &[&channel(job)])
+        .map_err(err)?;
+    Ok(())
 }
 
 /// Marks up to each load's limit of an authority's queued URLs loaded,
@@ -557,6 +588,9 @@ fn poll(
     batch: &mut Batch,
 ) -> Result<(), StoreError> {
     let shards: Option<Vec<i32>> = lease.map(Lease::shards);
+    if batch.sweep && batch.load.is_empty() {
+        sweep(tx, job, &shards, batch)?;
+    }
     let auths: Vec<i64> = tx
         .query(
             "DELETE FROM handoff WHERE job = $1 AND ($2::int4[] IS NULL OR shard = ANY($2))
@@ -578,8 +612,8 @@ fn poll(
             .map_err(err)?
         {
             let queued: i64 = row.get(1);
-            if queued > 0 {
-                let authority: Authority = parse_authority(row.get(0))?;
+            let authority: Authority = parse_authority(row.get(0))?;
+            if queued > 0 && !batch.news.iter().any(|(a, _)| *a == authority) {
                 batch.news.push((authority, queued as u64));
             }
         }
@@ -593,5 +627,45 @@ fn poll(
         .map_err(err)?;
     batch.open = Some(row.get(0));
     batch.job_seen = row.get::<_, Option<i64>>(1).map(|n| n as u64);
+    if batch.open == Some(false) {
+        // Complete: the processes waiting for it need not wait for their poll.
+        notify(tx, job)?;
+    }
+    Ok(())
+}
+
+/// With nothing held in memory: URLs of the held shards marked held are
+/// queued again, and every authority with queued URLs is news.
+fn sweep(
+    tx: &mut Transaction<'_>,
+    job: i64,
+    shards: &Option<Vec<i32>>,
+    batch: &mut Batch,
+) -> Result<(), StoreError> {
+    let requeued = tx
+        .execute(
+            "UPDATE urls SET state = 0 WHERE job = $1 AND state = 1 AND ($2::int4[] IS NULL
+                 OR auth IN (SELECT id FROM authorities WHERE job = $1 AND shard = ANY($2)))",
+            &[&job, shards],
+        )
+        .map_err(err)?;
+    if requeued > 0 {
+        tracing::warn!(job, requeued, "URLs held by no one were queued again");
+    }
+    for row in tx
+        .query(
+            "SELECT a.authority, count(*) FROM urls u
+             JOIN authorities a ON a.job = u.job AND a.id = u.auth
+             WHERE u.job = $1 AND u.state = 0 AND ($2::int4[] IS NULL OR a.shard = ANY($2))
+             GROUP BY a.authority",
+            &[&job, shards],
+        )
+        .map_err(err)?
+    {
+        let queued: i64 = row.get(1);
+        batch
+            .news
+            .push((parse_authority(row.get(0))?, queued as u64));
+    }
     Ok(())
 }

@@ -73,19 +73,49 @@ pub fn unlock(client: &mut Client, key: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Whether a session holds the advisory lock `key`.
-pub fn is_locked(client: &mut Client, key: i64) -> Result<bool, StoreError> {
+/// The sessions (server process ids) other than this one holding the
+/// advisory lock `key`.
+fn holders(client: &mut Client, key: i64) -> Result<Vec<i32>, StoreError> {
     let bits = key as u64;
     let (high, low) = ((bits >> 32) as i64, (bits & 0xffff_ffff) as i64);
     Ok(client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+        .query(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                 AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1)",
+                 AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1
+                 AND pid <> pg_backend_pid()",
             &[&high, &low],
         )
         .map_err(err)?
-        .get(0))
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+}
+
+/// Whether another session holds the advisory lock `key`.
+pub fn is_locked(client: &mut Client, key: i64) -> Result<bool, StoreError> {
+    Ok(!holders(client, key)?.is_empty())
+}
+
+/// Ends the sessions holding the advisory lock `key`, waiting up to five
+/// seconds for each to be gone; false when one could not be ended (a role
+/// without the right to: the take-over then waits for its transaction).
+fn terminate_holder(client: &mut Client, key: i64) -> Result<bool, StoreError> {
+    let mut all = true;
+    for pid in holders(client, key)? {
+        let ended = client
+            .query_one("SELECT pg_terminate_backend($1, 5000)", &[&pid])
+            .map(|r| r.get::<_, bool>(0));
+        match ended {
+            Ok(true) => tracing::info!(pid, "ended the session of the shard's old holder"),
+            Ok(false) => all = false,
+            Err(e) => {
+                tracing::warn!(pid, error = %err(e), "cannot end the session of the shard's old holder");
+                all = false;
+            }
+        }
+    }
+    Ok(all)
 }
 
 /// Takes the shards of `claim`: their advisory locks (refusing a live
@@ -112,7 +142,13 @@ pub fn take(
         if try_lock(client, key)? {
             locked.push(key);
         } else if claim.take_over {
-            unlocked.push(shard);
+            // The live holder's session ends: its transaction, if it is
+            // inside one (paused), and its lock go with it.
+            if terminate_holder(client, key)? && try_lock(client, key)? {
+                locked.push(key);
+            } else {
+                unlocked.push(shard);
+            }
         } else {
             let holder: Option<String> = client
                 .query_opt(

@@ -14,6 +14,7 @@
 
 mod apply;
 mod lease;
+mod listen;
 
 use std::collections::HashMap;
 
@@ -46,6 +47,8 @@ pub struct PgStore {
     leases: HashMap<i64, Lease>,
     /// The schema the tables are in.
     space: String,
+    /// Threads listening for news of claimed jobs.
+    listeners: Vec<listen::Listener>,
 }
 
 fn err(e: postgres::Error) -> StoreError {
@@ -110,6 +113,7 @@ impl PgStore {
             cache: Cache::default(),
             leases: HashMap::new(),
             space: String::new(),
+            listeners: Vec::new(),
         };
         store.client()?;
         Ok(store)
@@ -191,7 +195,9 @@ impl PgStore {
 
 fn migrate(client: &mut Client) -> Result<(), StoreError> {
     let mut tx = client.transaction().map_err(err)?;
-    tx.batch_execute("SELECT pg_advisory_xact_lock(7202611)")
+    // Processes starting together wait for the first one's migration,
+    // however long it takes.
+    tx.batch_execute("SET LOCAL lock_timeout = 0; SELECT pg_advisory_xact_lock(7202611)")
         .map_err(err)?;
     // Up to date: no DDL, which would wait for every writer's locks.
     let exists: bool = tx
@@ -472,8 +478,11 @@ impl Store for PgStore {
             if let (Some(client), Some(lease)) = (self.client.as_mut(), self.leases.get_mut(&job.0))
                 && !lease.unlocked.is_empty()
             {
-                // A fenced-off holder's session may have ended since.
-                lease::relock(client, &space, job.0, lease)?;
+                // A fenced-off holder's session may have ended since. The
+                // batch is committed: a failure here is only logged.
+                if let Err(e) = lease::relock(client, &space, job.0, lease) {
+                    warn!(error = %e, "cannot take the shards' locks again");
+                }
             }
         }
         Ok(())
@@ -501,6 +510,13 @@ impl Store for PgStore {
                 .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, String>(1)))
                 .collect())
         })
+    }
+
+    fn subscribe(&mut self, job: JobId, wake: Box<dyn Fn() + Send>) -> Result<(), StoreError> {
+        let listener = listen::Listener::start(&self.url, apply::channel(job.0), wake)
+            .map_err(|e| StoreError::Backend(format!("cannot start a thread: {e}")))?;
+        self.listeners.push(listener);
+        Ok(())
     }
 
     fn shards(&mut self, job: &JobInfo) -> Result<Vec<ShardInfo>, StoreError> {
