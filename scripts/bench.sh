@@ -16,3 +16,4 @@ scripts/postgres.sh >/dev/null
 "$bench" store
 "$bench" coord
 "$bench" failover --runs 20
+"$bench" shards

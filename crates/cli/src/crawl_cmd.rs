@@ -176,11 +176,17 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
             None => check_existing(out, None, options.overwrite)?,
         }
     }
-    // Taken before the shard is: a second process on one file is refused
-    // before it displaces anyone.
-    let locked = match out {
-        Some(path) if !stream => lock_existing(path)?,
-        _ => None,
+    // The output file is this process's alone; with --take-over it is
+    // taken before the shard, so that a process refused its file has
+    // displaced no one.
+    let lock_output = || match out {
+        Some(path) if !stream => lock_existing(path),
+        _ => Ok(None),
+    };
+    let mut locked = if options.take_over {
+        lock_output()?
+    } else {
+        None
     };
     if options.fresh && store.delete_job(&spec.name).map_err(refused)? && !options.quiet {
         eprintln!("job {}: stored state deleted (--fresh)", spec.name);
@@ -192,6 +198,9 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         take_over: options.take_over,
     };
     store.claim(&job, &claim).map_err(refused)?;
+    if !options.take_over {
+        locked = lock_output()?;
+    }
     if options.take_over {
         // A live holder displaced sends nothing once its lease's last
         // confirmation is older than the bound: wait that long before the

@@ -88,6 +88,19 @@ fn a_live_holder_is_refused_and_a_take_over_fences_it() {
         .expect("shard 1 is free");
     let mut third = (b.reopen)();
     third.claim(&job, &claim(&[0], "third", true)).unwrap();
+    // The take-over ended the first holder's session: its next call finds
+    // the connection gone (retryable), the one after is fenced.
+    assert!(matches!(
+        apply(
+            b.store.as_mut(),
+            &job,
+            &mut Batch {
+                verify: true,
+                ..Batch::default()
+            }
+        ),
+        Err(StoreError::Unavailable(_))
+    ));
     let (x, _) = hosts();
     let e = entry(&x, "/", 1);
     for mut batch in [
@@ -115,7 +128,7 @@ fn a_live_holder_is_refused_and_a_take_over_fences_it() {
         "the fenced writes left nothing"
     );
     apply(third.as_mut(), &job, &mut admit_batch(&[e])).unwrap();
-    // The first holder's session ends: the heir takes its lock at its next poll.
+    // The heir took the first holder's lock with its session.
     drop(std::mem::replace(&mut b.store, (b.reopen)()));
     poll(third.as_mut(), &job);
     let shards = b.store.shards(&job).unwrap();

@@ -438,3 +438,63 @@ fn places_all_taken_by_waiting_pages_release_their_links() {
     let (_, root) = take_page(&mut f, now);
     assert_eq!(root.url.path(), "/");
 }
+
+/// A frontier holding shard 0 of 2; `mine` and `theirs` are hosts of
+/// shard 0 and shard 1.
+fn sharded() -> (Frontier, String, String) {
+    let mut f = frontier(1, None, false);
+    f.set_partition(crawlkeeper_model::Partition::new(2, vec![0]).unwrap());
+    let host = |shard| {
+        (0..)
+            .map(|i| format!("h{i}.test"))
+            .find(|h| crawlkeeper_model::shard_of(h, 2) == shard)
+            .unwrap()
+    };
+    (f, host(0), host(1))
+}
+
+#[test]
+fn another_shards_urls_go_to_the_store_and_are_never_started() {
+    let now = Instant::now();
+    let (mut f, mine, theirs) = sharded();
+    offer(&mut f, &format!("http://{theirs}/"), now);
+    assert!(
+        f.next_start(now).is_none(),
+        "another shard's URL is not fetched here"
+    );
+    assert!(f.is_idle(), "nothing of it is waited for");
+    assert!(f.take_loads().is_empty(), "nor loaded");
+    offer(&mut f, &format!("http://{mine}/"), now);
+    let (_, job) = take_page(&mut f, now);
+    assert_eq!(job.url.host_str(), Some(mine.as_str()));
+}
+
+#[test]
+fn a_shorter_path_to_another_shards_url_is_offered_again() {
+    let now = Instant::now();
+    let (mut f, _, theirs) = sharded();
+    let url = format!("http://{theirs}/x");
+    assert_eq!(offer_at(&mut f, &url, 3, now), Disposition::Queued);
+    assert_eq!(offer_at(&mut f, &url, 3, now), Disposition::Duplicate);
+    assert_eq!(offer_at(&mut f, &url, 4, now), Disposition::Duplicate);
+    assert_eq!(
+        offer_at(&mut f, &url, 1, now),
+        Disposition::Queued,
+        "the store may lower it"
+    );
+}
+
+#[test]
+fn news_during_a_load_asks_the_store_again() {
+    let now = Instant::now();
+    let (mut f, mine, _) = sharded();
+    let authority = Authority::try_from(format!("http://{mine}")).unwrap();
+    f.news(authority.clone(), 5);
+    let loads = f.take_loads();
+    assert_eq!(loads.len(), 1);
+    let slot = loads[0].0;
+    // More arrive for it while the load is under way, after the load read.
+    f.news(authority, 7);
+    f.loaded(slot, Vec::new(), false, now);
+    assert_eq!(f.take_loads().len(), 1, "the load is asked again");
+}
