@@ -148,3 +148,109 @@ async fn a_shard_killed_and_restarted_again_and_again_completes_the_job() {
         .sum();
     assert_eq!(out.len(), expected_zero);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_limit_holds_for_the_whole_job() {
+    let job = Sharded::start("limit", 2, 4, 40, 1).await;
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            job.process(i, &format!("limited-{i}"), &["--max-pages", "30"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let (code, stderr) = exit_of(child).await;
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let results = job.results().await;
+    assert_eq!(
+        results.len(),
+        30,
+        "--max-pages counts both processes' pages"
+    );
+    assert!(results.values().all(|&n| n == 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_shows_each_shard_with_its_holder() {
+    let job = Sharded::start("jobs", 2, 2, 5, 0).await;
+    for i in 0..2 {
+        let (code, stderr) = exit_of(job.process(i, &format!("j{i}"), &[]).spawn().unwrap()).await;
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .args(["jobs", "--store", &job.url])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let shard_lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("shard "))
+        .collect();
+    assert_eq!(shard_lines.len(), 2, "{text}");
+    assert!(
+        shard_lines[0].contains("0/2") && shard_lines[1].contains("1/2"),
+        "{text}"
+    );
+    assert!(
+        shard_lines
+            .iter()
+            .all(|l| l.contains("last held by") && l.contains("(gone, generation 1)")),
+        "{text}"
+    );
+    let total: u64 = shard_lines
+        .iter()
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        total as usize,
+        job.expected_urls().len(),
+        "the shards' seen counts add up: {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharding_options_are_checked_before_anything_is_written() {
+    let dir = common::temp_path("shard-options");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Never connected to: every case is refused before the store is opened.
+    let pg = "postgres://nobody@127.0.0.1:9/none";
+    for (args, needle) in [
+        (
+            &["--shards", "2", "--shard", "0"][..],
+            "postgres:// --store",
+        ),
+        (
+            &["--shards", "2", "--shard", "0", "--no-state"][..],
+            "postgres:// --store",
+        ),
+        (&["--shards", "3", "--store", pg][..], "needs --shard"),
+        (
+            &["--shards", "3", "--shard", "3", "--store", pg][..],
+            "not a shard",
+        ),
+        (
+            &["--shards", "2", "--shard", "1", "--store", pg, "--fresh"][..],
+            "--fresh",
+        ),
+        (&["--take-over"][..], "--take-over needs"),
+        (
+            &["--shards", "0", "--shard", "0", "--store", pg][..],
+            "--shards",
+        ),
+    ] {
+        let mut all = vec!["crawl", "http://127.0.0.1:9/"];
+        all.extend_from_slice(args);
+        let r = common::run_in(&dir, &all, None).await;
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
+        assert!(
+            !dir.join("crawlkeeper.db").exists(),
+            "{args:?} made a state file"
+        );
+    }
+}
