@@ -8,7 +8,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FrontierEntry, shard_of};
-use postgres::Transaction;
+use postgres::types::ToSql;
+use postgres::{Row, Statement, Transaction};
 
 use super::err;
 use super::lease::{Lease, fence};
@@ -22,6 +23,9 @@ use crate::schema::state;
 pub struct Cache {
     authorities: HashMap<(i64, String), (i64, u32)>,
     shards: HashMap<i64, u32>,
+    /// Statements prepared on this connection, by their text: each is
+    /// parsed and planned once, not at every call (a round trip saved).
+    statements: HashMap<&'static str, Statement>,
 }
 
 impl Cache {
@@ -30,7 +34,44 @@ impl Cache {
     pub fn clear(&mut self) {
         self.authorities.clear();
         self.shards.clear();
+        self.statements.clear();
     }
+
+    /// The statement `sql`, prepared on `tx`'s connection once.
+    fn statement(
+        &mut self,
+        tx: &mut Transaction<'_>,
+        sql: &'static str,
+    ) -> Result<Statement, postgres::Error> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = tx.prepare(sql)?;
+        self.statements.insert(sql, s.clone());
+        Ok(s)
+    }
+}
+
+/// Runs the query `sql`, prepared once per connection.
+pub fn q(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    sql: &'static str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<Row>, postgres::Error> {
+    let statement = cache.statement(tx, sql)?;
+    tx.query(&statement, params)
+}
+
+/// Runs the statement `sql`, prepared once per connection.
+fn x(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    sql: &'static str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<u64, postgres::Error> {
+    let statement = cache.statement(tx, sql)?;
+    tx.execute(&statement, params)
 }
 
 /// The job's number of shards.
@@ -64,12 +105,13 @@ fn authorities<'a>(
     }
     missing.sort_unstable();
     missing.dedup();
-    for row in tx
-        .query(
-            "SELECT authority, id, shard FROM authorities WHERE job = $1 AND authority = ANY($2)",
-            &[&job, &missing],
-        )
-        .map_err(err)?
+    for row in q(
+        tx,
+        cache,
+        "SELECT authority, id, shard FROM authorities WHERE job = $1 AND authority = ANY($2)",
+        &[&job, &missing],
+    )
+    .map_err(err)?
     {
         let shard: i32 = row.get(2);
         cache
@@ -131,7 +173,7 @@ pub fn apply_in(
     batch.open = None;
     batch.job_seen = None;
     if let Some(lease) = lease {
-        fence(tx, job, lease)?;
+        fence(tx, cache, job, lease)?;
     }
     // Writers sharing a job count admissions one after another: the job's
     // row is locked first, before any URL row (one lock order for all).
@@ -185,15 +227,16 @@ fn finish(
     if count == 0 {
         return Ok(());
     }
-    let mut seqs: Vec<i64> = tx
-        .query(
-            "SELECT nextval('result_seqs') FROM generate_series(1, $1::int8)",
-            &[&(count as i64)],
-        )
-        .map_err(err)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let mut seqs: Vec<i64> = q(
+        tx,
+        cache,
+        "SELECT nextval('result_seqs') FROM generate_series(1, $1::int8)",
+        &[&(count as i64)],
+    )
+    .map_err(err)?
+    .iter()
+    .map(|r| r.get(0))
+    .collect();
     seqs.sort_unstable();
     let first = *batch.first_position.get_or_insert(seqs[0] as u64) as i64;
     // The first of each key; a key twice in one batch is recorded once.
@@ -212,15 +255,16 @@ fn finish(
         .collect();
     let key_seqs: Vec<i64> = order.iter().map(|&i| seqs[i]).collect();
     let mut claimed: HashSet<u128> = HashSet::with_capacity(count);
-    for row in tx
-        .query(
-            "UPDATE urls u SET state = 2, seq = v.seq
+    for row in q(
+        tx,
+        cache,
+        "UPDATE urls u SET state = 2, seq = v.seq
              FROM unnest($2::bytea[], $3::int8[]) AS v(key, seq)
              WHERE u.job = $1 AND u.key = v.key AND u.state <> 2
              RETURNING u.key",
-            &[&job, &keys, &key_seqs],
-        )
-        .map_err(err)?
+        &[&job, &keys, &key_seqs],
+    )
+    .map_err(err)?
     {
         claimed.insert(key_from(row.get(0))?);
     }
@@ -247,8 +291,7 @@ fn finish(
             cols.parents.push(f.record.parent.clone());
             cols.seqs.push(seqs[i]);
         }
-        for row in tx
-            .query(
+        for row in q(tx, cache,
                 "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
                  SELECT $1, k, a, u, d, p, 2, s
                  FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::int8[])
@@ -277,12 +320,13 @@ fn finish(
         .collect();
     let mut ours_before: HashSet<u128> = HashSet::new();
     if !done_before.is_empty() {
-        for row in tx
-            .query(
-                "SELECT key, seq FROM urls WHERE job = $1 AND key = ANY($2)",
-                &[&job, &done_before],
-            )
-            .map_err(err)?
+        for row in q(
+            tx,
+            cache,
+            "SELECT key, seq FROM urls WHERE job = $1 AND key = ANY($2)",
+            &[&job, &done_before],
+        )
+        .map_err(err)?
         {
             if row.get::<_, Option<i64>>(1).is_some_and(|s| s >= first) {
                 ours_before.insert(key_from(row.get(0))?);
@@ -312,7 +356,9 @@ fn finish(
         }
     }
     if !r_seqs.is_empty() {
-        tx.execute(
+        x(
+            tx,
+            cache,
             "INSERT INTO results (job, seq, failed, record, shard)
              SELECT $1, s, f, r, h FROM unnest($2::int8[], $3::int2[], $4::text[], $5::int4[])
                  AS v(s, f, r, h)",
@@ -391,25 +437,26 @@ fn admit(
         cols.push(entry, auth, st);
     }
     let mut inserted: HashSet<u128> = HashSet::with_capacity(order.len());
-    for row in tx
-        .query(
-            "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
+    for row in q(
+        tx,
+        cache,
+        "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
              SELECT $1, k, a, u, d, p, c, s
              FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::text[],
                          $8::int2[]) AS v(k, a, u, d, p, c, s)
              ON CONFLICT DO NOTHING RETURNING key",
-            &[
-                &job,
-                &cols.keys,
-                &cols.auths,
-                &cols.urls,
-                &cols.depths,
-                &cols.parents,
-                &cols.chains,
-                &cols.states,
-            ],
-        )
-        .map_err(err)?
+        &[
+            &job,
+            &cols.keys,
+            &cols.auths,
+            &cols.urls,
+            &cols.depths,
+            &cols.parents,
+            &cols.chains,
+            &cols.states,
+        ],
+    )
+    .map_err(err)?
     {
         inserted.insert(key_from(row.get(0))?);
     }
@@ -430,7 +477,9 @@ fn admit(
         }
     }
     if let Some(before) = limited {
-        tx.execute(
+        x(
+            tx,
+            cache,
             "UPDATE jobs SET admitted = $2 WHERE id = $1",
             &[&job, &(before + inserted.len() as i64)],
         )
@@ -438,21 +487,22 @@ fn admit(
     }
     if !lower.keys.is_empty() {
         // Found again by a shorter path while it waits: it takes that path.
-        for row in tx
-            .query(
-                "UPDATE urls u SET depth = v.d, parent = v.p, chain = v.c
+        for row in q(
+            tx,
+            cache,
+            "UPDATE urls u SET depth = v.d, parent = v.p, chain = v.c
                  FROM unnest($2::bytea[], $3::int4[], $4::text[], $5::text[]) AS v(k, d, p, c)
                  WHERE u.job = $1 AND u.key = v.k AND u.state = 0 AND u.depth > v.d
                  RETURNING u.auth",
-                &[
-                    &job,
-                    &lower.keys,
-                    &lower.depths,
-                    &lower.parents,
-                    &lower.chains,
-                ],
-            )
-            .map_err(err)?
+            &[
+                &job,
+                &lower.keys,
+                &lower.depths,
+                &lower.parents,
+                &lower.chains,
+            ],
+        )
+        .map_err(err)?
         {
             let auth: i64 = row.get(0);
             if let Some(&shard) = lower_shards.get(&auth)
@@ -554,15 +604,16 @@ fn load(
     authorities(tx, cache, job, names.iter().map(String::as_str))?;
     for ((_, limit), name) in batch.load.iter().zip(&names) {
         let (auth, _) = authority_of(cache, job, name)?;
-        let rows = tx
-            .query(
-                "UPDATE urls SET state = 1 WHERE id IN (
+        let rows = q(
+            tx,
+            cache,
+            "UPDATE urls SET state = 1 WHERE id IN (
                      SELECT id FROM urls WHERE job = $1 AND auth = $2 AND state = 0
                      ORDER BY depth LIMIT $3 FOR UPDATE SKIP LOCKED)
                  RETURNING key, url, depth, parent, chain",
-                &[&job, &auth, &(*limit as i64)],
-            )
-            .map_err(err)?;
+            &[&job, &auth, &(*limit as i64)],
+        )
+        .map_err(err)?;
         let mut entries = Vec::with_capacity(rows.len());
         for r in rows {
             entries.push(FrontierEntry {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use postgres::{Client, Transaction};
 
+use super::apply::{Cache, q};
 use super::err;
 use crate::codec::now_text;
 use crate::{Claim, JobInfo, StoreError};
@@ -223,14 +224,20 @@ fn bump(
 /// Checks, at the start of a transaction, that `lease` still holds its
 /// shards, and keeps their rows from being taken until the transaction
 /// ends.
-pub fn fence(tx: &mut Transaction<'_>, job: i64, lease: &Lease) -> Result<(), StoreError> {
-    let rows = tx
-        .query(
-            "SELECT shard, generation, holder FROM shards
-             WHERE job = $1 AND shard = ANY($2) ORDER BY shard FOR SHARE",
-            &[&job, &lease.shards()],
-        )
-        .map_err(err)?;
+pub fn fence(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    job: i64,
+    lease: &Lease,
+) -> Result<(), StoreError> {
+    let rows = q(
+        tx,
+        cache,
+        "SELECT shard, generation, holder FROM shards
+         WHERE job = $1 AND shard = ANY($2) ORDER BY shard FOR SHARE",
+        &[&job, &lease.shards()],
+    )
+    .map_err(err)?;
     for &(shard, generation) in &lease.held {
         let row = rows.iter().find(|r| r.get::<_, i32>(0) as u32 == shard);
         match row {

@@ -36,6 +36,10 @@ const LOCK_TIMEOUT: &str = "5s";
 /// A session idle inside a transaction this long is ended by the server,
 /// releasing its locks (a paused or partitioned process).
 const IDLE_IN_TRANSACTION: &str = "10s";
+// Statements are prepared once per connection, and planned at every
+// execution (`plan_cache_mode = force_custom_plan`): a generic plan of a
+// statement over arrays (`unnest($2::bytea[])`) cannot see their sizes,
+// and its joins cost PostgreSQL twice the CPU per page in `bench shards`.
 
 /// A crawl state database on PostgreSQL.
 pub struct PgStore {
@@ -140,7 +144,8 @@ impl PgStore {
             client
                 .batch_execute(&format!(
                     "SET lock_timeout = '{LOCK_TIMEOUT}';
-                     SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'"
+                     SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}';
+                     SET plan_cache_mode = force_custom_plan"
                 ))
                 .map_err(err)?;
             if let Some(s) = &self.schema {
@@ -410,12 +415,12 @@ impl Store for PgStore {
     }
 
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
-        self.with(|c, _, leases| {
+        self.with(|c, cache, leases| {
             let lease = leases.get(&job.0);
             let shards: Option<Vec<i32>> = lease.map(Lease::shards);
             let mut tx = c.transaction().map_err(err)?;
             if let Some(lease) = lease {
-                lease::fence(&mut tx, job.0, lease)?;
+                lease::fence(&mut tx, cache, job.0, lease)?;
             }
             // What a gone run held in memory is queued again.
             tx.execute(
