@@ -70,7 +70,9 @@ pub const FAST: &[&str] = &[
     "--max-load",
     "100",
 ];
-const POLITE: &[&str] = &[
+/// The concurrency of the latency-bound scenarios (and of each process of
+/// `shards`).
+pub const POLITE: &[&str] = &[
     "--per-host",
     "1",
     "--max-workers",

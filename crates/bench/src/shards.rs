@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use crate::engine::POLITE;
 use crate::proc::{binaries_dir, read_origins, stop, wait_with_rusage};
 
 /// Options of `crawlkeeper-bench shards`.
@@ -40,16 +41,6 @@ pub struct ShardsArgs {
     )]
     postgres: String,
 }
-
-/// The concurrency of each process: the politeness scenario's.
-const EACH: &[&str] = &[
-    "--per-host",
-    "1",
-    "--max-workers",
-    "50",
-    "--max-load",
-    "100",
-];
 
 #[derive(Debug, Clone, Copy)]
 struct Measure {
@@ -124,7 +115,7 @@ fn run_once(dir: &Path, args: &ShardsArgs, processes: u32) -> Result<Measure> {
         cmd.current_dir(&work)
             .args(["crawl", "--follow", "--quiet", "--store", &store])
             .args(["--out", &format!("out-{shard}.jsonl")])
-            .args(EACH);
+            .args(POLITE);
         if processes > 1 {
             cmd.args([
                 "--shards",

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use crawlkeeper_model::CrawlRecord;
 use crawlkeeper_testsite::{SiteConfig, TestSite};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 mod common;
 
 use common::pg::{admin, postgres_url, restart_postgres};
+use common::signal;
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("crawlkeeper-resume-{}-{name}", std::process::id()));
@@ -75,17 +76,6 @@ fn site_config(pages: u32, delay_ms: u64) -> SiteConfig {
     let mut c = SiteConfig::uniform(1, pages);
     c.hosts[0].delay = Duration::from_millis(delay_ms);
     c
-}
-
-fn signal(child: &Child, sig: &str) {
-    let pid = child.id().unwrap().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

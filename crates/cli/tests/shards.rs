@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::sharded::{Sharded, exit_of, signal};
+use common::sharded::{Sharded, exit_of};
+use common::signal;
 
 async fn every_process_crawls_its_own_hosts(name: &str, shards: u32) {
     let job = Sharded::start(name, shards, 6, 40, 3).await;

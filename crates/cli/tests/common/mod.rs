@@ -64,3 +64,15 @@ pub fn temp_path(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
+
+/// Sends `sig` (`-KILL`, `-STOP`, …) to `child`.
+pub fn signal(child: &tokio::process::Child, sig: &str) {
+    let pid = child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+}

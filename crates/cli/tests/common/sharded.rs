@@ -262,15 +262,3 @@ pub async fn exit_of(child: Child) -> (i32, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
-
-/// Sends `sig` (`-KILL`, `-STOP`, …) to `child`.
-pub fn signal(child: &Child, sig: &str) {
-    let pid = child.id().unwrap().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-}

@@ -38,6 +38,17 @@ fn hosts() -> (String, String) {
     (a, b)
 }
 
+/// A two-shard job, shard 0 held by `b.store` ("zero") and shard 1 by
+/// the other store returned ("one").
+fn two_holders() -> (Backend, JobInfo, Box<dyn Store>) {
+    let mut b = postgres();
+    let job = b.store.open_job(&sharded("j", 2)).unwrap();
+    b.store.claim(&job, &claim(&[0], "zero", false)).unwrap();
+    let mut one = (b.reopen)();
+    one.claim(&job, &claim(&[1], "one", false)).unwrap();
+    (b, job, one)
+}
+
 fn apply(store: &mut dyn Store, job: &JobInfo, batch: &mut Batch) -> Result<(), StoreError> {
     store.apply(job.id, batch)
 }
@@ -161,12 +172,8 @@ fn a_crashed_holders_shard_is_free_again() {
 
 #[test]
 fn urls_found_for_another_shard_are_handed_to_its_holder() {
-    let mut b = postgres();
-    let job = b.store.open_job(&sharded("j", 2)).unwrap();
+    let (mut b, job, mut one) = two_holders();
     let (h0, h1) = hosts();
-    b.store.claim(&job, &claim(&[0], "zero", false)).unwrap();
-    let mut one = (b.reopen)();
-    one.claim(&job, &claim(&[1], "one", false)).unwrap();
     let mine = entry(&h0, "/a", 1);
     let theirs = entry(&h1, "/b", 3);
     apply(
@@ -231,11 +238,7 @@ fn urls_found_for_another_shard_are_handed_to_its_holder() {
 
 #[test]
 fn a_page_limit_counts_job_wide() {
-    let mut b = postgres();
-    let job = b.store.open_job(&sharded("j", 2)).unwrap();
-    b.store.claim(&job, &claim(&[0], "zero", false)).unwrap();
-    let mut one = (b.reopen)();
-    one.claim(&job, &claim(&[1], "one", false)).unwrap();
+    let (mut b, job, mut one) = two_holders();
     let items: Vec<_> = (0..6)
         .map(|i| entry(&format!("h{i}.test"), "/", 1))
         .collect();
@@ -259,12 +262,8 @@ fn a_page_limit_counts_job_wide() {
 
 #[test]
 fn resume_takes_back_only_the_held_shards() {
-    let mut b = postgres();
-    let job = b.store.open_job(&sharded("j", 2)).unwrap();
+    let (mut b, job, mut one) = two_holders();
     let (h0, h1) = hosts();
-    b.store.claim(&job, &claim(&[0], "zero", false)).unwrap();
-    let mut one = (b.reopen)();
-    one.claim(&job, &claim(&[1], "one", false)).unwrap();
     let (x, y) = (entry(&h0, "/x", 1), entry(&h1, "/y", 1));
     let mut loaded = Batch {
         admit: vec![
