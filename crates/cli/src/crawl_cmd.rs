@@ -48,7 +48,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         }
         let sink = fresh_sink(args.out.as_deref())?;
         let engine = engine.attach(Box::new(MemoryState::new()), sink);
-        return crawl(engine, args.quiet).await;
+        return crawl(engine, args.quiet, false).await;
     }
     let options = PrepareOptions {
         store: args.store.clone(),
@@ -79,12 +79,12 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     } else {
         StoreState::new(store, job.id)
     };
-    let outcome = crawl(engine.attach(Box::new(state), sink), args.quiet).await?;
-    Ok(match outcome {
-        // This process's hosts may all have failed; the job's others did not.
-        Outcome::AllFailed if job.shards > 1 => Outcome::Finished,
-        other => other,
-    })
+    crawl(
+        engine.attach(Box::new(state), sink),
+        args.quiet,
+        job.shards > 1,
+    )
+    .await
 }
 
 /// The shard this process crawls, once the sharding options are checked:
@@ -258,8 +258,9 @@ pub fn engine_error(e: EngineError) -> CliError {
 }
 
 /// Runs a configured `engine` with its state and sink attached, and
-/// prints the summary unless `quiet`.
-pub async fn crawl(engine: Engine, quiet: bool) -> Result<Outcome, CliError> {
+/// prints the summary unless `quiet`. A `shard` of a job judges no
+/// failure by its own hosts alone: the job's others may have answered.
+pub async fn crawl(engine: Engine, quiet: bool, shard: bool) -> Result<Outcome, CliError> {
     let run_timeout = engine.config().engine.run_timeout;
     let shutdown = Shutdown::install().map_err(|e| CliError::Fatal(e.into()))?;
     let summary = engine
@@ -280,7 +281,7 @@ pub async fn crawl(engine: Engine, quiet: bool) -> Result<Outcome, CliError> {
             Outcome::Timeout
         }
         StopReason::Interrupted => Outcome::Signal(shutdown.signal()),
-        StopReason::Finished if summary.all_failed() => {
+        StopReason::Finished if summary.all_failed() && !shard => {
             eprintln!("every authority failed; see the summary above");
             Outcome::AllFailed
         }

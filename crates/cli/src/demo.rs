@@ -42,7 +42,7 @@ pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {
     let sink = fresh_sink(args.out.as_deref())?;
     // The demo keeps its state in memory: there is nothing to resume.
     let engine = engine.attach(Box::new(MemoryState::new()), sink);
-    let outcome = crawl(engine, args.quiet).await?;
+    let outcome = crawl(engine, args.quiet, false).await?;
     if !args.quiet {
         eprintln!("the site received {} requests", site.log().len());
     }

@@ -118,9 +118,15 @@ struct Polls {
     sent_idle: bool,
     /// A poll sent while idle found the whole job complete.
     complete: bool,
-    /// Another process said there is news: poll as soon as none is out.
+    /// Another process said there is news: poll as soon as none is out
+    /// (and the last went out long enough ago).
     due: bool,
+    /// When the last poll was sent.
+    sent_at: Option<Instant>,
 }
+
+/// Polls asked for by other processes' news go out at most this often.
+const NEWS_EVERY: Duration = Duration::from_millis(100);
 
 /// A finished page whose record goes to the store with its links.
 struct PendingFinish {
@@ -307,10 +313,18 @@ impl Engine {
             if idle && (self.sharing.is_none() || self.polls.complete) {
                 break StopReason::Finished;
             }
-            if !self.polls.in_flight && ((idle && !self.polls.sent_idle) || self.polls.due) {
+            let news_due = self.polls.due
+                && self
+                    .polls
+                    .sent_at
+                    .is_none_or(|at| now.duration_since(at) >= NEWS_EVERY);
+            if !self.polls.in_flight && ((idle && !self.polls.sent_idle) || news_due) {
                 // Done here (is the whole job?), or told of news.
                 self.poll(&store, idle)?;
             }
+            let news_wait = (self.polls.due && !self.polls.in_flight)
+                .then(|| self.polls.sent_at.map(|at| at + NEWS_EVERY))
+                .flatten();
             let wake = self.frontier.next_wake();
             let sharing = self.sharing.is_some();
             tokio::select! {
@@ -320,6 +334,7 @@ impl Engine {
                 Some(reply) = store.rx.recv() => self.on_reply(reply)?,
                 Some(joined) = tasks.join_next() => self.complete(joined)?,
                 () = sleep_until(wake.unwrap_or(deadline)), if wake.is_some() => {}
+                () = sleep_until(news_wait.unwrap_or(deadline)), if news_wait.is_some() => {}
                 Some(()) = async { wakeups.as_mut()?.recv().await }, if wakeups.is_some() => {
                     self.polls.due = true;
                 }
@@ -377,13 +392,17 @@ impl Engine {
     /// Asks the store what other processes left for this one, and whether
     /// the job is complete; `idle` when nothing is left to do here.
     fn poll(&mut self, store: &StateHandle, idle: bool) -> Result<(), EngineError> {
+        // The sweep reads every open URL of the job: once as the engine
+        // falls idle, not at every poll while it stays idle.
+        let sweep = idle && !self.polls.sent_idle;
         store
             .tx
-            .send(Command::Poll { sweep: idle })
+            .send(Command::Poll { sweep })
             .map_err(|_| StateError::Fatal("state worker stopped".into()))?;
         self.polls.in_flight = true;
         self.polls.sent_idle = idle;
         self.polls.due = false;
+        self.polls.sent_at = Some(Instant::now());
         Ok(())
     }
 

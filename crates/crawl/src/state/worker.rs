@@ -214,9 +214,10 @@ fn is_finish(c: &Command) -> bool {
 }
 
 fn is_urgent(c: &Command) -> bool {
+    // A poll of a busy engine may wait with the records it comes with.
     matches!(
         c,
-        Command::Load { .. } | Command::Close | Command::Poll { .. } | Command::Verify
+        Command::Load { .. } | Command::Close | Command::Poll { sweep: true } | Command::Verify
     )
 }
 

@@ -199,15 +199,19 @@ pub fn apply_in(
     if !handoff.is_empty() {
         let (shards, auths): (Vec<i32>, Vec<i64>) =
             handoff.into_iter().map(|(s, a)| (s as i32, a)).unzip();
-        tx.execute(
-            "INSERT INTO handoff (job, shard, auth)
-             SELECT $1, s, a FROM unnest($2::int4[], $3::int8[]) AS v(s, a)
-             ON CONFLICT DO NOTHING",
-            &[&job, &shards, &auths],
-        )
-        .map_err(err)?;
-        // The holders listening hear of it when this commits.
-        notify(tx, job)?;
+        let new = tx
+            .execute(
+                "INSERT INTO handoff (job, shard, auth)
+                 SELECT $1, s, a FROM unnest($2::int4[], $3::int8[]) AS v(s, a)
+                 ON CONFLICT DO NOTHING",
+                &[&job, &shards, &auths],
+            )
+            .map_err(err)?;
+        if new > 0 {
+            // The holders listening hear of it when this commits; a note
+            // already waiting was heard of already.
+            notify(tx, job)?;
+        }
     }
     if batch.poll {
         poll(tx, job, lease, batch)?;

@@ -66,6 +66,26 @@ pub fn try_lock(client: &mut Client, key: i64) -> Result<bool, StoreError> {
         .get(0))
 }
 
+/// How long a claim waits for a shard's lock to be let go: a holder killed
+/// a moment ago keeps it until its server process notices the closed
+/// connection.
+const GONE_WAIT: Duration = Duration::from_secs(3);
+
+/// Takes the advisory lock `key`, trying again for [`GONE_WAIT`] when
+/// `patient` and it is held.
+fn try_lock_patiently(client: &mut Client, key: i64, patient: bool) -> Result<bool, StoreError> {
+    let deadline = Instant::now() + GONE_WAIT;
+    loop {
+        if try_lock(client, key)? {
+            return Ok(true);
+        }
+        if !patient || Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Releases one hold of the advisory lock `key`.
 pub fn unlock(client: &mut Client, key: i64) -> Result<(), StoreError> {
     client
@@ -140,7 +160,7 @@ pub fn take(
     let mut unlocked = Vec::new();
     for &shard in &shards {
         let key = lock_key(space, job.id.0, shard);
-        if try_lock(client, key)? {
+        if try_lock_patiently(client, key, !claim.take_over)? {
             locked.push(key);
         } else if claim.take_over {
             // The live holder's session ends: its transaction, if it is

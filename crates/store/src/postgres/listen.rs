@@ -44,10 +44,21 @@ impl Listener {
 
 impl Drop for Listener {
     fn drop(&mut self) {
+        // Not joined: the thread may be connecting to a server that does
+        // not answer; it ends at its next look at the flag, or with the
+        // process.
         self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        drop(self.thread.take());
+    }
+}
+
+/// Sleeps `d` in ticks, returning early when `stop` is set.
+fn pause(d: Duration, stop: &AtomicBool) {
+    let mut left = d;
+    while !left.is_zero() && !stop.load(Ordering::Acquire) {
+        let step = left.min(TICK);
+        std::thread::sleep(step);
+        left -= step;
     }
 }
 
@@ -61,7 +72,7 @@ fn run(url: &str, channel: &str, wake: &dyn Fn(), stop: &AtomicBool) {
             Ok(c) => c,
             Err(e) => {
                 debug!(error = %e, "cannot listen for news; the polls go on");
-                std::thread::sleep(backoff);
+                pause(backoff, stop);
                 backoff = (backoff * 2).min(Duration::from_secs(5));
                 continue;
             }
