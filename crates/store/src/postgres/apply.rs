@@ -221,6 +221,8 @@ pub fn apply_in(
 
 /// Stores the records of finished URLs, once per key: a URL's row is
 /// marked done with its result's position (made if it was never admitted).
+/// The common case, URLs admitted and not yet done, is one statement:
+/// positions drawn, rows marked and results written together.
 fn finish(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
@@ -231,19 +233,9 @@ fn finish(
     if count == 0 {
         return Ok(());
     }
-    let mut seqs: Vec<i64> = q(
-        tx,
-        cache,
-        "SELECT nextval('result_seqs') FROM generate_series(1, $1::int8)",
-        &[&(count as i64)],
-    )
-    .map_err(err)?
-    .iter()
-    .map(|r| r.get(0))
-    .collect();
-    seqs.sort_unstable();
-    let first = *batch.first_position.get_or_insert(seqs[0] as u64) as i64;
-    // The first of each key; a key twice in one batch is recorded once.
+    let shards = shard_count(tx, cache, job)?;
+    // The first of each key, in the order finished; a key twice in one
+    // batch is recorded once.
     let mut index: HashMap<u128, usize> = HashMap::with_capacity(count);
     let mut order: Vec<usize> = Vec::with_capacity(count);
     for (i, f) in batch.finished.iter().enumerate() {
@@ -252,31 +244,48 @@ fn finish(
             order.push(i);
         }
     }
-    order.sort_unstable_by_key(|&i| batch.finished[i].key);
+    let shard_of_record =
+        |i: usize| shard_of(batch.finished[i].record.authority.host(), shards) as i32;
     let keys: Vec<Vec<u8>> = order
         .iter()
         .map(|&i| key_bytes(batch.finished[i].key).to_vec())
         .collect();
-    let key_seqs: Vec<i64> = order.iter().map(|&i| seqs[i]).collect();
-    let mut claimed: HashSet<u128> = HashSet::with_capacity(count);
+    let failed: Vec<i16> = order
+        .iter()
+        .map(|&i| i16::from(batch.finished[i].record.error.is_some()))
+        .collect();
+    let records: Vec<&str> = order
+        .iter()
+        .map(|&i| batch.finished[i].json.as_str())
+        .collect();
+    let record_shards: Vec<i32> = order.iter().map(|&i| shard_of_record(i)).collect();
+    // Positions are drawn in the order finished (unnest keeps it).
+    let mut claimed: HashMap<u128, i64> = HashMap::with_capacity(count);
     for row in q(
         tx,
         cache,
-        "UPDATE urls u SET state = 2, seq = v.seq
-             FROM unnest($2::bytea[], $3::int8[]) AS v(key, seq)
-             WHERE u.job = $1 AND u.key = v.key AND u.state <> 2
-             RETURNING u.key",
-        &[&job, &keys, &key_seqs],
+        "WITH v AS (
+             SELECT k, f, r, h, nextval('result_seqs') AS s
+             FROM unnest($2::bytea[], $3::int2[], $4::text[], $5::int4[]) AS t(k, f, r, h)),
+         c AS (
+             UPDATE urls u SET state = 2, seq = v.s FROM v
+             WHERE u.job = $1 AND u.key = v.k AND u.state <> 2
+             RETURNING v.k, v.s, v.f, v.r, v.h),
+         i AS (
+             INSERT INTO results (job, seq, failed, record, shard)
+             SELECT $1, s, f, r, h FROM c)
+         SELECT k, s FROM c",
+        &[&job, &keys, &failed, &records, &record_shards],
     )
     .map_err(err)?
     {
-        claimed.insert(key_from(row.get(0))?);
+        claimed.insert(key_from(row.get(0))?, row.get(1));
     }
     // Never admitted (skipped with its authority): the row is made done.
     let fresh: Vec<usize> = order
         .iter()
         .copied()
-        .filter(|&i| !claimed.contains(&batch.finished[i].key))
+        .filter(|&i| !claimed.contains_key(&batch.finished[i].key))
         .collect();
     if !fresh.is_empty() {
         let names: Vec<String> = fresh
@@ -285,6 +294,7 @@ fn finish(
             .collect();
         authorities(tx, cache, job, names.iter().map(String::as_str))?;
         let mut cols = Columns::default();
+        let (mut f_failed, mut f_records, mut f_shards) = (Vec::new(), Vec::new(), Vec::new());
         for (&i, name) in fresh.iter().zip(&names) {
             let f = &batch.finished[i];
             let (auth, _) = authority_of(cache, job, name)?;
@@ -293,82 +303,73 @@ fn finish(
             cols.urls.push(f.record.url.clone());
             cols.depths.push(f.record.depth as i32);
             cols.parents.push(f.record.parent.clone());
-            cols.seqs.push(seqs[i]);
+            f_failed.push(i16::from(f.record.error.is_some()));
+            f_records.push(f.json.as_str());
+            f_shards.push(shard_of_record(i));
         }
-        for row in q(tx, cache,
-                "INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
-                 SELECT $1, k, a, u, d, p, 2, s
-                 FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::int8[])
-                     AS v(k, a, u, d, p, s)
-                 ON CONFLICT DO NOTHING RETURNING key",
-                &[
-                    &job,
-                    &cols.keys,
-                    &cols.auths,
-                    &cols.urls,
-                    &cols.depths,
-                    &cols.parents,
-                    &cols.seqs,
-                ],
-            )
-            .map_err(err)?
+        for row in q(
+            tx,
+            cache,
+            "WITH v AS (
+                 SELECT k, a, u, d, p, f, r, h, nextval('result_seqs') AS s
+                 FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[],
+                             $7::int2[], $8::text[], $9::int4[]) AS t(k, a, u, d, p, f, r, h)),
+             c AS (
+                 INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
+                 SELECT $1, k, a, u, d, p, 2, s FROM v
+                 ON CONFLICT DO NOTHING RETURNING key, seq),
+             i AS (
+                 INSERT INTO results (job, seq, failed, record, shard)
+                 SELECT $1, c.seq, v.f, v.r, v.h FROM c JOIN v ON v.k = c.key)
+             SELECT key, seq FROM c",
+            &[
+                &job,
+                &cols.keys,
+                &cols.auths,
+                &cols.urls,
+                &cols.depths,
+                &cols.parents,
+                &f_failed,
+                &f_records,
+                &f_shards,
+            ],
+        )
+        .map_err(err)?
         {
-            claimed.insert(key_from(row.get(0))?);
+            claimed.insert(key_from(row.get(0))?, row.get(1));
         }
+    }
+    if let Some(first) = claimed.values().min() {
+        batch.first_position.get_or_insert(*first as u64);
     }
     // Done already: by an attempt of this batch whose commit was not confirmed?
     let done_before: Vec<Vec<u8>> = order
         .iter()
-        .filter(|&&i| !claimed.contains(&batch.finished[i].key))
+        .filter(|&&i| !claimed.contains_key(&batch.finished[i].key))
         .map(|&i| key_bytes(batch.finished[i].key).to_vec())
         .collect();
     let mut ours_before: HashSet<u128> = HashSet::new();
-    if !done_before.is_empty() {
-        for row in q(
-            tx,
-            cache,
-            "SELECT key, seq FROM urls WHERE job = $1 AND key = ANY($2)",
-            &[&job, &done_before],
-        )
-        .map_err(err)?
+    if let (false, Some(first)) = (done_before.is_empty(), batch.first_position) {
+        for row in tx
+            .query(
+                "SELECT key, seq FROM urls WHERE job = $1 AND key = ANY($2)",
+                &[&job, &done_before],
+            )
+            .map_err(err)?
         {
-            if row.get::<_, Option<i64>>(1).is_some_and(|s| s >= first) {
+            if row
+                .get::<_, Option<i64>>(1)
+                .is_some_and(|s| s >= first as i64)
+            {
                 ours_before.insert(key_from(row.get(0))?);
             }
         }
     }
-    let shards = shard_count(tx, cache, job)?;
-    let (mut r_seqs, mut r_failed, mut r_records, mut r_shards) = (
-        Vec::new(),
-        Vec::<i16>::new(),
-        Vec::<&str>::new(),
-        Vec::<i32>::new(),
-    );
     batch.recorded = vec![false; count];
     for (i, f) in batch.finished.iter().enumerate() {
-        if index.get(&f.key) != Some(&i) {
-            continue;
+        if index.get(&f.key) == Some(&i) {
+            batch.recorded[i] = claimed.contains_key(&f.key) || ours_before.contains(&f.key);
         }
-        if claimed.contains(&f.key) {
-            r_seqs.push(seqs[i]);
-            r_failed.push(i16::from(f.record.error.is_some()));
-            r_records.push(&f.json);
-            r_shards.push(shard_of(f.record.authority.host(), shards) as i32);
-            batch.recorded[i] = true;
-        } else {
-            batch.recorded[i] = ours_before.contains(&f.key);
-        }
-    }
-    if !r_seqs.is_empty() {
-        x(
-            tx,
-            cache,
-            "INSERT INTO results (job, seq, failed, record, shard)
-             SELECT $1, s, f, r, h FROM unnest($2::int8[], $3::int2[], $4::text[], $5::int4[])
-                 AS v(s, f, r, h)",
-            &[&job, &r_seqs, &r_failed, &r_records, &r_shards],
-        )
-        .map_err(err)?;
     }
     Ok(())
 }
@@ -383,7 +384,6 @@ struct Columns {
     parents: Vec<Option<String>>,
     chains: Vec<Option<String>>,
     states: Vec<i16>,
-    seqs: Vec<i64>,
 }
 
 impl Columns {
