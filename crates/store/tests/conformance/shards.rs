@@ -332,3 +332,54 @@ fn a_version_1_database_is_migrated() {
     drop(store);
     let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }
+
+#[test]
+fn an_idle_sweep_queues_again_what_no_one_holds_and_reports_it() {
+    let (mut b, job, mut one) = two_holders();
+    let (h0, h1) = hosts();
+    let (x, y) = (entry(&h0, "/x", 1), entry(&h1, "/y", 1));
+    // Loaded by both holders; shard 0's answer is "lost": its process
+    // holds nothing of x in memory.
+    let loaded = |e: &(FrontierEntry, Authority)| Batch {
+        admit: vec![(e.0.clone(), e.1.clone(), true)],
+        ..Batch::default()
+    };
+    apply(b.store.as_mut(), &job, &mut loaded(&x)).unwrap();
+    apply(one.as_mut(), &job, &mut loaded(&y)).unwrap();
+    let mut quiet = Batch {
+        poll: true,
+        ..Batch::default()
+    };
+    apply(b.store.as_mut(), &job, &mut quiet).unwrap();
+    assert!(
+        quiet.news.is_empty(),
+        "a poll that does not sweep leaves held rows alone"
+    );
+    let mut sweep = Batch {
+        poll: true,
+        sweep: true,
+        ..Batch::default()
+    };
+    apply(b.store.as_mut(), &job, &mut sweep).unwrap();
+    assert_eq!(
+        sweep.news,
+        [(x.1.clone(), 1)],
+        "x is queued again and reported"
+    );
+    let mut load = Batch {
+        load: vec![(x.1.clone(), 10)],
+        ..Batch::default()
+    };
+    apply(b.store.as_mut(), &job, &mut load).unwrap();
+    assert_eq!(load.loaded[0].len(), 1);
+    // Shard 1's held row is its holder's business.
+    let mut theirs = Batch {
+        load: vec![(y.1.clone(), 10)],
+        ..Batch::default()
+    };
+    apply(one.as_mut(), &job, &mut theirs).unwrap();
+    assert!(
+        theirs.loaded[0].is_empty(),
+        "y is still held by shard 1's process"
+    );
+}
