@@ -233,9 +233,10 @@ pub struct CrawlArgs {
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(crawlkeeper_model::shard::MAX_SHARDS)))]
     pub shards: u32,
-    /// Which shard of the job this process crawls (0 to N-1).
-    #[arg(long, value_name = "I", requires = "shards")]
-    pub shard: Option<u32>,
+    /// Which shards of the job this process crawls (0 to N-1; a comma
+    /// list or repeated for several, crawled by one engine).
+    #[arg(long, value_name = "I", requires = "shards", value_delimiter = ',')]
+    pub shard: Vec<u32>,
     /// Take the shard even from a live process, which stops (exit 3).
     #[arg(long)]
     pub take_over: bool,

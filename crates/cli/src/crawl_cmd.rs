@@ -26,7 +26,7 @@ use crate::state::{fatal, open_store};
 pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     let config = args.to_config();
-    let shard = check_shards(&args)?;
+    let held = check_shards(&args)?;
     let engine = Engine::configure(config.clone(), seeds.clone(), &Registry::builtin())
         .map_err(engine_error)?;
     let spec = job_spec(&config, &seeds, args.shards);
@@ -56,7 +56,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         fresh: args.fresh,
         overwrite: args.overwrite,
         quiet: args.quiet,
-        shard,
+        shards: held.clone(),
         take_over: args.take_over,
     };
     // Store set-up blocks (and the PostgreSQL client runs its own runtime).
@@ -66,8 +66,8 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     // A job in a shared store is fenced and gated even with one shard: a
     // process given --take-over may displace this one.
     let state = if shared_store(&args) {
-        let partition = Partition::new(job.shards, vec![shard]).ok_or_else(|| {
-            CliError::Usage(format!("no shard {shard} in a job of {}", job.shards))
+        let partition = Partition::new(job.shards, held.clone()).ok_or_else(|| {
+            CliError::Usage(format!("no shards {held:?} in a job of {}", job.shards))
         })?;
         StoreState::shared(
             store,
@@ -87,10 +87,10 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     .await
 }
 
-/// The shard this process crawls, once the sharding options are checked:
-/// shards need a shared store, a shard number in range, and no `--fresh`
-/// (which would delete the other processes' work).
-fn check_shards(args: &CrawlArgs) -> Result<u32, CliError> {
+/// The shards this process crawls, ascending, once the sharding options
+/// are checked: shards need a shared store, shard numbers in range, and no
+/// `--fresh` (which would delete the other processes' work).
+fn check_shards(args: &CrawlArgs) -> Result<Vec<u32>, CliError> {
     let shared = shared_store(args);
     if args.shards > 1 {
         if args.no_state || !shared {
@@ -111,20 +111,27 @@ fn check_shards(args: &CrawlArgs) -> Result<u32, CliError> {
             "--take-over needs a postgres:// --store (a local state file has one process)".into(),
         ));
     }
-    match args.shard {
-        Some(i) if i >= args.shards => Err(CliError::Usage(format!(
+    if let Some(i) = args.shard.iter().find(|&&i| i >= args.shards) {
+        return Err(CliError::Usage(format!(
             "--shard {i} is not a shard of --shards {} (0 to {})",
             args.shards,
             args.shards - 1
-        ))),
-        Some(i) => Ok(i),
-        None if args.shards > 1 => Err(CliError::Usage(format!(
-            "--shards {} needs --shard I: which shard this process crawls (0 to {})",
-            args.shards,
-            args.shards - 1
-        ))),
-        None => Ok(0),
+        )));
     }
+    if args.shard.is_empty() {
+        if args.shards > 1 {
+            return Err(CliError::Usage(format!(
+                "--shards {} needs --shard I: which shards this process crawls (0 to {})",
+                args.shards,
+                args.shards - 1
+            )));
+        }
+        return Ok(vec![0]);
+    }
+    let mut held = args.shard.clone();
+    held.sort_unstable();
+    held.dedup();
+    Ok(held)
 }
 
 /// True when the state is in a store several processes can share.
@@ -144,7 +151,7 @@ struct PrepareOptions {
     fresh: bool,
     overwrite: bool,
     quiet: bool,
-    shard: u32,
+    shards: Vec<u32>,
     take_over: bool,
 }
 
@@ -158,7 +165,7 @@ type Prepared = (Box<dyn Store>, JobInfo, Box<dyn Sink>);
 fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliError> {
     let out = options.out.as_deref();
     let stream = out.is_some_and(is_stream);
-    let shard = (spec.shards > 1).then_some(options.shard);
+    let shards = (spec.shards > 1).then_some(options.shards.as_slice());
     // A state file that does not exist yet holds no job: check the output
     // before creating it.
     if let (Some(out), None) = (out, &options.store.store)
@@ -170,7 +177,7 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     if let Some(out) = out {
         match store.find_job(&spec.name).map_err(fatal)? {
             Some(job) => {
-                let part = Part { job: &job, shard };
+                let part = Part { job: &job, shards };
                 check_existing(out, Some((store.as_mut(), part)), options.overwrite)?;
             }
             None => check_existing(out, None, options.overwrite)?,
@@ -193,7 +200,7 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     }
     let job = store.open_job(spec).map_err(fatal)?;
     let claim = Claim {
-        shards: vec![options.shard],
+        shards: options.shards.clone(),
         holder: this_process(),
         take_over: options.take_over,
     };
@@ -218,7 +225,15 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     if !options.quiet && job.shards > 1 {
         eprintln!(
             "job {}: crawling shard {} of {} as {}",
-            job.name, options.shard, job.shards, claim.holder
+            job.name,
+            options
+                .shards
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            job.shards,
+            claim.holder
         );
     }
     let sink: Box<dyn Sink> = match out {
@@ -227,7 +242,7 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
             path,
             locked,
             store.as_mut(),
-            Part { job: &job, shard },
+            Part { job: &job, shards },
             options.overwrite,
         )?)),
         None => Box::new(JsonlSink::new(std::io::stdout())),

@@ -26,7 +26,7 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
         }
         let part = Part {
             job: &job,
-            shard: None,
+            shards: None,
         };
         check_existing(out, Some((store.as_mut(), part)), args.overwrite)?;
     }

@@ -255,3 +255,27 @@ async fn sharding_options_are_checked_before_anything_is_written() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_process_may_hold_several_shards() {
+    let job = Sharded::start("several", 3, 6, 30, 2).await;
+    let a = job.process_of("2,0", "a", &[]).spawn().unwrap();
+    let b = job.process(1, "b", &[]).spawn().unwrap();
+    for (who, child) in [("a", a), ("b", b)] {
+        let (code, stderr) = exit_of(child).await;
+        assert_eq!(code, 0, "{who}: {stderr}");
+    }
+    job.check_log(&[&["a"], &["b"], &["a"]], 0);
+    let results = job.results().await;
+    assert!(results.values().all(|&n| n == 1));
+    assert_eq!(results.len(), job.expected_urls().len());
+    // a's output holds the records of both its shards.
+    let a_records = common::records(&std::fs::read_to_string(job.dir.join("a.jsonl")).unwrap());
+    let in_a: usize = job
+        .expected()
+        .iter()
+        .filter(|(h, _)| job.shard_of(**h) != 1)
+        .map(|(_, p)| p.len())
+        .sum();
+    assert_eq!(a_records.len(), in_a);
+}

@@ -54,13 +54,13 @@ pub fn is_stream(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| !m.is_file())
 }
 
-/// The records of a job an output holds: all of them, or one shard's.
+/// The records of a job an output holds: all of them, or some shards'.
 #[derive(Clone, Copy)]
 pub struct Part<'a> {
     /// The job.
     pub job: &'a JobInfo,
-    /// Its shard, or `None` for the whole job.
-    pub shard: Option<u32>,
+    /// Its shards, or `None` for the whole job.
+    pub shards: Option<&'a [u32]>,
 }
 
 /// Refuses an existing, non-empty regular file at `path` unless it holds
@@ -117,7 +117,7 @@ fn holds_records_of(
             return Ok(true);
         }
         if stored.is_empty() {
-            let page = store.results(part.job.id, part.shard, after, PAGE)?;
+            let page = store.results(part.job.id, part.shards, after, PAGE)?;
             if let Some((last, _)) = page.last() {
                 after = *last;
             }
@@ -180,13 +180,14 @@ pub fn open_output(
     part: Part<'_>,
     overwrite: bool,
 ) -> Result<File, OutputError> {
-    let done = match part.shard {
+    let done = match part.shards {
         None => part.job.counts.done,
-        Some(shard) => store
+        Some(held) => store
             .shards(part.job)?
             .iter()
-            .find(|s| s.shard == shard)
-            .map_or(0, |s| s.counts.done),
+            .filter(|s| held.contains(&s.shard))
+            .map(|s| s.counts.done)
+            .sum(),
     };
     let mut file = match locked {
         Some(f) => f,
@@ -219,7 +220,7 @@ pub fn open_output(
     let mut skip = lines;
     let mut after = 0;
     loop {
-        let page = store.results(part.job.id, part.shard, after, PAGE)?;
+        let page = store.results(part.job.id, part.shards, after, PAGE)?;
         let Some((last, _)) = page.last() else { break };
         after = *last;
         let from = usize::try_from(skip).unwrap_or(usize::MAX).min(page.len());

@@ -196,14 +196,14 @@ pub trait Store: Send {
     /// Applies `batch` to `job` in one transaction, filling its outputs.
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError>;
 
-    /// Up to `limit` results of `job` (of its shard `shard` only, if
+    /// Up to `limit` results of `job` (of its shards `shards` only, if
     /// given) in the order they finished, after position `after` (0 for
     /// the first): (position, record as JSON). Positions grow but may
     /// skip numbers.
     fn results(
         &mut self,
         job: JobId,
-        shard: Option<u32>,
+        shards: Option<&[u32]>,
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError>;

@@ -57,16 +57,16 @@ impl Sharded {
     /// The command crawling `shard`, as user agent `agent` (its output
     /// goes to `<agent>.jsonl`), only host 0 given as a seed.
     pub fn process(&self, shard: u32, agent: &str, extra: &[&str]) -> Command {
+        self.process_of(&shard.to_string(), agent, extra)
+    }
+
+    /// The command crawling the shards `shards` (`0,2`) in one process.
+    pub fn process_of(&self, shards: &str, agent: &str, extra: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
         c.current_dir(&self.dir)
             .args(["crawl", "--follow", "--scope", "any", "--depth", "1000"])
             .args(["--per-host", "1", "--store", &self.url])
-            .args([
-                "--shards",
-                &self.shards.to_string(),
-                "--shard",
-                &shard.to_string(),
-            ])
+            .args(["--shards", &self.shards.to_string(), "--shard", shards])
             .args(["--user-agent", agent, "--out", &format!("{agent}.jsonl")])
             .args(extra)
             .arg(self.site.url(0, "/"))

@@ -496,16 +496,16 @@ impl Store for PgStore {
     fn results(
         &mut self,
         job: JobId,
-        shard: Option<u32>,
+        shards: Option<&[u32]>,
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
-        let shard = shard.map(|s| s as i32);
+        let shard: Option<Vec<i32>> = shards.map(|s| s.iter().map(|&s| s as i32).collect());
         self.with(|c, _, _| {
             let rows = c
                 .query(
                     "SELECT seq, record FROM results WHERE job = $1 AND seq > $2
-                       AND ($4::int4 IS NULL OR shard = $4)
+                       AND ($4::int4[] IS NULL OR shard = ANY($4))
                      ORDER BY seq LIMIT $3",
                     &[&job.0, &(after as i64), &(limit as i64), &shard],
                 )

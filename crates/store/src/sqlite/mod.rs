@@ -402,12 +402,12 @@ impl Store for SqliteStore {
     fn results(
         &mut self,
         job: JobId,
-        shard: Option<u32>,
+        shards: Option<&[u32]>,
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError> {
         // Every job here has one shard, number 0.
-        if shard.is_some_and(|s| s != 0) {
+        if shards.is_some_and(|s| !s.contains(&0)) {
             return Ok(Vec::new());
         }
         let mut stmt = self

@@ -223,7 +223,8 @@ fn urls_found_for_another_shard_are_handed_to_its_holder() {
         "the job is complete"
     );
     // Each shard's results, and the job's.
-    let own = |s: &mut dyn Store, shard| s.results(job.id, Some(shard), 0, 10).unwrap().len();
+    let own =
+        |s: &mut dyn Store, shard| s.results(job.id, Some(&[shard][..]), 0, 10).unwrap().len();
     assert_eq!((own(b.store.as_mut(), 0), own(b.store.as_mut(), 1)), (1, 1));
     assert_eq!(b.store.results(job.id, None, 0, 10).unwrap().len(), 2);
     let shards = b.store.shards(&job).unwrap();
