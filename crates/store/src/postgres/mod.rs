@@ -5,7 +5,7 @@
 //! Several processes may write one job at once, each holding shards of it
 //! ([`Store::claim`]): keys come from sequences, batches go in as arrays in
 //! key order, loads skip rows another transaction holds, and every
-//! transaction of a holder first checks its lease ([`lease`]). A URL
+//! transaction of a holder first checks its lease (`lease.rs`). A URL
 //! admitted for a shard not held is noted in `handoff` for its holder,
 //! who picks it up when it polls.
 //!

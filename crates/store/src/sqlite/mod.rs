@@ -1,7 +1,7 @@
 //! [`SqliteStore`]: the embedded default. One file in WAL mode; every batch
 //! is one transaction; several processes may share the file (each job is
 //! locked by the process crawling it). Checkpoints run on their own thread
-//! ([`crate::checkpoint`]); a batch is applied by [`apply`]; a key finds
+//! ([`crate::checkpoint`]); a batch is applied by `apply`; a key finds
 //! its row through [`keys`].
 
 mod admit;
