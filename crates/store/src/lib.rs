@@ -193,6 +193,17 @@ pub trait Store: Send {
     /// that is gone are queued again.
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError>;
 
+    /// What earlier runs left in `shards` of `job`, claimed since the
+    /// job was resumed (a process taking over more shards while it runs):
+    /// like [`Store::resume`], for those shards only. The default: such
+    /// a store holds jobs of one shard, never claimed later.
+    fn resume_shards(&mut self, job: JobId, shards: &[u32]) -> Result<Resumed, StoreError> {
+        let _ = job;
+        Err(StoreError::Backend(format!(
+            "this store keeps jobs of one shard; it cannot add shards {shards:?}"
+        )))
+    }
+
     /// Applies `batch` to `job` in one transaction, filling its outputs.
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError>;
 

@@ -42,6 +42,14 @@ impl Lease {
         self.held.iter().any(|(s, _)| *s == shard)
     }
 
+    /// Adds the shards of `more` (taken by this process since).
+    pub fn merge(&mut self, more: Lease) {
+        self.held.extend(more.held);
+        self.held.sort_unstable();
+        self.held.dedup_by_key(|(s, _)| *s);
+        self.unlocked.extend(more.unlocked);
+    }
+
     /// The held shards, as the database spells them.
     pub fn shards(&self) -> Vec<i32> {
         self.held.iter().map(|(s, _)| *s as i32).collect()

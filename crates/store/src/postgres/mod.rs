@@ -196,6 +196,66 @@ impl PgStore {
         }
         result
     }
+
+    /// What earlier runs left in `shards` (all of the job's when `None`),
+    /// after checking the lease: URLs held by a run that is gone are
+    /// queued again.
+    fn resume_in(&mut self, job: JobId, shards: Option<Vec<i32>>) -> Result<Resumed, StoreError> {
+        self.with(|c, cache, leases| {
+            let lease = leases.get(&job.0);
+            let mut tx = c.transaction().map_err(err)?;
+            if let Some(lease) = lease {
+                lease::fence(&mut tx, cache, job.0, lease)?;
+            }
+            // What a gone run held in memory is queued again.
+            tx.execute(
+                "UPDATE urls SET state = $1 WHERE job = $2 AND state = $3 AND ($4::int4[] IS NULL
+                     OR auth IN (SELECT id FROM authorities WHERE job = $2 AND shard = ANY($4)))",
+                &[&state::QUEUED, &job.0, &state::LOADED, &shards],
+            )
+            .map_err(err)?;
+            // Everything queued is read below: earlier notes are moot.
+            tx.execute(
+                "DELETE FROM handoff WHERE job = $1 AND ($2::int4[] IS NULL OR shard = ANY($2))",
+                &[&job.0, &shards],
+            )
+            .map_err(err)?;
+            let mut authorities = Vec::new();
+            for row in tx
+                .query(
+                    "SELECT authority, state FROM authorities WHERE job = $1 AND state IS NOT NULL
+                     AND ($2::int4[] IS NULL OR shard = ANY($2))",
+                    &[&job.0, &shards],
+                )
+                .map_err(err)?
+            {
+                let authority: String = row.get(0);
+                let text: String = row.get(1);
+                authorities.push(saved_state(&authority, &text)?);
+            }
+            let mut queued = Vec::new();
+            for row in tx
+                .query(
+                    "SELECT a.authority, count(*) FROM urls u
+                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
+                     WHERE u.job = $1 AND u.state = 0
+                       AND ($2::int4[] IS NULL OR a.shard = ANY($2))
+                     GROUP BY a.authority",
+                    &[&job.0, &shards],
+                )
+                .map_err(err)?
+            {
+                queued.push((parse_authority(row.get(0))?, row.get::<_, i64>(1) as u64));
+            }
+            let counts = counts(&mut tx, job.0)?;
+            tx.commit().map_err(err)?;
+            Ok(Resumed {
+                counts,
+                authorities,
+                queued,
+            })
+        })
+    }
 }
 
 fn migrate(client: &mut Client) -> Result<(), StoreError> {
@@ -391,85 +451,43 @@ impl Store for PgStore {
     }
 
     fn claim(&mut self, job: &JobInfo, claim: &Claim) -> Result<(), StoreError> {
-        if let Some(lease) = self.leases.get(&job.id.0) {
-            let mut wanted = claim.shards.clone();
-            wanted.sort_unstable();
-            wanted.dedup();
-            if lease
-                .held
+        // Shards held already stay as they are; the others are taken and
+        // join the lease (a Runner taking over a dead one's shards).
+        let held = self.leases.get(&job.id.0);
+        let more = Claim {
+            shards: claim
+                .shards
                 .iter()
-                .map(|(s, _)| *s)
-                .eq(wanted.iter().copied())
-            {
-                return Ok(());
-            }
-            return Err(StoreError::Backend(format!(
-                "this connection holds other shards of job '{}'",
-                job.name
-            )));
+                .copied()
+                .filter(|s| held.is_none_or(|l| !l.owns(*s)))
+                .collect(),
+            ..claim.clone()
+        };
+        if more.shards.is_empty() && held.is_some() {
+            return Ok(());
         }
         let space = self.space();
-        let lease = self.with(|c, _, _| lease::take(c, &space, job, claim))?;
-        self.leases.insert(job.id.0, lease);
+        let taken = self.with(|c, _, _| lease::take(c, &space, job, &more))?;
+        match self.leases.get_mut(&job.id.0) {
+            Some(lease) => lease.merge(taken),
+            None => {
+                self.leases.insert(job.id.0, taken);
+            }
+        }
         Ok(())
     }
 
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
-        self.with(|c, cache, leases| {
-            let lease = leases.get(&job.0);
-            let shards: Option<Vec<i32>> = lease.map(Lease::shards);
-            let mut tx = c.transaction().map_err(err)?;
-            if let Some(lease) = lease {
-                lease::fence(&mut tx, cache, job.0, lease)?;
-            }
-            // What a gone run held in memory is queued again.
-            tx.execute(
-                "UPDATE urls SET state = $1 WHERE job = $2 AND state = $3 AND ($4::int4[] IS NULL
-                     OR auth IN (SELECT id FROM authorities WHERE job = $2 AND shard = ANY($4)))",
-                &[&state::QUEUED, &job.0, &state::LOADED, &shards],
-            )
-            .map_err(err)?;
-            // Everything queued is read below: earlier notes are moot.
-            tx.execute(
-                "DELETE FROM handoff WHERE job = $1 AND ($2::int4[] IS NULL OR shard = ANY($2))",
-                &[&job.0, &shards],
-            )
-            .map_err(err)?;
-            let mut authorities = Vec::new();
-            for row in tx
-                .query(
-                    "SELECT authority, state FROM authorities WHERE job = $1 AND state IS NOT NULL
-                     AND ($2::int4[] IS NULL OR shard = ANY($2))",
-                    &[&job.0, &shards],
-                )
-                .map_err(err)?
-            {
-                let authority: String = row.get(0);
-                let text: String = row.get(1);
-                authorities.push(saved_state(&authority, &text)?);
-            }
-            let mut queued = Vec::new();
-            for row in tx
-                .query(
-                    "SELECT a.authority, count(*) FROM urls u
-                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
-                     WHERE u.job = $1 AND u.state = 0
-                       AND ($2::int4[] IS NULL OR a.shard = ANY($2))
-                     GROUP BY a.authority",
-                    &[&job.0, &shards],
-                )
-                .map_err(err)?
-            {
-                queued.push((parse_authority(row.get(0))?, row.get::<_, i64>(1) as u64));
-            }
-            let counts = counts(&mut tx, job.0)?;
-            tx.commit().map_err(err)?;
-            Ok(Resumed {
-                counts,
-                authorities,
-                queued,
-            })
-        })
+        let shards = self.leases.get(&job.0).map(Lease::shards);
+        self.resume_in(job, shards)
+    }
+
+    fn resume_shards(&mut self, job: JobId, shards: &[u32]) -> Result<Resumed, StoreError> {
+        let lease = self.leases.get(&job.0);
+        if let Some(s) = shards.iter().find(|s| lease.is_none_or(|l| !l.owns(**s))) {
+            return Err(StoreError::Backend(format!("shard {s} is not held")));
+        }
+        self.resume_in(job, Some(shards.iter().map(|&s| s as i32).collect()))
     }
 
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {

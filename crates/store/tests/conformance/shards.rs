@@ -384,3 +384,68 @@ fn an_idle_sweep_queues_again_what_no_one_holds_and_reports_it() {
         "y is still held by shard 1's process"
     );
 }
+
+#[test]
+fn a_holder_takes_more_shards_while_it_runs() {
+    let (mut b, job, mut one) = two_holders();
+    let (h0, h1) = hosts();
+    let (x, y) = (entry(&h0, "/x", 1), entry(&h1, "/y", 1));
+    let loaded = |e: &(FrontierEntry, Authority)| Batch {
+        admit: vec![(e.0.clone(), e.1.clone(), true)],
+        ..Batch::default()
+    };
+    apply(b.store.as_mut(), &job, &mut loaded(&x)).unwrap();
+    apply(one.as_mut(), &job, &mut loaded(&y)).unwrap();
+    // Shard 1's process dies holding y; shard 0's takes shard 1 too.
+    drop(one);
+    assert!(
+        matches!(
+            b.store.resume_shards(job.id, &[1]),
+            Err(StoreError::Backend(_))
+        ),
+        "a shard must be claimed first"
+    );
+    b.store.claim(&job, &claim(&[1], "zero", false)).unwrap();
+    let resumed = b.store.resume_shards(job.id, &[1]).unwrap();
+    assert_eq!(
+        resumed.queued,
+        [(y.1.clone(), 1)],
+        "only shard 1's URLs, y queued again"
+    );
+    let mut load = Batch {
+        load: vec![(y.1.clone(), 10), (x.1.clone(), 10)],
+        ..Batch::default()
+    };
+    apply(b.store.as_mut(), &job, &mut load).unwrap();
+    assert_eq!(load.loaded[0].len(), 1, "y is loaded");
+    assert!(load.loaded[1].is_empty(), "x, still held in memory, is not");
+    // Both shards are fenced now.
+    let mut heir = (b.reopen)();
+    heir.claim(&job, &claim(&[1], "heir", true)).unwrap();
+    assert!(matches!(
+        apply(
+            b.store.as_mut(),
+            &job,
+            &mut Batch {
+                verify: true,
+                ..Batch::default()
+            }
+        )
+        .and_then(|()| Ok(()))
+        .or_else(|e| match e {
+            StoreError::Unavailable(_) => apply(
+                b.store.as_mut(),
+                &job,
+                &mut Batch {
+                    verify: true,
+                    ..Batch::default()
+                }
+            ),
+            e => Err(e),
+        }),
+        Err(StoreError::Fenced { shard: 1, .. })
+    ));
+    let shards = b.store.shards(&job).unwrap();
+    assert_eq!(shards[0].holder.as_deref(), Some("zero"));
+    assert_eq!(shards[1].holder.as_deref(), Some("heir"));
+}
