@@ -71,7 +71,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         })?;
         StoreState::shared(
             store,
-            job.id,
+            job.clone(),
             Sharing::new(partition),
             config.scope.max_pages,
         )

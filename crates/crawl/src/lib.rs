@@ -39,7 +39,7 @@ pub mod state;
 pub mod summary;
 
 pub use config::CrawlConfig;
-pub use engine::{Engine, EngineError};
+pub use engine::{Control, Engine, EngineError};
 pub use extract::{Extracted, Extractor, Page};
 pub use fetch::{FetchError, FetchResponse, Fetcher, HttpFetcher};
 pub use registry::Registry;

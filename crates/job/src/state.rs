@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crawlkeeper_crawl::state::{Batch, CrawlState, Resumed, Sharing, StateError};
-use crawlkeeper_store::{JobId, Store, StoreError};
+use crawlkeeper_store::{Claim, JobId, JobInfo, Store, StoreError, this_process};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 /// Longest a commit is held back to gather more finished pages: a store's
@@ -17,6 +17,8 @@ pub const COMMIT_WAIT: Duration = Duration::from_millis(1);
 pub struct StoreState {
     store: Box<dyn Store>,
     job: JobId,
+    /// The job as the store described it, when its shards may be taken.
+    info: Option<JobInfo>,
     sharing: Option<Sharing>,
     admit_limit: Option<u64>,
     wakeups: Option<UnboundedReceiver<()>>,
@@ -28,6 +30,7 @@ impl StoreState {
         Self {
             store,
             job,
+            info: None,
             sharing: None,
             admit_limit: None,
             wakeups: None,
@@ -40,10 +43,11 @@ impl StoreState {
     /// counted job-wide, by the store.
     pub fn shared(
         mut store: Box<dyn Store>,
-        job: JobId,
+        info: JobInfo,
         sharing: Sharing,
         max_pages: Option<u64>,
     ) -> Result<Self, StoreError> {
+        let job = info.id;
         let (tx, rx) = unbounded_channel();
         store.subscribe(
             job,
@@ -55,6 +59,7 @@ impl StoreState {
         Ok(Self {
             store,
             job,
+            info: Some(info),
             sharing: Some(sharing),
             admit_limit: if whole { None } else { max_pages },
             wakeups: Some(rx),
@@ -96,5 +101,23 @@ impl CrawlState for StoreState {
 
     fn wakeups(&mut self) -> Option<UnboundedReceiver<()>> {
         self.wakeups.take()
+    }
+
+    fn take_shards(&mut self, shards: &[u32]) -> Result<Resumed, StateError> {
+        let Some(info) = &self.info else {
+            return Err(StateError::Fatal(
+                "a job crawled whole has no shards to take".into(),
+            ));
+        };
+        // Taken from a holder that is gone (or fenced off if it is not).
+        let claim = Claim {
+            shards: shards.to_vec(),
+            holder: this_process(),
+            take_over: true,
+        };
+        self.store.claim(info, &claim).map_err(state_error)?;
+        self.store
+            .resume_shards(self.job, shards)
+            .map_err(state_error)
     }
 }

@@ -308,6 +308,29 @@ impl Frontier {
     /// Takes back what earlier runs of the job left.
     pub fn restore(&mut self, resumed: &Resumed) {
         self.admitted = resumed.counts.seen;
+        self.restore_authorities(resumed);
+    }
+
+    /// Takes shards of the job (a holder that is gone left them): their
+    /// authorities are fetched here from now on, resuming what was left.
+    pub fn take_shards(&mut self, shards: &[u32], resumed: &Resumed) {
+        let Some(partition) = &mut self.partition else {
+            return;
+        };
+        partition.held.extend_from_slice(shards);
+        partition.held.sort_unstable();
+        partition.held.dedup();
+        let partition = partition.clone();
+        for s in &mut self.slots {
+            if s.foreign && partition.owns(&s.authority) {
+                s.foreign = false;
+            }
+        }
+        self.restore_authorities(resumed);
+    }
+
+    /// The saved state and queued counts of resumed authorities.
+    fn restore_authorities(&mut self, resumed: &Resumed) {
         for saved in &resumed.authorities {
             let slot = self.slot_of(saved.authority.clone());
             let s = &mut self.slots[slot];

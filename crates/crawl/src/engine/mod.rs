@@ -45,6 +45,14 @@ use frontier::Next;
 /// How often progress is logged.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
+/// What a running crawl can be told from outside (see [`Engine::controls`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    /// Take these shards of the job as well (their holder is gone) and
+    /// crawl them with the others.
+    TakeShards(Vec<u32>),
+}
+
 /// A crawl that cannot go on.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -107,6 +115,8 @@ pub struct Engine {
     /// A confirmation of the lease was asked for and not yet given.
     verifying: bool,
     polls: Polls,
+    /// What the crawl is told from outside, if anything may tell it.
+    control: Option<tokio::sync::mpsc::UnboundedReceiver<Control>>,
 }
 
 /// Where the crawl stands with the polls of a shared job.
@@ -209,7 +219,16 @@ impl Engine {
             gate: None,
             verifying: false,
             polls: Polls::default(),
+            control: None,
         })
+    }
+
+    /// A sender of [`Control`]s to this crawl once it runs (messages sent
+    /// before are taken when it starts).
+    pub fn controls(&mut self) -> tokio::sync::mpsc::UnboundedSender<Control> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.control = Some(rx);
+        tx
     }
 
     /// The crawl's configuration.
@@ -259,6 +278,7 @@ impl Engine {
         );
         poll_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut wakeups = state.wakeups();
+        let mut control = self.control.take();
         // Half the workers may wait in a group commit; the others keep
         // fetching.
         let group_target = (self.config.engine.max_workers / 2).max(1);
@@ -337,6 +357,14 @@ impl Engine {
                 () = sleep_until(news_wait.unwrap_or(deadline)), if news_wait.is_some() => {}
                 Some(()) = async { wakeups.as_mut()?.recv().await }, if wakeups.is_some() => {
                     self.polls.due = true;
+                }
+                Some(c) = async { control.as_mut()?.recv().await }, if control.is_some() => {
+                    match c {
+                        Control::TakeShards(shards) => store
+                            .tx
+                            .send(Command::TakeShards(shards))
+                            .map_err(|_| StateError::Fatal("state worker stopped".into()))?,
+                    }
                 }
                 _ = poll_tick.tick(), if sharing => {
                     if !self.polls.in_flight {
@@ -611,6 +639,13 @@ impl Engine {
             }
             Reply::Loaded { slot, jobs, more } => self.frontier.loaded(slot, jobs, more, now),
             Reply::Polled(polled) => self.on_polled(polled),
+            Reply::ShardsTaken(shards, resumed) => {
+                info!(?shards, "took shards");
+                self.frontier.take_shards(&shards, &resumed);
+                // The job is not known complete any more.
+                self.polls.sent_idle = false;
+                self.polls.complete = false;
+            }
             Reply::Confirmed(began) => {
                 self.verifying = false;
                 if let Some(gate) = &self.gate {

@@ -61,6 +61,14 @@ pub trait CrawlState: Send + 'static {
     fn wakeups(&mut self) -> Option<tokio::sync::mpsc::UnboundedReceiver<()>> {
         None
     }
+
+    /// With sharing: takes `shards` of the job as well (their holder is
+    /// gone) and returns what it left in them. The default cannot.
+    fn take_shards(&mut self, shards: &[u32]) -> Result<Resumed, StateError> {
+        Err(StateError::Fatal(format!(
+            "this state cannot take shards {shards:?}"
+        )))
+    }
 }
 
 /// A job crawled by several processes, each holding shards of it.

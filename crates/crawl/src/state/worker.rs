@@ -68,6 +68,8 @@ pub enum Command {
     },
     /// Confirm that the held shards are still this process's.
     Verify,
+    /// Take more shards of the job and resume them.
+    TakeShards(Vec<u32>),
     /// Flush everything and stop.
     Close,
 }
@@ -108,6 +110,8 @@ pub enum Reply {
     /// A transaction that began at this instant committed: the held
     /// shards were this process's then.
     Confirmed(Instant),
+    /// Shards taken, with what their earlier holder left.
+    ShardsTaken(Vec<u32>, Resumed),
     /// Everything is flushed; the worker has stopped.
     Closed,
     /// The state cannot be written: the crawl must stop.
@@ -217,7 +221,11 @@ fn is_urgent(c: &Command) -> bool {
     // A poll of a busy engine may wait with the records it comes with.
     matches!(
         c,
-        Command::Load { .. } | Command::Close | Command::Poll { sweep: true } | Command::Verify
+        Command::Load { .. }
+            | Command::Close
+            | Command::Poll { sweep: true }
+            | Command::Verify
+            | Command::TakeShards(_)
     )
 }
 
@@ -252,6 +260,7 @@ fn run(
         let mut batch = Batch::default();
         let mut admits = Vec::new();
         let mut loads = Vec::new();
+        let mut take: Vec<Vec<u32>> = Vec::new();
         let mut close = false;
         for c in gathered {
             match c {
@@ -274,7 +283,20 @@ fn run(
                     batch.sweep |= sweep;
                 }
                 Command::Verify => batch.verify = true,
+                Command::TakeShards(shards) => take.push(shards),
                 Command::Close => close = true,
+            }
+        }
+        for shards in take {
+            match with_retry(|| state.take_shards(&shards)) {
+                Ok(resumed) => {
+                    let _ = replies.send(Reply::ShardsTaken(shards, resumed));
+                }
+                Err(e) => {
+                    error!(error = %e, ?shards, "cannot take shards; stopping");
+                    let _ = replies.send(Reply::Failed(e));
+                    return;
+                }
             }
         }
         let applying = Instant::now();
