@@ -49,6 +49,24 @@ fn two_holders() -> (Backend, JobInfo, Box<dyn Store>) {
     (b, job, one)
 }
 
+/// A URL of each shard admitted and loaded by its holder: (x of shard 0,
+/// y of shard 1).
+fn one_loaded_by_each(
+    b: &mut Backend,
+    job: &JobInfo,
+    one: &mut dyn Store,
+) -> ((FrontierEntry, Authority), (FrontierEntry, Authority)) {
+    let (h0, h1) = hosts();
+    let (x, y) = (entry(&h0, "/x", 1), entry(&h1, "/y", 1));
+    let loaded = |e: &(FrontierEntry, Authority)| Batch {
+        admit: vec![(e.0.clone(), e.1.clone(), true)],
+        ..Batch::default()
+    };
+    apply(b.store.as_mut(), job, &mut loaded(&x)).unwrap();
+    apply(one, job, &mut loaded(&y)).unwrap();
+    (x, y)
+}
+
 fn apply(store: &mut dyn Store, job: &JobInfo, batch: &mut Batch) -> Result<(), StoreError> {
     store.apply(job.id, batch)
 }
@@ -337,16 +355,8 @@ fn a_version_1_database_is_migrated() {
 #[test]
 fn an_idle_sweep_queues_again_what_no_one_holds_and_reports_it() {
     let (mut b, job, mut one) = two_holders();
-    let (h0, h1) = hosts();
-    let (x, y) = (entry(&h0, "/x", 1), entry(&h1, "/y", 1));
-    // Loaded by both holders; shard 0's answer is "lost": its process
-    // holds nothing of x in memory.
-    let loaded = |e: &(FrontierEntry, Authority)| Batch {
-        admit: vec![(e.0.clone(), e.1.clone(), true)],
-        ..Batch::default()
-    };
-    apply(b.store.as_mut(), &job, &mut loaded(&x)).unwrap();
-    apply(one.as_mut(), &job, &mut loaded(&y)).unwrap();
+    // Shard 0's answer is "lost": its process holds nothing of x in memory.
+    let (x, y) = one_loaded_by_each(&mut b, &job, one.as_mut());
     let mut quiet = Batch {
         poll: true,
         ..Batch::default()
@@ -388,14 +398,7 @@ fn an_idle_sweep_queues_again_what_no_one_holds_and_reports_it() {
 #[test]
 fn a_holder_takes_more_shards_while_it_runs() {
     let (mut b, job, mut one) = two_holders();
-    let (h0, h1) = hosts();
-    let (x, y) = (entry(&h0, "/x", 1), entry(&h1, "/y", 1));
-    let loaded = |e: &(FrontierEntry, Authority)| Batch {
-        admit: vec![(e.0.clone(), e.1.clone(), true)],
-        ..Batch::default()
-    };
-    apply(b.store.as_mut(), &job, &mut loaded(&x)).unwrap();
-    apply(one.as_mut(), &job, &mut loaded(&y)).unwrap();
+    let (x, y) = one_loaded_by_each(&mut b, &job, one.as_mut());
     // Shard 1's process dies holding y; shard 0's takes shard 1 too.
     drop(one);
     assert!(
