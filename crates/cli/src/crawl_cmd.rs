@@ -207,8 +207,7 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     store.claim(&job, &claim).map_err(refused)?;
     if !options.take_over {
         locked = lock_output()?;
-    }
-    if options.take_over {
+    } else {
         // A live holder displaced sends nothing once its lease's last
         // confirmation is older than the bound: wait that long before the
         // first request, so that two never crawl the shard's hosts at once.

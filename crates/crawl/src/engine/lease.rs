@@ -56,6 +56,10 @@ impl LeaseGate {
 
     /// Waits until the gate is open.
     pub async fn open(&self) {
+        // The common case, on every request: no waiter registered.
+        if self.is_open() {
+            return;
+        }
         loop {
             let notified = self.notify.notified();
             tokio::pin!(notified);

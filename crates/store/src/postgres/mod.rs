@@ -554,9 +554,8 @@ impl Store for PgStore {
                     counts: JobCounts::default(),
                 })
                 .collect();
-            let slot = |out: &mut Vec<ShardInfo>, s: i32| -> Option<usize> {
-                usize::try_from(s).ok().filter(|&i| i < out.len())
-            };
+            let count = out.len();
+            let slot = |s: i32| usize::try_from(s).ok().filter(|&i| i < count);
             for row in c
                 .query(
                     "SELECT shard, generation, holder FROM shards WHERE job = $1",
@@ -564,7 +563,7 @@ impl Store for PgStore {
                 )
                 .map_err(err)?
             {
-                if let Some(i) = slot(&mut out, row.get(0)) {
+                if let Some(i) = slot(row.get(0)) {
                     out[i].generation = row.get::<_, i64>(1) as u64;
                     out[i].holder = Some(row.get(2));
                 }
@@ -578,7 +577,7 @@ impl Store for PgStore {
                 )
                 .map_err(err)?
             {
-                if let Some(i) = slot(&mut out, row.get(0)) {
+                if let Some(i) = slot(row.get(0)) {
                     out[i].counts.seen = row.get::<_, i64>(1) as u64;
                 }
             }
@@ -590,7 +589,7 @@ impl Store for PgStore {
                 )
                 .map_err(err)?
             {
-                if let Some(i) = slot(&mut out, row.get(0)) {
+                if let Some(i) = slot(row.get(0)) {
                     out[i].counts.done = row.get::<_, i64>(1) as u64;
                     out[i].counts.errors = row.get::<_, i64>(2) as u64;
                 }
