@@ -101,6 +101,9 @@ pub struct FetchConfig {
     /// Turns the SSRF guard's special-purpose check off (`deny_nets` still
     /// applies). Default false.
     pub allow_private: bool,
+    /// The local address requests leave from (a machine with several);
+    /// default: the system's choice.
+    pub local_address: Option<std::net::IpAddr>,
 }
 
 /// A host name pinned to an address.
@@ -235,6 +238,7 @@ impl Default for FetchConfig {
             allow_nets: Vec::new(),
             deny_nets: Vec::new(),
             allow_private: false,
+            local_address: None,
         }
     }
 }

@@ -16,6 +16,8 @@ pub struct LogEntry {
     pub at: Instant,
     /// The `User-Agent` header.
     pub user_agent: String,
+    /// The address the request came from.
+    pub peer: std::net::IpAddr,
     /// The HTTP version, like `HTTP/1.1` or `HTTP/2.0`.
     pub version: String,
 }

@@ -160,7 +160,7 @@ async fn accept_loop(
     tls: Option<TlsAcceptor>,
 ) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let Ok((stream, peer)) = listener.accept().await else {
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -169,7 +169,7 @@ async fn accept_loop(
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let shared = shared.clone();
-                async move { Ok::<_, Infallible>(respond(&shared, host, req).await) }
+                async move { Ok::<_, Infallible>(respond(&shared, host, peer.ip(), req).await) }
             });
             let served = match tls {
                 // HTTP/1.1 or HTTP/2, as the client's ALPN chose.
@@ -207,7 +207,12 @@ fn typed(status: StatusCode, content_type: &str, body: Bytes) -> Response<Full<B
     r
 }
 
-async fn respond(shared: &Shared, host: usize, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn respond(
+    shared: &Shared,
+    host: usize,
+    peer: std::net::IpAddr,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let target = req
         .uri()
         .path_and_query()
@@ -223,6 +228,7 @@ async fn respond(shared: &Shared, host: usize, req: Request<Incoming>) -> Respon
         target: target.clone(),
         at: Instant::now(),
         user_agent,
+        peer,
         version: format!("{:?}", req.version()),
     });
     let config: &HostConfig = &shared.config.hosts[host];

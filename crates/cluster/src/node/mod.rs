@@ -25,21 +25,22 @@ mod exec;
 mod runner;
 mod submit;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use crawlkeeper_model::cluster::{NodeName, RunningContent};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 pub use self::runner::{ItemOutcome, TaskRunner};
-pub use self::submit::{Placement, SubmitError, submit};
+pub use self::submit::{Placement, Spread, SubmitError, spread, submit};
 use crate::coordinator::{Coordinator, SessionState, Watch};
 use crate::error::CoordError;
 use crate::lock::LockGuard;
-pub use crate::protocol::config::NodeConfig;
+pub use crate::protocol::config::{ItemMode, NodeConfig};
 use crate::protocol::machine::{Command, Event, Machine, Now};
 pub use crate::protocol::machine::{Exit, NodeError};
 
@@ -60,8 +61,9 @@ pub struct ClusterNode<C: Coordinator, R: TaskRunner> {
     lock: Option<LockGuard<C>>,
     /// The watch the machine asked for, and its node.
     watch: Option<(String, Watch)>,
-    /// The item in flight.
-    running: Option<(usize, JoinHandle<ItemOutcome>)>,
+    /// The items in flight, with their positions by task.
+    running: JoinSet<ItemOutcome>,
+    positions: HashMap<tokio::task::Id, usize>,
 }
 
 fn now() -> Now {
@@ -86,7 +88,8 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
             runner: Arc::new(runner),
             lock: None,
             watch: None,
-            running: None,
+            running: JoinSet::new(),
+            positions: HashMap::new(),
         };
         let commands = node.machine.start(now());
         match node.perform(commands).await {
@@ -119,8 +122,9 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                 Event::Stop
             } else {
                 let running = async {
-                    match self.running.as_mut() {
-                        Some((position, handle)) => (*position, handle.await.ok()),
+                    match self.running.join_next_with_id().await {
+                        Some(Ok((id, outcome))) => (id, Some(outcome)),
+                        Some(Err(e)) => (e.id(), None),
                         None => std::future::pending().await,
                     }
                 };
@@ -134,10 +138,10 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                 };
                 tokio::select! {
                     _ = tick.tick() => Event::Tick,
-                    (position, outcome) = running => {
-                        self.running = None;
-                        Event::ItemDone { position, outcome }
-                    }
+                    (id, outcome) = running => match self.positions.remove(&id) {
+                        Some(position) => Event::ItemDone { position, outcome },
+                        None => continue,
+                    },
                     () = watched => {
                         let (path, _) = self.watch.take().expect("a watch fired");
                         Event::Changed(path)
@@ -184,17 +188,17 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                     continue;
                 }
                 Command::Abort => {
-                    if let Some((_, handle)) = self.running.take() {
-                        handle.abort();
-                    }
+                    self.abort_items();
+                    continue;
+                }
+                Command::Halt => {
+                    self.runner.halt();
                     continue;
                 }
                 Command::Reconnect { after } => Event::Reconnected(self.reconnect(after).await),
                 Command::Exit(exit) => {
                     self.lock = None;
-                    if let Some((_, handle)) = self.running.take() {
-                        handle.abort();
-                    }
+                    self.abort_items();
                     return Some(exit);
                 }
             };
@@ -205,8 +209,15 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
 
     fn start_item(&mut self, position: usize, item: RunningContent) {
         let runner = self.runner.clone();
-        let handle = tokio::spawn(async move { runner.run(&item).await });
-        self.running = Some((position, handle));
+        let handle = self.running.spawn(async move { runner.run(&item).await });
+        self.positions.insert(handle.id(), position);
+    }
+
+    /// Cancels every item in flight (none reports back).
+    fn abort_items(&mut self) {
+        self.running.abort_all();
+        self.running.detach_all();
+        self.positions.clear();
     }
 
     /// Drops the session (its lock and watch with it) and opens a new one.

@@ -12,4 +12,10 @@ pub use crate::protocol::task::ItemOutcome;
 pub trait TaskRunner: Send + Sync + 'static {
     /// Runs one item. Cancelled (dropped) when its node loses the task.
     fn run(&self, item: &RunningContent) -> impl Future<Output = ItemOutcome> + Send;
+
+    /// Asks every item running to end early and in order, because its
+    /// node leaves ([`crate::node::ItemMode::Concurrent`] only): their
+    /// futures then complete, and their items are handed over unfinished.
+    /// The default does nothing (sequential items are short).
+    fn halt(&self) {}
 }

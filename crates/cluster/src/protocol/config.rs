@@ -22,6 +22,23 @@ pub struct NodeConfig {
     pub heartbeat: Heartbeat,
     /// How long to wait for the group lock.
     pub lock_timeout: Duration,
+    /// How a Runner runs the items of its task.
+    pub items: ItemMode,
+}
+
+/// How a Runner runs the items of its task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ItemMode {
+    /// One at a time, in list order (the seed's Runner: each item a
+    /// request). A Runner claims queued tasks only when it has nothing
+    /// left to run; a leaving Runner first finishes its item.
+    #[default]
+    Sequential,
+    /// Every pending item at once, each a long-running unit of work with a
+    /// `task_id` of its own (a crawl job's shards). A Runner claims queued
+    /// tasks even while busy, adding their items to its own task; a
+    /// leaving Runner halts its items and hands them over unfinished.
+    Concurrent,
 }
 
 impl NodeConfig {
@@ -35,6 +52,7 @@ impl NodeConfig {
             formation_timeout: Duration::from_secs(10),
             heartbeat: Heartbeat::default(),
             lock_timeout: Duration::from_secs(10),
+            items: ItemMode::Sequential,
         }
     }
 }

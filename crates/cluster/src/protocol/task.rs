@@ -1,9 +1,20 @@
-//! A Task's progress, as pure functions: which item runs next, how an
-//! item's outcome is recorded, what a take-over resumes, and whether a
-//! submitted Task is acceptable. Items run in list order, whatever their
-//! `task_id`s; `in_progressing_id` is the position of the item running.
+//! A Task's progress, as pure functions: which items are still to run, how
+//! an item's outcome is recorded, what a take-over resumes, how new work
+//! joins a Runner's task, and whether a submitted Task is acceptable.
+//!
+//! An item is done when `result_detail` holds its outcome: each detail is
+//! matched to the first item of its `task_id` not matched yet, so items
+//! sharing a `task_id` are recorded in list order. Sequential Runners run
+//! items in list order; concurrent Runners run every pending item at once
+//! (items with distinct `task_id`s, such as a job's shards) and record them
+//! as they end. `in_progressing_id` is the position of the item started or
+//! recorded last.
 
-use crawlkeeper_model::cluster::{ResultDetail, RunningResult, Task, TaskState};
+use std::collections::{HashMap, VecDeque};
+
+use crawlkeeper_model::cluster::{
+    ResultDetail, RunningContent, RunningResult, Task, TaskId, TaskState,
+};
 
 use crate::path::MAX_VALUE_BYTES;
 
@@ -108,11 +119,25 @@ pub fn accept(mut task: Task) -> Result<Task, TaskError> {
     Ok(task)
 }
 
-/// The position of the next item to run, or `None` when every item has a
-/// recorded result (results are recorded in order, one per item).
+/// The positions of the items without a recorded outcome, in list order.
+pub fn pending(task: &Task) -> Vec<usize> {
+    let mut by_id: HashMap<&TaskId, VecDeque<usize>> = HashMap::new();
+    for (position, item) in task.running_content.iter().enumerate() {
+        by_id.entry(&item.task_id).or_default().push_back(position);
+    }
+    let mut done = vec![false; task.running_content.len()];
+    for detail in &task.result_detail {
+        if let Some(position) = by_id.get_mut(&detail.task_id).and_then(VecDeque::pop_front) {
+            done[position] = true;
+        }
+    }
+    (0..done.len()).filter(|&p| !done[p]).collect()
+}
+
+/// The position of the next item to run in list order, or `None` when
+/// every item has a recorded outcome.
 pub fn next_item(task: &Task) -> Option<usize> {
-    let done = task.result_detail.len();
-    (done < task.running_content.len()).then_some(done)
+    pending(task).first().copied()
 }
 
 /// Marks the item at `position` as running.
@@ -122,9 +147,18 @@ pub fn start_item(task: &mut Task, position: usize) {
 }
 
 /// Records the outcome of the item at `position`, once: an outcome for an
-/// item already recorded (a replay) changes nothing and returns `false`.
+/// item already recorded (a replay), or for an item whose `task_id` an
+/// earlier pending item shares (those are recorded in list order), changes
+/// nothing and returns `false`.
 pub fn record(task: &mut Task, position: usize, detail: ResultDetail) -> bool {
-    if position != task.result_detail.len() || position >= task.running_content.len() {
+    let Some(item) = task.running_content.get(position) else {
+        return false;
+    };
+    let pending = pending(task);
+    let first_of_its_id = pending
+        .iter()
+        .find(|&&p| task.running_content[p].task_id == item.task_id);
+    if first_of_its_id != Some(&position) || detail.task_id != item.task_id {
         return false;
     }
     match detail.state {
@@ -138,6 +172,49 @@ pub fn record(task: &mut Task, position: usize, detail: ResultDetail) -> bool {
         task.in_progressing_id = -1;
     }
     true
+}
+
+/// `own` (a concurrent Runner's task) with the pending items of `new`
+/// added: appended, so the positions of items running keep their meaning,
+/// and without an item whose `task_id` `own` already has pending (work
+/// handed out twice runs once). A task with nothing pending is replaced,
+/// as the seed gives a new task to an idle Runner. `None` when `new`
+/// brings nothing. The owner and the higher epoch are kept; cookies and
+/// credentials are those of the task the items join.
+pub fn merge(own: &Task, new: &Task) -> Option<Task> {
+    let own_pending = pending(own);
+    let mut added: Vec<RunningContent> = Vec::new();
+    for p in pending(new) {
+        let item = &new.running_content[p];
+        let known = own_pending
+            .iter()
+            .any(|&q| own.running_content[q].task_id == item.task_id)
+            || added.iter().any(|a| a.task_id == item.task_id);
+        if !known {
+            added.push(item.clone());
+        }
+    }
+    if added.is_empty() {
+        return None;
+    }
+    let epoch = own.epoch.max(new.epoch);
+    if own_pending.is_empty() {
+        return Some(Task {
+            running_content: added,
+            owner: own.owner.clone(),
+            epoch,
+            in_progressing_id: -1,
+            running_result: RunningResult::default(),
+            running_status: TaskState::Nothing,
+            result_detail: Vec::new(),
+            ..new.clone()
+        });
+    }
+    let mut merged = own.clone();
+    merged.running_content.extend(added);
+    merged.epoch = epoch;
+    merged.running_status = TaskState::Processing;
+    Some(merged)
 }
 
 /// What a new owner does with a task it takes over: a `processing` task
@@ -161,8 +238,6 @@ pub fn take_over(task: &Task) -> Option<Task> {
 
 #[cfg(test)]
 mod tests {
-    use crawlkeeper_model::cluster::{RunningContent, TaskId};
-
     use super::*;
 
     fn item(id: TaskId, url: &str) -> RunningContent {
@@ -267,5 +342,77 @@ mod tests {
         let mut t = task(1);
         t.running_content[0].body = Some("x".repeat(MAX_TASK_BYTES));
         assert!(matches!(accept(t), Err(TaskError::TooLarge { .. })));
+    }
+
+    fn shards(ids: &[&str]) -> Task {
+        Task {
+            running_content: ids
+                .iter()
+                .map(|id| item(TaskId::Text((*id).into()), "http://127.0.0.1/"))
+                .collect(),
+            ..Task::default()
+        }
+    }
+
+    fn done(id: &str) -> ResultDetail {
+        ok(TaskId::Text(id.into()))
+    }
+
+    #[test]
+    fn concurrent_items_are_recorded_in_any_order_once() {
+        let mut t = accept(shards(&["j/0", "j/1", "j/2"])).unwrap();
+        assert_eq!(pending(&t), [0, 1, 2]);
+        assert!(record(&mut t, 2, done("j/2")));
+        assert!(!record(&mut t, 2, done("j/2")), "a replay");
+        assert!(!record(&mut t, 1, done("j/0")), "another item's outcome");
+        assert_eq!(pending(&t), [0, 1]);
+        assert_eq!(t.running_status, TaskState::Nothing);
+        assert!(record(&mut t, 0, done("j/0")));
+        assert!(record(&mut t, 1, done("j/1")));
+        assert!(pending(&t).is_empty());
+        assert_eq!(t.running_status, TaskState::Done);
+        assert_eq!(t.running_result.success_count, 3);
+    }
+
+    #[test]
+    fn items_sharing_a_task_id_are_recorded_in_list_order() {
+        let mut t = accept(task(2)).unwrap();
+        assert!(!record(&mut t, 1, ok(TaskId::Int(7))), "item 0 goes first");
+        assert!(record(&mut t, 0, ok(TaskId::Int(7))));
+        assert_eq!(pending(&t), [1]);
+    }
+
+    #[test]
+    fn merged_work_is_appended_once_and_an_idle_task_is_replaced() {
+        let mut own = accept(shards(&["a/0", "a/1"])).unwrap();
+        own.owner = Some("c_1".parse().unwrap());
+        own.epoch = 2;
+        record(&mut own, 0, done("a/0"));
+        let mut new = accept(shards(&["a/1", "b/0", "b/0"])).unwrap();
+        new.epoch = 5;
+        let merged = merge(&own, &new).unwrap();
+        let ids: Vec<String> = merged
+            .running_content
+            .iter()
+            .map(|i| i.task_id.to_string())
+            .collect();
+        assert_eq!(ids, ["a/0", "a/1", "b/0"], "appended, a/1 not twice");
+        assert_eq!(pending(&merged), [1, 2]);
+        assert_eq!(merged.epoch, 5);
+        assert_eq!(merged.owner, own.owner);
+        assert_eq!(merge(&merged, &shards(&["b/0"])), None, "nothing new");
+
+        let mut finished = merged.clone();
+        record(&mut finished, 1, done("a/1"));
+        record(&mut finished, 2, done("b/0"));
+        let replaced = merge(&finished, &shards(&["c/0"])).unwrap();
+        assert_eq!(
+            replaced.running_content.len(),
+            1,
+            "an idle task is replaced"
+        );
+        assert!(replaced.result_detail.is_empty());
+        assert_eq!(replaced.owner, own.owner);
+        assert_eq!(take_over(&merged).map(|t| pending(&t)), Some(vec![1, 2]));
     }
 }

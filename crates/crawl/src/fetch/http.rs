@@ -65,6 +65,7 @@ impl HttpFetcher {
             .brotli(true)
             .deflate(true)
             .no_proxy()
+            .local_address(config.local_address)
             .dns_resolver(guard.clone());
         for path in &config.ca_certs {
             let bad = |why: String| ClientBuildError::Certificate {

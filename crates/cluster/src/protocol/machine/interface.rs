@@ -51,7 +51,8 @@ pub enum Event {
     /// The coordinator session changed state.
     Session(SessionState),
     /// The item at `position` finished (`None`: its runner panicked; it is
-    /// recorded as an error, not run again).
+    /// recorded as an error, not run again). While halting, it ended early
+    /// and is not recorded.
     ItemDone {
         /// Its position in the task.
         position: usize,
@@ -81,8 +82,12 @@ pub enum Command {
         /// The item.
         item: RunningContent,
     },
-    /// Cancel the running item (no [`Event::ItemDone`] follows).
+    /// Cancel every running item (no [`Event::ItemDone`] follows).
     Abort,
+    /// Ask every running item to end early and in order (a concurrent
+    /// Runner leaving): each still reports [`Event::ItemDone`], and is
+    /// handed over unfinished.
+    Halt,
     /// Drop the session (and any lock and watch), wait `after`, open a new
     /// session; answer with [`Event::Reconnected`].
     Reconnect {

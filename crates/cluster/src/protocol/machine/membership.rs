@@ -52,9 +52,10 @@ impl Machine {
                 return;
             };
             self.adopt(t, version);
-            if self.fenced() && self.running.take().is_some() {
-                // Taken over while this node was away: its item is not its own.
-                self.unrecorded = None;
+            if self.fenced() && !self.running.is_empty() {
+                // Taken over while this node was away: its items are not its own.
+                self.running.clear();
+                self.unrecorded.clear();
                 out.push(Command::Abort);
             }
         }
@@ -181,7 +182,7 @@ impl Machine {
             && !self.group.is_member(&self.cfg.name)
         {
             // Dropped from the group (declared dead): join again.
-            if self.running.is_some() || !self.task.running_content.is_empty() {
+            if !self.running.is_empty() || !self.task.running_content.is_empty() {
                 jobs.push(Job::ReloadTask);
             }
             jobs.push(Job::Join);
@@ -246,10 +247,11 @@ impl Machine {
     /// Declared dead while alive: stop the item, drop the task, join again.
     pub(super) fn rejoin(&mut self, out: &mut Vec<Command>) {
         tracing::warn!(node = %self.cfg.name, "this node lost its task to a take-over; rejoining as a backup");
-        if self.running.take().is_some() {
+        if !self.running.is_empty() {
+            self.running.clear();
             out.push(Command::Abort);
         }
-        self.unrecorded = None;
+        self.unrecorded.clear();
         // The take-over rewrote our task node (no items, epoch + 1, in the
         // same transaction that declared us dead): take that version.
         let path = self.layout.task(&self.cfg.name);

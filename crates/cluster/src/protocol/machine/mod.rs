@@ -36,7 +36,7 @@ mod membership;
 mod tests;
 mod work;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crawlkeeper_model::cluster::{GroupState, NodeName, Task};
@@ -45,7 +45,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 pub use self::interface::{Command, Event, Exit, NodeError, Now, Reply, Request};
-use super::config::NodeConfig;
+use super::config::{ItemMode, NodeConfig};
 use super::heart::HeartMonitor;
 use super::roles::{self, Duty};
 use super::task::ItemOutcome;
@@ -92,7 +92,7 @@ enum Flow {
     ElectWrite(GroupState),
     Beat,
     BeatConflict,
-    StartItem(usize, Task),
+    StartItems(Vec<usize>, Task),
     Record(usize, ItemOutcome, Task),
     Reload,
     RejoinRead,
@@ -130,10 +130,13 @@ pub struct Machine {
     /// Session evidence is ignored until then (after a (re)join).
     grace_until: Instant,
     joined_at: Instant,
-    /// The item in flight, by position.
-    running: Option<usize>,
-    /// An outcome whose recording failed: recorded before anything else.
-    unrecorded: Option<(usize, ItemOutcome)>,
+    /// The items in flight, by position.
+    running: BTreeSet<usize>,
+    /// Outcomes whose recording failed: recorded before anything else.
+    unrecorded: VecDeque<(usize, ItemOutcome)>,
+    /// Leaving with concurrent items: they were asked to halt, and end
+    /// unrecorded (handed over unfinished).
+    halting: bool,
     connected: bool,
     watch_armed: bool,
     /// After an error: no automatic work until the next tick.
@@ -162,8 +165,9 @@ impl Machine {
             beat_version: 0,
             grace_until: now,
             joined_at: now,
-            running: None,
-            unrecorded: None,
+            running: BTreeSet::new(),
+            unrecorded: VecDeque::new(),
+            halting: false,
             connected: true,
             watch_armed: false,
             quiet: false,
@@ -197,9 +201,9 @@ impl Machine {
         roles::duty(&self.group, &self.cfg.name)
     }
 
-    /// The position of the item in flight.
-    pub fn running(&self) -> Option<usize> {
-        self.running
+    /// The positions of the items in flight.
+    pub fn running(&self) -> &BTreeSet<usize> {
+        &self.running
     }
 
     /// How often the node beats: [`Event::Tick`] is due at this rate.
@@ -252,8 +256,12 @@ impl Machine {
             Event::Tick => self.on_tick(),
             Event::Session(state) => self.on_session(state, now, &mut out),
             Event::ItemDone { position, outcome } => {
-                if self.running == Some(position) {
-                    self.running = None;
+                let ours = self.running.remove(&position);
+                if self.halting || !ours {
+                    // Halted for a leave (handed over unfinished), or no
+                    // longer this node's item.
+                    self.pump(now, &mut out);
+                    return out;
                 }
                 let outcome = outcome.unwrap_or_else(|| ItemOutcome {
                     status_code: None,
@@ -269,7 +277,13 @@ impl Machine {
                     self.then([Job::ReloadTask, Job::Advance]);
                 }
             }
-            Event::Stop => self.stopping = true,
+            Event::Stop => {
+                self.stopping = true;
+                if self.cfg.items == ItemMode::Concurrent && !self.running.is_empty() {
+                    self.halting = true;
+                    out.push(Command::Halt);
+                }
+            }
         }
         self.pump(now, &mut out);
         out
@@ -316,7 +330,7 @@ impl Machine {
             if self.quiet || self.recovering.is_some() || !self.joined_once {
                 return;
             }
-            if self.stopping && self.running.is_none() {
+            if self.stopping && self.running.is_empty() {
                 self.begin(Job::Leave, now, out);
             } else if !self.watch_armed && !self.stopping {
                 self.begin(Job::WatchTask, now, out);
@@ -367,7 +381,7 @@ impl Machine {
             }
             Flow::Beat => self.beat_version = next(&mut r).version(),
             Flow::BeatConflict => self.beat_conflict(next(&mut r), out),
-            Flow::StartItem(position, t) => self.item_started(position, t, next(&mut r), out),
+            Flow::StartItems(positions, t) => self.items_started(positions, t, next(&mut r), out),
             Flow::Record(_, _, t) => self.adopt(t, next(&mut r).version()),
             Flow::Reload => self.reloaded(next(&mut r), out),
             Flow::RejoinRead => self.rejoin_read(next(&mut r), out),
@@ -413,10 +427,10 @@ impl Machine {
                 let path = self.layout.heartbeat(&self.cfg.name);
                 self.io(Flow::BeatConflict, vec![Request::Get(path)], out);
             }
-            Flow::StartItem(..) if conflict => self.then([Job::ReloadTask, Job::Advance]),
+            Flow::StartItems(..) if conflict => self.then([Job::ReloadTask, Job::Advance]),
             Flow::Record(position, outcome, _) => {
                 // Kept, and recorded first when the node goes on.
-                self.unrecorded = Some((position, outcome));
+                self.unrecorded.push_front((position, outcome));
                 if conflict {
                     self.then([Job::ReloadTask]);
                 } else {

@@ -2,6 +2,8 @@
 //! in-test tree ([`world`]), the clock moved by hand, items finished by
 //! the test, faults injected request by request.
 
+#[path = "tests_concurrent.rs"]
+mod concurrent;
 #[path = "world.rs"]
 mod world;
 
@@ -122,7 +124,10 @@ fn the_election_waits_for_every_member_then_makes_the_smallest_indices_runners()
 fn a_runner_runs_its_items_in_order_and_records_each_once() {
     let (mut w, [a, ..]) = formed(3);
     for position in 0..3 {
-        let (p, _) = w.nodes[a].running.clone().expect("an item running");
+        let (&p, _) = w.nodes[a]
+            .running
+            .first_key_value()
+            .expect("an item running");
         assert_eq!(p, position);
         assert_eq!(w.task("spider-1").in_progressing_id, position as i64);
         w.finish(a, ok(200));
@@ -154,7 +159,7 @@ fn a_runner_runs_its_items_in_order_and_records_each_once() {
 #[test]
 fn an_item_whose_runner_panicked_is_recorded_as_an_error_and_not_run_again() {
     let (mut w, [a, ..]) = formed(2);
-    w.nodes[a].running = None;
+    w.nodes[a].running.clear();
     w.deliver(
         a,
         Event::ItemDone {
@@ -217,7 +222,7 @@ fn a_silent_runner_is_dead_after_three_late_checks_and_failed_over_in_one_transa
         (1, Some(name("spider-3")))
     );
     assert_eq!(heir.result_detail.len(), 1);
-    assert_eq!(w.nodes[c].running.as_ref().map(|r| r.0), Some(1));
+    assert_eq!(w.nodes[c].running.keys().copied().collect::<Vec<_>>(), [1]);
     w.finish(c, ok(200));
     w.finish(c, ok(200));
     let t = w.task("spider-3");
@@ -235,11 +240,11 @@ fn a_zombie_runner_sees_asystole_aborts_its_item_and_rejoins_as_a_backup() {
         assert!(w.elapsed - silent_at <= Duration::from_secs(3));
     }
     // It wakes up, still running item 0 of a task that is no longer its own.
-    assert!(w.nodes[a].running.is_some());
+    assert!(!w.nodes[a].running.is_empty());
     w.thaw(a);
     w.tick(a);
     assert_eq!(w.nodes[a].aborted, 1, "its item is cancelled");
-    assert!(w.nodes[a].running.is_none());
+    assert!(w.nodes[a].running.is_empty());
     let g = w.group();
     assert_eq!(g.current_backup, vec![name("spider-1")]);
     assert_eq!(g.standby_id, 1);

@@ -94,37 +94,53 @@ impl Machine {
         }
     }
 
-    /// Starts the next item when this node runs and has one (an outcome
-    /// not yet recorded goes first).
+    /// Starts what this Runner may run now (an outcome not yet recorded
+    /// goes first): the next item in list order when sequential and idle,
+    /// every pending item not running yet when concurrent.
     pub(super) fn advance(&mut self, out: &mut Vec<Command>) {
-        if let Some((position, outcome)) = self.unrecorded.take() {
+        if let Some((position, outcome)) = self.unrecorded.pop_front() {
             return self.then([Job::Record(position, outcome), Job::Advance]);
         }
-        if self.running.is_some() || self.stopping || self.duty() != Duty::Runner {
+        if self.stopping || self.duty() != Duty::Runner {
             return;
         }
-        let Some(position) = progress::next_item(&self.task) else {
-            return;
+        let pending = progress::pending(&self.task);
+        let start: Vec<usize> = match self.cfg.items {
+            ItemMode::Sequential if self.running.is_empty() => {
+                pending.first().copied().into_iter().collect()
+            }
+            ItemMode::Sequential => Vec::new(),
+            ItemMode::Concurrent => pending
+                .into_iter()
+                .filter(|p| !self.running.contains(p))
+                .collect(),
         };
+        if start.is_empty() {
+            return;
+        }
         let mut t = self.task.clone();
-        progress::start_item(&mut t, position);
+        for &position in &start {
+            progress::start_item(&mut t, position);
+        }
         t.owner = Some(self.cfg.name.clone());
         let path = self.layout.task(&self.cfg.name);
         let request = set(path, &t, Some(self.task_version));
-        self.io(Flow::StartItem(position, t), vec![request], out);
+        self.io(Flow::StartItems(start, t), vec![request], out);
     }
 
-    pub(super) fn item_started(
+    pub(super) fn items_started(
         &mut self,
-        position: usize,
+        positions: Vec<usize>,
         t: Task,
         reply: Reply,
         out: &mut Vec<Command>,
     ) {
-        let item = t.running_content[position].clone();
+        for &position in &positions {
+            let item = t.running_content[position].clone();
+            self.running.insert(position);
+            out.push(Command::Run { position, item });
+        }
         self.adopt(t, reply.version());
-        self.running = Some(position);
-        out.push(Command::Run { position, item });
     }
 
     /// Records an item's outcome in the task, once.
@@ -151,9 +167,11 @@ impl Machine {
         }
     }
 
-    /// An idle Runner claims the first queued task.
+    /// A Runner claims the first queued task: a sequential one when it has
+    /// nothing left to run, a concurrent one at any time.
     pub(super) fn claim_queued(&mut self, out: &mut Vec<Command>) {
-        if self.running.is_some() || self.stopping || progress::next_item(&self.task).is_some() {
+        let busy = !self.running.is_empty() || progress::next_item(&self.task).is_some();
+        if self.stopping || (busy && self.cfg.items == ItemMode::Sequential) {
             return;
         }
         self.io(
@@ -184,6 +202,26 @@ impl Machine {
                 return;
             }
         };
+        if self.cfg.items == ItemMode::Concurrent {
+            // Added to this Runner's own work; appended, so the items it
+            // runs keep their positions.
+            let Some(merged) = progress::merge(&self.task, &t) else {
+                // Nothing it does not run already: the queued task goes.
+                let ops = vec![Op::Delete {
+                    path,
+                    version: Some(version),
+                }];
+                return self.io(Flow::Ack(Vec::new()), vec![Request::Multi(ops)], out);
+            };
+            if encode(&merged).len() > progress::MAX_TASK_BYTES {
+                tracing::warn!(
+                    node = %self.cfg.name,
+                    "a queued task does not fit beside this runner's own; left for another runner"
+                );
+                return;
+            }
+            t = merged;
+        }
         t.owner = Some(self.cfg.name.clone());
         let ops = vec![
             Op::Delete {

@@ -15,8 +15,10 @@ use crate::memory::tree::{Change, Tree};
 pub(super) struct Sim {
     pub machine: Machine,
     session: u64,
-    /// The item the node runs now.
-    pub running: Option<(usize, RunningContent)>,
+    /// The items the node runs now, by position.
+    pub running: std::collections::BTreeMap<usize, RunningContent>,
+    /// How many times it was asked to halt its items.
+    pub halted: usize,
     /// Every item it started, by task id.
     pub started: Vec<String>,
     pub aborted: usize,
@@ -113,7 +115,8 @@ impl World {
         self.nodes.push(Sim {
             machine,
             session: self.next_session,
-            running: None,
+            running: Default::default(),
+            halted: 0,
             started: Vec::new(),
             aborted: 0,
             exit: None,
@@ -157,9 +160,21 @@ impl World {
         }
     }
 
-    /// Finishes the item node `i` runs.
+    /// Finishes the item node `i` runs (its first, when it runs several).
     pub fn finish(&mut self, i: usize, outcome: ItemOutcome) {
-        let (position, _) = self.nodes[i].running.take().expect("an item running");
+        let (&position, _) = self.nodes[i]
+            .running
+            .first_key_value()
+            .expect("an item running");
+        self.finish_at(i, position, outcome);
+    }
+
+    /// Finishes the item at `position` that node `i` runs.
+    pub fn finish_at(&mut self, i: usize, position: usize, outcome: ItemOutcome) {
+        self.nodes[i]
+            .running
+            .remove(&position)
+            .expect("that item running");
         self.deliver(
             i,
             Event::ItemDone {
@@ -180,7 +195,7 @@ impl World {
                 .expect("an ephemeral node");
         }
         self.nodes[i].exit = Some(Ok(Exit::Left));
-        self.nodes[i].running = None;
+        self.nodes[i].running.clear();
     }
 
     /// The process pauses (a long GC, a stopped VM): its session lives on,
@@ -249,12 +264,16 @@ impl World {
                 }
                 Command::Run { position, item } => {
                     self.nodes[i].started.push(item.task_id.to_string());
-                    self.nodes[i].running = Some((position, item));
+                    self.nodes[i].running.insert(position, item);
                     continue;
                 }
                 Command::Abort => {
                     self.nodes[i].aborted += 1;
-                    self.nodes[i].running = None;
+                    self.nodes[i].running.clear();
+                    continue;
+                }
+                Command::Halt => {
+                    self.nodes[i].halted += 1;
                     continue;
                 }
                 Command::Reconnect { after } => {
