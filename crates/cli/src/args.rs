@@ -28,6 +28,13 @@ pub enum Command {
     Results(ResultsArgs),
     /// List the jobs in a store, with their counts.
     Jobs(JobsArgs),
+    /// Run a cluster node: a Runner or a Backup Runner of a group, until
+    /// SIGINT or SIGTERM (then it hands its work over and exits 0).
+    Node(Box<crate::args_cluster::NodeArgs>),
+    /// Submit a crawl job to a cluster; prints its name.
+    Submit(Box<crate::args_cluster::SubmitArgs>),
+    /// Show a cluster: members, roles, hearts, tasks, shards, progress.
+    Status(crate::args_cluster::StatusArgs),
 }
 
 /// Where crawl state is kept.
@@ -95,12 +102,9 @@ pub enum ScopeArg {
     Any,
 }
 
-/// Options of `crawlkeeper crawl`.
-#[derive(Args, Debug)]
-pub struct CrawlArgs {
-    /// URLs, or files of URLs one per line (`-` reads standard input).
-    #[arg(required = true, value_name = "SEED")]
-    pub seeds: Vec<String>,
+/// The options that define a crawl job (`crawl` and `submit`).
+#[derive(Args, Debug, Clone)]
+pub struct JobArgs {
     /// Follow links found on pages (without it only the seeds are fetched).
     #[arg(long)]
     pub follow: bool,
@@ -122,9 +126,6 @@ pub struct CrawlArgs {
     /// Never URLs matching this regex (repeatable).
     #[arg(long, value_name = "RE")]
     pub exclude: Vec<String>,
-    /// Write JSON Lines records here instead of standard output.
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
     /// The User-Agent header.
     #[arg(long, value_name = "S")]
     pub user_agent: Option<String>,
@@ -215,6 +216,20 @@ pub struct CrawlArgs {
     #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_MAX_QUEUED, value_name = "N",
           value_parser = positive_usize)]
     pub max_queued: usize,
+}
+
+/// Options of `crawlkeeper crawl`.
+#[derive(Args, Debug)]
+pub struct CrawlArgs {
+    /// URLs, or files of URLs one per line (`-` reads standard input).
+    #[arg(required = true, value_name = "SEED")]
+    pub seeds: Vec<String>,
+    /// What the crawl fetches, and how.
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Write JSON Lines records here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
     /// Where the crawl's state is kept (resume by running the same command).
     #[command(flatten)]
     pub store: StoreArgs,
@@ -269,7 +284,7 @@ fn cidr(s: &str) -> Result<Cidr, String> {
         .map_err(|e: crawlkeeper_crawl::guard::CidrError| e.to_string())
 }
 
-fn positive_usize(s: &str) -> Result<usize, String> {
+pub fn positive_usize(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_owned()),
         Ok(n) => Ok(n),
@@ -294,6 +309,13 @@ fn resolve_override(s: &str) -> Result<ResolveOverride, String> {
 }
 
 impl CrawlArgs {
+    /// The crawl configuration these arguments describe.
+    pub fn to_config(&self) -> CrawlConfig {
+        self.job.to_config()
+    }
+}
+
+impl JobArgs {
     /// The crawl configuration these arguments describe.
     pub fn to_config(&self) -> CrawlConfig {
         let mut c = CrawlConfig::default();

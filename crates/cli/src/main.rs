@@ -2,14 +2,19 @@
 //! maps its outcome to an exit code. The work is in the library crates.
 
 mod args;
+mod args_cluster;
+mod cluster;
 mod crawl_cmd;
 mod demo;
 mod exit;
+mod node_cmd;
 mod output;
 mod results_cmd;
 mod seeds;
 mod signals;
 mod state;
+mod status_cmd;
+mod submit_cmd;
 
 use std::process::ExitCode;
 
@@ -27,12 +32,14 @@ fn main() -> ExitCode {
     let quiet = match &cli.command {
         Command::Crawl(a) => a.quiet,
         Command::Demo(a) => a.quiet,
-        Command::Results(_) | Command::Jobs(_) => true,
+        Command::Submit(a) => a.quiet,
+        Command::Results(_) | Command::Jobs(_) | Command::Status(_) => true,
+        Command::Node(_) => false,
     };
     let default_filter = if quiet {
         "error"
     } else {
-        "warn,crawlkeeper_crawl=info,crawlkeeper=info"
+        "warn,crawlkeeper_crawl=info,crawlkeeper=info,crawlkeeper_node=info,crawlkeeper_cluster=info"
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -47,6 +54,9 @@ fn main() -> ExitCode {
         Command::Jobs(a) => results_cmd::jobs(a),
         Command::Crawl(a) => with_runtime(|| crawl_cmd::run(*a)),
         Command::Demo(a) => with_runtime(|| demo::run(a)),
+        Command::Node(a) => with_runtime(|| node_cmd::run(*a)),
+        Command::Submit(a) => with_runtime(|| submit_cmd::run(*a)),
+        Command::Status(a) => with_runtime(|| status_cmd::run(a)),
     };
     match result {
         Ok(outcome) => outcome.code(),

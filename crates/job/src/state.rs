@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crawlkeeper_crawl::state::{Batch, CrawlState, Resumed, Sharing, StateError};
+use crawlkeeper_crawl::state::{Batch, CrawlState, LEASE_BOUND, Resumed, Sharing, StateError};
 use crawlkeeper_store::{Claim, JobId, JobInfo, Store, StoreError, this_process};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -22,6 +22,8 @@ pub struct StoreState {
     sharing: Option<Sharing>,
     admit_limit: Option<u64>,
     wakeups: Option<UnboundedReceiver<()>>,
+    /// Who this process is to the others (see [`Claim::holder`]).
+    holder: String,
 }
 
 impl StoreState {
@@ -34,6 +36,7 @@ impl StoreState {
             sharing: None,
             admit_limit: None,
             wakeups: None,
+            holder: this_process(),
         }
     }
 
@@ -63,7 +66,15 @@ impl StoreState {
             sharing: Some(sharing),
             admit_limit: if whole { None } else { max_pages },
             wakeups: Some(rx),
+            holder: this_process(),
         })
+    }
+
+    /// Claims shards taken later as `holder` (default: host and process id),
+    /// as the shards were claimed first.
+    pub fn with_holder(mut self, holder: String) -> Self {
+        self.holder = holder;
+        self
     }
 }
 
@@ -110,12 +121,23 @@ impl CrawlState for StoreState {
             ));
         };
         // Taken from a holder that is gone (or fenced off if it is not).
+        let live = self
+            .store
+            .shards(info)
+            .map_err(state_error)?
+            .iter()
+            .any(|s| shards.contains(&s.shard) && s.live);
         let claim = Claim {
             shards: shards.to_vec(),
-            holder: this_process(),
+            holder: self.holder.clone(),
             take_over: true,
         };
         self.store.claim(info, &claim).map_err(state_error)?;
+        if live {
+            // A displaced live holder sends nothing once its lease's last
+            // confirmation is older than the bound: wait that long.
+            std::thread::sleep(LEASE_BOUND);
+        }
         self.store
             .resume_shards(self.job, shards)
             .map_err(state_error)

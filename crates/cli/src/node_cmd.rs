@@ -1,0 +1,100 @@
+//! `crawlkeeper node`: one member of a cluster. It joins its group, is
+//! elected Runner or Backup Runner, crawls the shards it is given (one
+//! engine per job) and takes over a dead Runner's; on SIGINT or SIGTERM it
+//! halts its engines (each checkpoints), hands its shards over at once
+//! and exits 0.
+
+use std::sync::Arc;
+
+use crawlkeeper_cluster::ZkCoordinator;
+use crawlkeeper_cluster::node::{ClusterNode, Connect, Exit, ItemMode, NodeConfig};
+use crawlkeeper_model::cluster::{Heartbeat, NodeName};
+use crawlkeeper_node::group::{GroupSettings, JoinError, check_name, check_settings};
+use crawlkeeper_node::{CrawlRunner, NodeSettings};
+use crawlkeeper_store::this_process;
+
+use crate::args_cluster::NodeArgs;
+use crate::cluster::{connect_zk, open_store};
+use crate::exit::{CliError, Outcome};
+use crate::signals::Shutdown;
+
+/// Runs `crawlkeeper node` until it is asked to stop.
+pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
+    let name: NodeName = args
+        .name
+        .parse()
+        .map_err(|e| CliError::Usage(format!("--name {}: {e}", args.name)))?;
+    let heartbeat = Heartbeat::new(
+        args.update_time,
+        args.update_timeout,
+        args.heart_rhythm_timeout,
+    )
+    .map_err(|e| CliError::Usage(e.to_string()))?;
+    crawlkeeper_cluster::Layout::new(&args.cluster.group)
+        .map_err(|e| CliError::Usage(format!("--group {}: {e}", args.cluster.group)))?;
+    // The store is reached (and its schema brought up to date) first.
+    drop(open_store(&args.cluster).await?);
+    let zk = connect_zk(&args.cluster).await?;
+    let shape = GroupSettings {
+        runners: args.runners,
+        backups: args.backups,
+    };
+    check_settings(&zk, &args.cluster.group, shape)
+        .await
+        .map_err(join_error)?;
+    check_name(&zk, &args.cluster.group, &name)
+        .await
+        .map_err(join_error)?;
+    let mut cfg = NodeConfig::new(
+        &args.cluster.group,
+        name.clone(),
+        args.runners as usize,
+        args.backups as usize,
+    );
+    cfg.heartbeat = heartbeat;
+    cfg.items = ItemMode::Concurrent;
+    cfg.formation_timeout = args.formation_timeout;
+    let runner = CrawlRunner::new(NodeSettings {
+        store: args.cluster.store.clone(),
+        holder: format!("{name}@{}", this_process()),
+        max_workers: args.max_workers,
+        local_address: args.bind_address,
+    });
+    let first = std::sync::Mutex::new(Some(zk));
+    let zookeeper = args.cluster.zookeeper.clone();
+    let session_timeout = args.cluster.session_timeout;
+    let connect: Connect<ZkCoordinator> = Arc::new(move || {
+        // The session opened for the checks is the first one used.
+        let opened = first.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let zookeeper = zookeeper.clone();
+        Box::pin(async move {
+            match opened {
+                Some(c) => Ok(c),
+                None => ZkCoordinator::connect(&zookeeper, session_timeout).await,
+            }
+        })
+    });
+    let shutdown = Shutdown::install().map_err(|e| CliError::Fatal(e.into()))?;
+    let node = ClusterNode::start(connect, cfg, runner)
+        .await
+        .map_err(|e| CliError::Fatal(anyhow::anyhow!("node {name} could not join: {e}")))?;
+    tracing::info!(node = %name, group = %args.cluster.group, "joined");
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.requested().await;
+        let _ = stop_tx.send(true);
+        // Keep the sender until the node is gone.
+        stop_tx.closed().await;
+    });
+    match node.run(stop_rx).await {
+        Ok(Exit::Left) => Ok(Outcome::Finished),
+        Err(e) => Err(CliError::Fatal(anyhow::anyhow!("node {name} stopped: {e}"))),
+    }
+}
+
+fn join_error(e: JoinError) -> CliError {
+    match e {
+        JoinError::Meta(m) => CliError::Fatal(anyhow::anyhow!("ZooKeeper: {m}")),
+        e => CliError::Usage(e.to_string()),
+    }
+}

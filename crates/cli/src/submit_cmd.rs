@@ -1,0 +1,158 @@
+//! `crawlkeeper submit`: a crawl job for a cluster. Everything is checked
+//! (seeds, options, processors) before anything is written; then the job
+//! goes to the store and its shards to the Runners. With `--wait` it
+//! blocks until the job is complete.
+
+use std::time::Duration;
+
+use crawlkeeper_cluster::node::Placement;
+use crawlkeeper_cluster::{Coordinator, Layout, metadata};
+use crawlkeeper_crawl::{Engine, Registry};
+use crawlkeeper_job::job_spec;
+use crawlkeeper_model::cluster::{GroupState, TaskState};
+use crawlkeeper_node::ShardItem;
+use crawlkeeper_node::status::tasks_of;
+use crawlkeeper_node::submit::{complete, submit_job};
+use crawlkeeper_store::Store;
+
+use crate::args_cluster::SubmitArgs;
+use crate::cluster::{check_store, connect_zk, open_store};
+use crate::crawl_cmd::engine_error;
+use crate::exit::{CliError, Outcome};
+use crate::seeds::{read_seeds, stdin};
+
+/// How often `--wait` looks at the job.
+const WAIT_EVERY: Duration = Duration::from_millis(500);
+
+/// Runs `crawlkeeper submit`.
+pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
+    let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
+    let config = args.job.to_config();
+    Engine::configure(config.clone(), seeds.clone(), &Registry::builtin()).map_err(engine_error)?;
+    check_store(&args.cluster)?;
+    let zk = connect_zk(&args.cluster).await?;
+    let layout = Layout::new(&args.cluster.group)
+        .map_err(|e| CliError::Usage(format!("--group {}: {e}", args.cluster.group)))?;
+    let group = metadata::read::<GroupState>(&zk, &layout.group_state())
+        .await
+        .map_err(|e| CliError::Fatal(anyhow::anyhow!("ZooKeeper: {e}")))?
+        .map(|(g, _)| g)
+        .filter(|g| !g.current_runner.is_empty())
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "no group {} with a Runner at {} (start its nodes first)",
+                args.cluster.group, args.cluster.zookeeper
+            ))
+        })?;
+    let shards = args
+        .shards
+        .unwrap_or(group.current_runner.len() as u32)
+        .max(1);
+    let spec = job_spec(&config, &seeds, shards);
+    let store = open_store(&args.cluster).await?;
+    let submitted = submit_job(&zk, &args.cluster.group, store, spec)
+        .await
+        .map_err(|e| CliError::Fatal(e.into()))?;
+    let job = &submitted.job;
+    println!("{}", job.name);
+    if !args.quiet {
+        if complete(job) {
+            eprintln!(
+                "job {} is complete already ({} URLs done); see `crawlkeeper results`",
+                job.name, job.counts.done
+            );
+        }
+        for (shard, placement) in &submitted.placed {
+            match placement {
+                Placement::Runner(r) => eprintln!("shard {shard} of {}: {r}", job.shards),
+                Placement::Queued(_) => {
+                    eprintln!(
+                        "shard {shard} of {}: queued for the next Runner",
+                        job.shards
+                    )
+                }
+            }
+        }
+        if !submitted.already.is_empty() {
+            eprintln!(
+                "shards {:?} were held already (the job was submitted before)",
+                submitted.already
+            );
+        }
+    }
+    if !args.wait {
+        return Ok(Outcome::Finished);
+    }
+    let store = open_store(&args.cluster).await?;
+    wait(&zk, &layout, store, &job.name).await
+}
+
+/// Waits until the job is complete (exit 0; 1 when every URL failed) or
+/// one of its shards failed on its Runner (exit 1).
+async fn wait(
+    zk: &impl Coordinator,
+    layout: &Layout,
+    store: Box<dyn Store>,
+    name: &str,
+) -> Result<Outcome, CliError> {
+    let mut store = Some(store);
+    loop {
+        let mut s = store.take().expect("the store is put back each round");
+        let name_owned = name.to_owned();
+        let (job, s) = tokio::task::spawn_blocking(move || {
+            let job = s.find_job(&name_owned);
+            (job, s)
+        })
+        .await
+        .map_err(|e| CliError::Fatal(e.into()))?;
+        store = Some(s);
+        let job = job
+            .map_err(crate::state::fatal)?
+            .ok_or_else(|| CliError::Fatal(anyhow::anyhow!("job {name} left the store")))?;
+        if complete(&job) {
+            if job.counts.errors == job.counts.done {
+                eprintln!(
+                    "job {name} complete: every one of its {} URLs failed",
+                    job.counts.done
+                );
+                return Ok(Outcome::AllFailed);
+            }
+            eprintln!(
+                "job {name} complete: {} URLs, {} with errors",
+                job.counts.done, job.counts.errors
+            );
+            return Ok(Outcome::Finished);
+        }
+        if let Some(why) = failed_shard(zk, layout, name).await? {
+            eprintln!("job {name} failed: {why}");
+            return Ok(Outcome::AllFailed);
+        }
+        tokio::time::sleep(WAIT_EVERY).await;
+    }
+}
+
+/// A shard of the job recorded as failed on a Runner, if any.
+async fn failed_shard(
+    zk: &impl Coordinator,
+    layout: &Layout,
+    name: &str,
+) -> Result<Option<String>, CliError> {
+    let tasks = tasks_of(zk, layout)
+        .await
+        .map_err(|e| CliError::Fatal(anyhow::anyhow!("ZooKeeper: {e}")))?;
+    for (_, task) in tasks {
+        for d in &task.result_detail {
+            let Some(item) = task.running_content.iter().find(|i| i.task_id == d.task_id) else {
+                continue;
+            };
+            if d.state == TaskState::Error && ShardItem::of(item).is_ok_and(|s| s.job == name) {
+                return Ok(Some(format!(
+                    "shard {}: {}",
+                    d.task_id,
+                    d.error_msg.as_deref().unwrap_or("error")
+                )));
+            }
+        }
+    }
+    Ok(None)
+}

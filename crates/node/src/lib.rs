@@ -1,0 +1,22 @@
+//! The cluster crawler: a crawl job's shards are the cluster's tasks. A
+//! Runner ([`CrawlRunner`]) crawls every shard it holds, one engine per
+//! job, with the shard leases of the store fencing it; [`submit`] writes a
+//! job to the store and spreads its shards over the Runners; [`status`]
+//! gathers what the coordinator and the store say of the cluster.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`group`] | what the nodes of a group must agree on, checked before joining |
+//! | [`item`] | a shard of a job as a task item ([`ShardItem`]) |
+//! | [`runner`] | [`CrawlRunner`]: the engine as the cluster's task runner |
+//! | [`submit`] | a job into the store, its shards to the Runners |
+//! | [`status`] | members, roles, hearts, tasks, shards and progress |
+
+pub mod group;
+pub mod item;
+pub mod runner;
+pub mod status;
+pub mod submit;
+
+pub use item::ShardItem;
+pub use runner::{CrawlRunner, NodeSettings};

@@ -1,0 +1,440 @@
+//! What the cluster looks like: the GroupState, every member's NodeState,
+//! Heartbeat and Task (the seed's objects, by their field names), and each
+//! job's shards as the store holds them. Hearts and rates are judged by
+//! progress between two looks `window` apart on this process's own clock:
+//! a heartbeat whose version moved is beating, whatever its time stamp
+//! says; clocks are never compared.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crawlkeeper_cluster::{Coordinator, Layout, MetaError, metadata};
+use crawlkeeper_model::cluster::{GroupState, Heartbeat, NodeName, NodeState, Task};
+use crawlkeeper_store::{JobInfo, ShardInfo, Store, StoreError};
+use serde::Serialize;
+
+use crate::submit::{complete, pending_shards};
+
+/// Where a task is: a member's task node, or the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// A member's task.
+    Node(NodeName),
+    /// Waiting in the queue, at this node.
+    Queued(String),
+}
+
+/// Every task of the group: each member's, then the queued ones.
+pub async fn tasks_of(
+    c: &impl Coordinator,
+    layout: &Layout,
+) -> Result<Vec<(Holder, Task)>, MetaError> {
+    let mut tasks = Vec::new();
+    for name in members(c, layout).await? {
+        if let Some((t, _)) = metadata::read::<Task>(c, &layout.task(&name)).await? {
+            tasks.push((Holder::Node(name), t));
+        }
+    }
+    let queue = layout.queue();
+    for child in children(c, &queue).await? {
+        let path = crawlkeeper_cluster::path::join(&queue, &child);
+        if let Some((t, _)) = metadata::read::<Task>(c, &path).await? {
+            tasks.push((Holder::Queued(path), t));
+        }
+    }
+    Ok(tasks)
+}
+
+async fn children(c: &impl Coordinator, path: &str) -> Result<Vec<String>, MetaError> {
+    match c.children(path).await {
+        Ok(names) => Ok(names),
+        Err(crawlkeeper_cluster::CoordError::NoNode(_)) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn members(c: &impl Coordinator, layout: &Layout) -> Result<Vec<NodeName>, MetaError> {
+    let mut names: Vec<NodeName> = children(c, &layout.nodes())
+        .await?
+        .into_iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    names.sort_by_key(|n: &NodeName| (n.base().to_owned(), n.index()));
+    Ok(names)
+}
+
+/// How a member's heart looked between two looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pulse {
+    /// Its heartbeat was refreshed meanwhile.
+    Beating,
+    /// Its session is there, its heartbeat was not refreshed.
+    Silent,
+    /// No session: the process is gone (or left).
+    Gone,
+}
+
+/// One member.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberStatus {
+    /// Its name.
+    pub name: String,
+    /// Its NodeState (group and role).
+    pub state: Option<NodeState>,
+    /// Its Heartbeat as last written.
+    pub heartbeat: Option<Heartbeat>,
+    /// Its heart, judged by progress.
+    pub pulse: Pulse,
+    /// Its Task.
+    pub task: Option<Task>,
+    /// The shards its task holds unfinished, as `<job>/<shard>`.
+    pub shards: Vec<String>,
+}
+
+/// One shard of a job.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShardStatus {
+    /// The shard.
+    pub shard: u32,
+    /// Its lease holder in the store (`<node>@<host>:<pid>`).
+    pub holder: Option<String>,
+    /// Whether the holder's process is alive.
+    pub live: bool,
+    /// How many times the lease was taken.
+    pub generation: u64,
+    /// Who the coordinator says holds it (a member, or `queued`).
+    pub assigned: Option<String>,
+    /// URLs of its hosts admitted, finished, pending, failed.
+    pub seen: u64,
+    /// Finished.
+    pub done: u64,
+    /// Admitted and not finished.
+    pub pending: u64,
+    /// Finished with an error.
+    pub errors: u64,
+    /// Pages finished per second between the two looks.
+    pub pages_per_second: f64,
+}
+
+/// One job.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobStatus {
+    /// Its name.
+    pub name: String,
+    /// Its seeds.
+    pub seeds: Vec<String>,
+    /// When it was created.
+    pub created_at: String,
+    /// Whether every URL is finished.
+    pub complete: bool,
+    /// Its shards.
+    pub shards: Vec<ShardStatus>,
+    /// Pages finished per second between the two looks.
+    pub pages_per_second: f64,
+}
+
+/// The whole cluster.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterStatus {
+    /// The group's name.
+    pub group: String,
+    /// Its GroupState, once formed.
+    pub group_state: Option<GroupState>,
+    /// Every member that ever registered.
+    pub members: Vec<MemberStatus>,
+    /// Tasks waiting in the queue, with the shards they hold.
+    pub queued: Vec<String>,
+    /// Jobs in the store.
+    pub jobs: Vec<JobStatus>,
+    /// Disagreements worth a look.
+    pub warnings: Vec<String>,
+}
+
+/// A status failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The coordinator failed or holds what does not decode.
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+    /// The store failed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// One look at the coordinator.
+struct CoordLook {
+    group: Option<GroupState>,
+    members: Vec<(
+        NodeName,
+        Option<NodeState>,
+        Option<(Heartbeat, crawlkeeper_cluster::Version)>,
+        bool,
+    )>,
+    tasks: Vec<(Holder, Task)>,
+}
+
+async fn look_coord(c: &impl Coordinator, layout: &Layout) -> Result<CoordLook, MetaError> {
+    let group = metadata::read::<GroupState>(c, &layout.group_state())
+        .await?
+        .map(|(g, _)| g);
+    let mut seen = Vec::new();
+    for name in members(c, layout).await? {
+        let state = metadata::read::<NodeState>(c, &layout.node_state(&name))
+            .await?
+            .map(|(s, _)| s);
+        let beat = metadata::read::<Heartbeat>(c, &layout.heartbeat(&name)).await?;
+        let session = c
+            .exists(&layout.session(&name))
+            .await
+            .map_err(MetaError::from)?
+            .is_some();
+        seen.push((name, state, beat, session));
+    }
+    let tasks = tasks_of(c, layout).await?;
+    Ok(CoordLook {
+        group,
+        members: seen,
+        tasks,
+    })
+}
+
+type StoreLook = Vec<(JobInfo, Vec<ShardInfo>)>;
+
+fn look_store(store: &mut dyn Store) -> Result<StoreLook, StoreError> {
+    let mut out = Vec::new();
+    for job in store.jobs()? {
+        let shards = store.shards(&job)?;
+        out.push((job, shards));
+    }
+    Ok(out)
+}
+
+/// Looks at the cluster twice, `window` apart, and says what it saw.
+pub async fn status(
+    c: &impl Coordinator,
+    group: &str,
+    store: Box<dyn Store>,
+    window: Duration,
+) -> Result<ClusterStatus, StatusError> {
+    let layout = Layout::new(group).map_err(MetaError::from)?;
+    let (first_store, store) = store_look(store).await?;
+    let first = look_coord(c, &layout).await?;
+    let started = Instant::now();
+    tokio::time::sleep(window).await;
+    let second = look_coord(c, &layout).await?;
+    let (last_store, _) = store_look(store).await?;
+    let secs = started.elapsed().as_secs_f64().max(1e-3);
+
+    let before: BTreeMap<&NodeName, crawlkeeper_cluster::Version> = first
+        .members
+        .iter()
+        .filter_map(|(n, _, b, _)| Some((n, b.as_ref()?.1)))
+        .collect();
+    let mut assigned: BTreeMap<(String, u32), String> = BTreeMap::new();
+    let mut queued = Vec::new();
+    for (holder, task) in &second.tasks {
+        for s in pending_shards(task) {
+            let who = match holder {
+                Holder::Node(n) => n.to_string(),
+                Holder::Queued(_) => "queued".to_owned(),
+            };
+            if matches!(holder, Holder::Queued(_)) {
+                queued.push(format!("{}/{}", s.job, s.shard));
+            }
+            assigned.insert((s.job, s.shard), who);
+        }
+    }
+    let members = second
+        .members
+        .iter()
+        .map(|(name, state, beat, session)| {
+            let moved = beat
+                .as_ref()
+                .zip(before.get(name))
+                .is_some_and(|((_, v), b)| v != b);
+            let pulse = match (moved, session) {
+                (true, _) => Pulse::Beating,
+                (false, true) => Pulse::Silent,
+                (false, false) => Pulse::Gone,
+            };
+            let task = second.tasks.iter().find_map(|(h, t)| match h {
+                Holder::Node(n) if n == name => Some(t.clone()),
+                _ => None,
+            });
+            let shards = task
+                .as_ref()
+                .map(|t| {
+                    pending_shards(t)
+                        .into_iter()
+                        .map(|s| format!("{}/{}", s.job, s.shard))
+                        .collect()
+                })
+                .unwrap_or_default();
+            MemberStatus {
+                name: name.to_string(),
+                state: state.clone(),
+                heartbeat: beat.as_ref().map(|(b, _)| b.clone()),
+                pulse,
+                task,
+                shards,
+            }
+        })
+        .collect();
+    let done_before: BTreeMap<(String, u32), u64> = first_store
+        .iter()
+        .flat_map(|(j, shards)| {
+            shards
+                .iter()
+                .map(move |s| ((j.name.clone(), s.shard), s.counts.done))
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    let mut jobs = Vec::new();
+    for (job, shards) in last_store {
+        let is_complete = complete(&job);
+        let shards: Vec<ShardStatus> = shards
+            .into_iter()
+            .map(|s| {
+                let key = (job.name.clone(), s.shard);
+                let was = done_before.get(&key).copied().unwrap_or(s.counts.done);
+                let owner = assigned.get(&key).cloned();
+                let lease_node = s
+                    .holder
+                    .as_deref()
+                    .map(|h| h.split_once('@').map_or(h, |(n, _)| n).to_owned());
+                if let (Some(owner), Some(node), false) = (&owner, &lease_node, is_complete)
+                    && owner != "queued"
+                    && owner != node
+                {
+                    warnings.push(format!(
+                        "job {} shard {}: the coordinator gives it to {owner}, the store's lease is {}'s",
+                        job.name, s.shard, node
+                    ));
+                }
+                ShardStatus {
+                    shard: s.shard,
+                    holder: s.holder,
+                    live: s.live,
+                    generation: s.generation,
+                    assigned: owner,
+                    seen: s.counts.seen,
+                    done: s.counts.done,
+                    pending: s.counts.pending(),
+                    errors: s.counts.errors,
+                    pages_per_second: s.counts.done.saturating_sub(was) as f64 / secs,
+                }
+            })
+            .collect();
+        let pages_per_second = shards.iter().map(|s| s.pages_per_second).sum();
+        jobs.push(JobStatus {
+            name: job.name,
+            seeds: job.seeds,
+            created_at: job.created_at,
+            complete: is_complete,
+            shards,
+            pages_per_second,
+        });
+    }
+    Ok(ClusterStatus {
+        group: group.to_owned(),
+        group_state: second.group,
+        members,
+        queued,
+        jobs,
+        warnings,
+    })
+}
+
+async fn store_look(mut store: Box<dyn Store>) -> Result<(StoreLook, Box<dyn Store>), StatusError> {
+    tokio::task::spawn_blocking(move || {
+        let look = look_store(store.as_mut());
+        look.map(|l| (l, store))
+    })
+    .await
+    .map_err(|e| StoreError::Backend(e.to_string()))?
+    .map_err(StatusError::from)
+}
+
+impl std::fmt::Display for ClusterStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "group {}", self.group)?;
+        match &self.group_state {
+            Some(g) => {
+                let names = |v: &[NodeName]| {
+                    v.iter()
+                        .map(NodeName::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                writeln!(
+                    f,
+                    "  runners [{}]  backups [{}]  standby_id {}  fail_runner [{}]  fail_backup [{}]",
+                    names(&g.current_runner),
+                    names(&g.current_backup),
+                    g.standby_id,
+                    names(&g.fail_runner),
+                    names(&g.fail_backup)
+                )?;
+            }
+            None => writeln!(f, "  not formed yet")?,
+        }
+        writeln!(f, "members")?;
+        for m in &self.members {
+            let role = m.state.as_ref().map_or("-", |s| s.role.as_str());
+            let heart = m
+                .heartbeat
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), |h| format!("{:?}", h.healthy_state));
+            let task = m.task.as_ref().map_or("-", |t| t.running_status.as_str());
+            let pulse = match m.pulse {
+                Pulse::Beating => "beating",
+                Pulse::Silent => "silent",
+                Pulse::Gone => "gone",
+            };
+            writeln!(
+                f,
+                "  {:<16} {:<20} heart {:<14} ({pulse:<7}) task {:<10} shards [{}]",
+                m.name,
+                role,
+                heart,
+                task,
+                m.shards.join(", ")
+            )?;
+        }
+        if !self.queued.is_empty() {
+            writeln!(f, "queued shards [{}]", self.queued.join(", "))?;
+        }
+        writeln!(f, "jobs")?;
+        for j in &self.jobs {
+            let state = if j.complete { "complete" } else { "running" };
+            writeln!(
+                f,
+                "  {} {state} {:.0} pages/s  {}",
+                j.name,
+                j.pages_per_second,
+                j.seeds.first().map_or("", String::as_str)
+            )?;
+            for s in &j.shards {
+                writeln!(
+                    f,
+                    "    shard {:<3} holder {:<36} {:<4} gen {:<3} assigned {:<14} seen {} done {} pending {} errors {}  {:.0}/s",
+                    s.shard,
+                    s.holder.as_deref().unwrap_or("-"),
+                    if s.live { "live" } else { "gone" },
+                    s.generation,
+                    s.assigned.as_deref().unwrap_or("-"),
+                    s.seen,
+                    s.done,
+                    s.pending,
+                    s.errors,
+                    s.pages_per_second
+                )?;
+            }
+        }
+        for w in &self.warnings {
+            writeln!(f, "warning: {w}")?;
+        }
+        Ok(())
+    }
+}
