@@ -33,7 +33,7 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
     crawlkeeper_cluster::Layout::new(&args.cluster.group)
         .map_err(|e| CliError::Usage(format!("--group {}: {e}", args.cluster.group)))?;
     // The store is reached (and its schema brought up to date) first.
-    drop(open_store(&args.cluster).await?);
+    crawlkeeper_node::release(open_store(&args.cluster).await?);
     let zk = connect_zk(&args.cluster).await?;
     let shape = GroupSettings {
         runners: args.runners,

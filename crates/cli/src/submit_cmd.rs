@@ -84,7 +84,12 @@ pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
         return Ok(Outcome::Finished);
     }
     let store = open_store(&args.cluster).await?;
-    wait(&zk, &layout, store, &job.name).await
+    let mut store = Some(store);
+    let outcome = wait(&zk, &layout, &mut store, &job.name).await;
+    if let Some(store) = store {
+        crawlkeeper_node::release(store);
+    }
+    outcome
 }
 
 /// Waits until the job is complete (exit 0; 1 when every URL failed) or
@@ -92,10 +97,9 @@ pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
 async fn wait(
     zk: &impl Coordinator,
     layout: &Layout,
-    store: Box<dyn Store>,
+    store: &mut Option<Box<dyn Store>>,
     name: &str,
 ) -> Result<Outcome, CliError> {
-    let mut store = Some(store);
     loop {
         let mut s = store.take().expect("the store is put back each round");
         let name_owned = name.to_owned();
@@ -105,7 +109,7 @@ async fn wait(
         })
         .await
         .map_err(|e| CliError::Fatal(e.into()))?;
-        store = Some(s);
+        *store = Some(s);
         let job = job
             .map_err(crate::state::fatal)?
             .ok_or_else(|| CliError::Fatal(anyhow::anyhow!("job {name} left the store")))?;

@@ -19,4 +19,26 @@ pub mod status;
 pub mod submit;
 
 pub use item::ShardItem;
+
+/// Lets go of a store off the async threads: closing a PostgreSQL client
+/// blocks (it runs a runtime of its own), which must not happen on a
+/// thread that drives futures.
+pub fn release(store: Box<dyn crawlkeeper_store::Store>) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(move || drop(store))),
+        Err(_) => drop(store),
+    }
+}
 pub use runner::{CrawlRunner, NodeSettings};
+
+/// A store let go of off the async threads however its owner ends (a
+/// future dropped between two awaits included).
+pub struct Releasing(pub Option<Box<dyn crawlkeeper_store::Store>>);
+
+impl Drop for Releasing {
+    fn drop(&mut self) {
+        if let Some(store) = self.0.take() {
+            release(store);
+        }
+    }
+}

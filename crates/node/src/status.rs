@@ -218,12 +218,13 @@ pub async fn status(
     window: Duration,
 ) -> Result<ClusterStatus, StatusError> {
     let layout = Layout::new(group).map_err(MetaError::from)?;
-    let (first_store, store) = store_look(store).await?;
+    let mut store = crate::Releasing(Some(store));
+    let first_store = store_look(&mut store).await?;
     let first = look_coord(c, &layout).await?;
     let started = Instant::now();
     tokio::time::sleep(window).await;
     let second = look_coord(c, &layout).await?;
-    let (last_store, _) = store_look(store).await?;
+    let last_store = store_look(&mut store).await?;
     let secs = started.elapsed().as_secs_f64().max(1e-3);
 
     let before: BTreeMap<&NodeName, crawlkeeper_cluster::Version> = first
@@ -346,14 +347,18 @@ pub async fn status(
     })
 }
 
-async fn store_look(mut store: Box<dyn Store>) -> Result<(StoreLook, Box<dyn Store>), StatusError> {
-    tokio::task::spawn_blocking(move || {
+async fn store_look(held: &mut crate::Releasing) -> Result<StoreLook, StatusError> {
+    let Some(mut store) = held.0.take() else {
+        return Err(StoreError::Backend("the store was let go".into()).into());
+    };
+    let (look, store) = tokio::task::spawn_blocking(move || {
         let look = look_store(store.as_mut());
-        look.map(|l| (l, store))
+        (look, store)
     })
     .await
-    .map_err(|e| StoreError::Backend(e.to_string()))?
-    .map_err(StatusError::from)
+    .map_err(|e| StoreError::Backend(e.to_string()))?;
+    held.0 = Some(store);
+    Ok(look?)
 }
 
 impl std::fmt::Display for ClusterStatus {

@@ -61,9 +61,9 @@ pub async fn submit_job<C: Coordinator + Clone>(
     store: Box<dyn Store>,
     spec: JobSpec,
 ) -> Result<Submitted, SubmitJobError> {
-    let (job, _store) = tokio::task::spawn_blocking(move || {
+    let job = tokio::task::spawn_blocking(move || {
         let mut store = store;
-        store.open_job(&spec).map(|job| (job, store))
+        store.open_job(&spec)
     })
     .await
     .map_err(|e| StoreError::Backend(e.to_string()))??;
