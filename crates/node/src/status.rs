@@ -162,15 +162,19 @@ pub enum StatusError {
     Store(#[from] StoreError),
 }
 
+/// A member as seen once: name, NodeState, Heartbeat with its version,
+/// whether its session is there.
+type MemberLook = (
+    NodeName,
+    Option<NodeState>,
+    Option<(Heartbeat, crawlkeeper_cluster::Version)>,
+    bool,
+);
+
 /// One look at the coordinator.
 struct CoordLook {
     group: Option<GroupState>,
-    members: Vec<(
-        NodeName,
-        Option<NodeState>,
-        Option<(Heartbeat, crawlkeeper_cluster::Version)>,
-        bool,
-    )>,
+    members: Vec<MemberLook>,
     tasks: Vec<(Holder, Task)>,
 }
 
@@ -390,7 +394,9 @@ impl std::fmt::Display for ClusterStatus {
             let heart = m
                 .heartbeat
                 .as_ref()
-                .map_or_else(|| "-".to_owned(), |h| format!("{:?}", h.healthy_state));
+                .and_then(|h| serde_json::to_value(h.healthy_state).ok())
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "-".to_owned());
             let task = m.task.as_ref().map_or("-", |t| t.running_status.as_str());
             let pulse = match m.pulse {
                 Pulse::Beating => "beating",
