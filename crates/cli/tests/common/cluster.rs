@@ -6,7 +6,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crawlkeeper_testsite::zookeeper::shared_address;
 use serde_json::Value;
@@ -32,6 +32,8 @@ pub struct Cluster {
     pub zookeeper: String,
     pub runners: u32,
     pub backups: u32,
+    /// The nodes' `--session-timeout` (2s unless changed).
+    pub session_timeout: String,
 }
 
 impl Cluster {
@@ -53,7 +55,15 @@ impl Cluster {
             zookeeper: shared_address(),
             runners,
             backups,
+            session_timeout: "2s".to_owned(),
         }
+    }
+
+    /// The same cluster on the ZooKeeper at `address` (a server of the
+    /// test's own, which it may halt and restart).
+    pub fn on_zookeeper(mut self, address: &str) -> Self {
+        self.zookeeper = address.to_owned();
+        self
     }
 
     /// The arguments every cluster command takes.
@@ -77,13 +87,38 @@ impl Cluster {
 
     /// Starts node `crawler_<i>`.
     pub fn node(&self, i: u32, extra: &[&str]) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
-            .arg("node")
+        self.node_command(i, extra)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the node starts")
+    }
+
+    /// Starts node `crawler_<i>` with its stderr appended to
+    /// `crawler_<i>.log` in the test's directory (see [`Self::node_log`]):
+    /// a node that runs long never blocks on a full pipe, and a failing
+    /// test can show what the node said.
+    pub fn node_logged(&self, i: u32, extra: &[&str]) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.node_log_path(i))
+            .unwrap();
+        self.node_command(i, extra)
+            .env("NO_COLOR", "1")
+            .stderr(log)
+            .spawn()
+            .expect("the node starts")
+    }
+
+    fn node_command(&self, i: u32, extra: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
+        c.arg("node")
             .args(self.where_args())
             .args(["--name", &format!("crawler_{i}")])
             .args(["--runners", &self.runners.to_string()])
             .args(["--backups", &self.backups.to_string()])
-            .args(["--session-timeout", "2s", "--formation-timeout", "3s"])
+            .args(["--session-timeout", &self.session_timeout])
+            .args(["--formation-timeout", "3s"])
             .args(["--bind-address", &Self::address(i).to_string()])
             .args(extra)
             .current_dir(&self.site.dir)
@@ -91,10 +126,18 @@ impl Cluster {
             .env_remove("CRAWLKEEPER_MAX_WORKERS")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the node starts")
+            .kill_on_drop(true);
+        c
+    }
+
+    fn node_log_path(&self, i: u32) -> std::path::PathBuf {
+        self.site.dir.join(format!("crawler_{i}.log"))
+    }
+
+    /// What node `crawler_<i>`, started with [`Self::node_logged`], wrote
+    /// to its stderr so far (every run of it).
+    pub fn node_log(&self, i: u32) -> String {
+        std::fs::read_to_string(self.node_log_path(i)).unwrap_or_default()
     }
 
     /// Runs a command of the binary; its code, stdout and stderr.
@@ -129,6 +172,16 @@ impl Cluster {
         self.run(&args).await
     }
 
+    /// Submits a job of `options` with `seeds`, outside the site's job.
+    pub async fn submit_job(&self, options: &[&str], seeds: &[&str]) -> (i32, String, String) {
+        let mut args = vec!["submit".to_owned()];
+        args.extend(self.where_args());
+        args.extend(options.iter().map(|s| (*s).to_owned()));
+        args.extend(seeds.iter().map(|s| (*s).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.run(&args).await
+    }
+
     /// `status --json`.
     pub async fn status(&self) -> Value {
         let mut args = vec!["status".to_owned()];
@@ -155,13 +208,24 @@ impl Cluster {
         }
     }
 
-    /// Waits until the group is formed with every expected member.
+    /// Waits until the group is formed with every expected member, each
+    /// past its election (its NodeState is written after GroupState).
     pub async fn formed(&self) -> Value {
         let total = (self.runners + self.backups) as usize;
         self.wait_status("formed", |s| {
             let g = &s["group_state"];
+            let elected = |role: &str| {
+                s["members"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|m| m["state"]["role"] == role)
+                    .count()
+            };
             g["current_runner"].as_array().map_or(0, Vec::len) == self.runners as usize
                 && g["current_crawler"].as_array().map_or(0, Vec::len) == total
+                && elected("runner") == self.runners as usize
+                && elected("backup-runner") == self.backups as usize
         })
         .await
     }
@@ -176,6 +240,84 @@ impl Cluster {
             .iter()
             .filter(|e| e.peer == me && e.target != "/robots.txt")
             .count()
+    }
+
+    /// Page requests from node `i` to any of `hosts`.
+    pub fn requests_to(&self, i: u32, hosts: &[usize]) -> usize {
+        let me = Self::address(i);
+        self.site
+            .site
+            .log()
+            .entries()
+            .iter()
+            .filter(|e| e.peer == me && e.target != "/robots.txt" && hosts.contains(&e.host))
+            .count()
+    }
+
+    /// Requests (robots.txt too) from node `i` that arrived at or after
+    /// `at`: their hosts and targets.
+    pub fn requests_since(&self, i: u32, at: Instant) -> Vec<(usize, String)> {
+        let me = Self::address(i);
+        self.site
+            .site
+            .log()
+            .entries()
+            .into_iter()
+            .filter(|e| e.peer == me && e.at >= at)
+            .map(|e| (e.host, e.target))
+            .collect()
+    }
+
+    /// When node `i` first asked any of `hosts` at or after `at`.
+    pub fn first_request_to(&self, i: u32, hosts: &[usize], at: Instant) -> Option<Instant> {
+        let me = Self::address(i);
+        self.site
+            .site
+            .log()
+            .entries()
+            .iter()
+            .find(|e| e.peer == me && e.at >= at && hosts.contains(&e.host))
+            .map(|e| e.at)
+    }
+
+    /// The site's hosts in shard `shard`.
+    pub fn hosts_of(&self, shard: u32) -> Vec<usize> {
+        (0..self.site.site.hosts())
+            .filter(|&h| self.site.shard_of(h) == shard)
+            .collect()
+    }
+
+    /// Every page request a complete crawl makes.
+    pub fn total_pages(&self) -> usize {
+        self.site.expected().values().map(|p| p.len()).sum()
+    }
+
+    /// Waits until `check` holds for the site's log, within the deadline;
+    /// it is looked at again each time a request arrives.
+    pub async fn wait_log(&self, what: &str, check: impl Fn() -> bool) {
+        let log = self.site.site.log().clone();
+        tokio::time::timeout(DEADLINE, async {
+            let mut seen = log.len();
+            while !check() {
+                seen += 1;
+                log.wait_for(seen).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("never {what} within {DEADLINE:?}"));
+    }
+
+    /// Waits until node `i` has made `n` page requests and each of
+    /// `hosts` is answering one, then stops `child` (SIGSTOP) at once:
+    /// with `--per-host 1` none of its requests to them can be on its way
+    /// out (past the lease gate, not yet on the wire) when it stops.
+    pub async fn stop_while_busy(&self, child: &Child, i: u32, n: usize, hosts: &[usize]) {
+        let log = self.site.site.log().clone();
+        self.wait_log("the node keeping its hosts busy", || {
+            self.requests_from(i) >= n && hosts.iter().all(|&h| log.in_flight(h) > 0)
+        })
+        .await;
+        send(child, libc::SIGSTOP);
     }
 
     /// Waits until node `i` has made `n` page requests.
@@ -232,6 +374,55 @@ pub fn role(status: &Value, node: &str) -> String {
         .find(|m| m["name"] == node)
         .map(|m| m["state"]["role"].as_str().unwrap_or("").to_owned())
         .unwrap_or_default()
+}
+
+/// The shards of the job a node's task holds unfinished, in a status.
+pub fn shards_of(status: &Value, node: &str) -> Vec<u32> {
+    status["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["name"] == node)
+        .flat_map(|m| m["shards"].as_array().cloned().unwrap_or_default())
+        .filter_map(|s| s.as_str()?.rsplit_once('/')?.1.parse().ok())
+        .collect()
+}
+
+/// Checks that a status names every one of `nodes` once in `members` and
+/// once in `group_state.current_crawler`.
+pub fn check_members(status: &Value, nodes: &[&str]) {
+    let members: Vec<&str> = status["members"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no members: {status:#}"))
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    let crawlers: Vec<&str> = status["group_state"]["current_crawler"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no current_crawler: {status:#}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for n in nodes {
+        assert_eq!(
+            members.iter().filter(|m| *m == n).count(),
+            1,
+            "{n} is not one member: {status:#}"
+        );
+        assert_eq!(
+            crawlers.iter().filter(|m| *m == n).count(),
+            1,
+            "{n} is not one current crawler: {status:#}"
+        );
+    }
+}
+
+/// Sends `sig` (`libc::SIGKILL`, …) to `child` from this process, at once
+/// (no `kill` command started in between).
+pub fn send(child: &Child, sig: libc::c_int) {
+    let pid = child.id().expect("the process runs") as libc::pid_t;
+    // SAFETY: kill(2) on a child process of ours, which has not been waited for.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill({pid}, {sig})");
 }
 
 /// Waits for `child` to exit within `limit`: its code and stderr.
