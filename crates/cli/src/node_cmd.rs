@@ -54,6 +54,7 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
     cfg.heartbeat = heartbeat;
     cfg.items = ItemMode::Concurrent;
     cfg.formation_timeout = args.formation_timeout;
+    cfg.session_timeout = args.cluster.session_timeout;
     let runner = CrawlRunner::new(NodeSettings {
         store: args.cluster.store.clone(),
         holder: format!("{name}@{}", this_process()),

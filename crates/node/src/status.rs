@@ -405,10 +405,11 @@ impl std::fmt::Display for ClusterStatus {
             };
             writeln!(
                 f,
-                "  {:<16} {:<20} heart {:<14} ({pulse:<7}) task {:<10} shards [{}]",
+                "  {:<16} {:<20} heart {:<14} {:<10} task {:<10} shards [{}]",
                 m.name,
                 role,
                 heart,
+                format!("({pulse})"),
                 task,
                 m.shards.join(", ")
             )?;
@@ -416,7 +417,11 @@ impl std::fmt::Display for ClusterStatus {
         if !self.queued.is_empty() {
             writeln!(f, "queued shards [{}]", self.queued.join(", "))?;
         }
-        writeln!(f, "jobs")?;
+        if self.jobs.is_empty() {
+            writeln!(f, "jobs: none submitted")?;
+        } else {
+            writeln!(f, "jobs")?;
+        }
         for j in &self.jobs {
             let state = if j.complete { "complete" } else { "running" };
             writeln!(

@@ -24,6 +24,10 @@ pub struct NodeConfig {
     pub lock_timeout: Duration,
     /// How a Runner runs the items of its task.
     pub items: ItemMode,
+    /// The coordinator session's timeout: after an outage, a Runner whose
+    /// session lives is not judged by its silence until the longer of this
+    /// and the heart limit has passed (its reconnection may lag ours).
+    pub session_timeout: Duration,
 }
 
 /// How a Runner runs the items of its task.
@@ -53,6 +57,7 @@ impl NodeConfig {
             heartbeat: Heartbeat::default(),
             lock_timeout: Duration::from_secs(10),
             items: ItemMode::Sequential,
+            session_timeout: Duration::from_secs(4),
         }
     }
 }

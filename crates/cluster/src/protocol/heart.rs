@@ -84,6 +84,15 @@ impl HeartMonitor {
         }
     }
 
+    /// Counts no silence of a Runner up to `now` (its session is alive and
+    /// the observer could not see it beat, as after a coordinator outage).
+    pub fn excuse(&mut self, runner: &NodeName, now: Instant) {
+        if let Some(p) = self.pulses.get_mut(runner) {
+            p.seen_at = now;
+            p.late = 0;
+        }
+    }
+
     /// Records that a Runner's session node is gone.
     pub fn session_gone(&mut self, runner: &NodeName) {
         if let Some(p) = self.pulses.get_mut(runner) {

@@ -52,12 +52,17 @@ impl Machine {
         mut r: impl Iterator<Item = Reply>,
         now: Now,
     ) {
+        let excused = now.mono < self.excused_until;
         for runner in &runners {
             if let Some(version) = next(&mut r).exists() {
                 self.monitor.observe(runner, version, now.mono);
             }
-            if next(&mut r).exists().is_none() && now.mono >= self.grace_until {
-                self.monitor.session_gone(runner);
+            if next(&mut r).exists().is_none() {
+                if now.mono >= self.grace_until {
+                    self.monitor.session_gone(runner);
+                }
+            } else if excused {
+                self.monitor.excuse(runner, now.mono);
             }
         }
         let dead: Vec<NodeName> = self
@@ -119,6 +124,7 @@ impl Machine {
             heirs,
         } = gathering;
         let mut ops = Vec::new();
+        let mut meant_for = self.orphan_placement(&g, &heirs);
         for (d, heir) in heirs {
             let task = next(&mut r).value();
             let beat = next(&mut r).value();
@@ -152,7 +158,12 @@ impl Machine {
             ops.push(self.role_op(&d, CrawlerRole::DeadRunner));
             ops.push(self.asystole_op(&d, hb, Some(t.running_status)));
             let heir = heir.zip(heir_version);
-            self.hand_over(&mut ops, heir.as_ref(), taken, epoch);
+            let queued_for = if heir.is_none() {
+                meant_for.next()
+            } else {
+                None
+            };
+            self.hand_over(&mut ops, heir.as_ref(), taken, epoch, queued_for);
             match heir {
                 Some((h, _)) => {
                     tracing::warn!(dead = %d, heir = %h, "runner dead; backup takes over its task");
@@ -181,15 +192,51 @@ impl Machine {
         }
     }
 
+    /// The live Runners that should claim, in turn, the tasks of dead
+    /// Runners left without a backup: with concurrent items (a Runner takes
+    /// queued work while busy), the Runners that are not heirs in this
+    /// fail-over first, round robin, so that the work spreads instead of
+    /// going to whoever ticks first; none with sequential items (the first
+    /// idle Runner claims, as in the seed).
+    fn orphan_placement(
+        &self,
+        g: &GroupState,
+        heirs: &[(NodeName, Option<NodeName>)],
+    ) -> Box<dyn Iterator<Item = NodeName>> {
+        if self.cfg.items != ItemMode::Concurrent {
+            return Box::new(std::iter::empty());
+        }
+        let dead = |n: &NodeName| heirs.iter().any(|(d, _)| d == n);
+        let heir = |n: &NodeName| heirs.iter().any(|(_, h)| h.as_ref() == Some(n));
+        let survivors: Vec<NodeName> = g
+            .current_runner
+            .iter()
+            .filter(|r| !dead(r) && !heir(r))
+            .cloned()
+            .collect();
+        let pool = if survivors.is_empty() {
+            heirs.iter().filter_map(|(_, h)| h.clone()).collect()
+        } else {
+            survivors
+        };
+        if pool.is_empty() {
+            return Box::new(std::iter::empty());
+        }
+        Box::new(pool.into_iter().cycle())
+    }
+
     /// Adds the operations that give `task` (what is left of a Runner's
     /// task, if anything) to `heir` (with its task node's version) as a
-    /// Runner, or, with no heir, to the queue; all under the new `epoch`.
+    /// Runner, or, with no heir, to the queue, meant for `queued_for` if
+    /// given (others claim it only after a heart limit); all under the
+    /// new `epoch`.
     pub(super) fn hand_over(
         &self,
         ops: &mut Vec<Op>,
         heir: Option<&(NodeName, Option<Version>)>,
         task: Option<Task>,
         epoch: u64,
+        queued_for: Option<NodeName>,
     ) {
         match heir {
             Some((h, version)) => {
@@ -207,7 +254,7 @@ impl Machine {
                         path: crate::path::join(&self.layout.queue(), "task-"),
                         data: encode(&Task {
                             epoch,
-                            owner: None,
+                            owner: queued_for,
                             ..t
                         }),
                         mode: CreateMode::PersistentSequential,

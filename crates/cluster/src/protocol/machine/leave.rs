@@ -73,7 +73,7 @@ impl Machine {
             ));
             group::leave(&mut g, &me);
             let unfinished = progress::take_over(&self.task);
-            self.hand_over(&mut ops, heir.as_ref(), unfinished, epoch);
+            self.hand_over(&mut ops, heir.as_ref(), unfinished, epoch, None);
             if let Some((h, _)) = &heir {
                 group::promote(&mut g, h);
             }

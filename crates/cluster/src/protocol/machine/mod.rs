@@ -36,7 +36,7 @@ mod membership;
 mod tests;
 mod work;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 use crawlkeeper_model::cluster::{GroupState, NodeName, Task};
@@ -97,7 +97,7 @@ enum Flow {
     Reload,
     RejoinRead,
     ClaimList,
-    ClaimRead(String),
+    ClaimRead(Vec<String>),
     ClaimTake(Task),
     Watch,
     Observe(Vec<NodeName>),
@@ -129,11 +129,17 @@ pub struct Machine {
     monitor: HeartMonitor,
     /// Session evidence is ignored until then (after a (re)join).
     grace_until: Instant,
+    /// Runners with a live session are not judged by their silence until
+    /// then (after a coordinator outage).
+    excused_until: Instant,
     joined_at: Instant,
     /// The items in flight, by position.
     running: BTreeSet<usize>,
     /// Outcomes whose recording failed: recorded before anything else.
     unrecorded: VecDeque<(usize, ItemOutcome)>,
+    /// Queued tasks seen by this Runner, with when it first saw each (a
+    /// task meant for another Runner waits for it a while).
+    queue_seen: HashMap<String, Instant>,
     /// Leaving with concurrent items: they were asked to halt, and end
     /// unrecorded (handed over unfinished).
     halting: bool,
@@ -164,9 +170,11 @@ impl Machine {
             task_version: 0,
             beat_version: 0,
             grace_until: now,
+            excused_until: now,
             joined_at: now,
             running: BTreeSet::new(),
             unrecorded: VecDeque::new(),
+            queue_seen: HashMap::new(),
             halting: false,
             connected: true,
             watch_armed: false,
@@ -306,7 +314,13 @@ impl Machine {
             SessionState::Connected => {
                 if !self.connected {
                     // Back from an outage: judge afresh, nobody died of it.
+                    // The others' sessions live on the server's clock: a
+                    // Runner reconnecting later than us is waited for as
+                    // long as its session may last.
                     self.reset_judgement(now.mono);
+                    let hb = &self.cfg.heartbeat;
+                    let limit = hb.update_timeout * hb.heart_rhythm_timeout;
+                    self.excused_until = now.mono + limit.max(self.cfg.session_timeout);
                 }
                 self.connected = true;
             }
@@ -385,8 +399,8 @@ impl Machine {
             Flow::Record(_, _, t) => self.adopt(t, next(&mut r).version()),
             Flow::Reload => self.reloaded(next(&mut r), out),
             Flow::RejoinRead => self.rejoin_read(next(&mut r), out),
-            Flow::ClaimList => self.claim_list(next(&mut r), out),
-            Flow::ClaimRead(path) => self.claim_read(path, next(&mut r), out),
+            Flow::ClaimList => self.claim_list(next(&mut r), now, out),
+            Flow::ClaimRead(paths) => self.claim_read(paths, r, now, out),
             Flow::ClaimTake(t) => self.claimed(t, next(&mut r)),
             Flow::Watch => self.watched(next(&mut r)),
             Flow::Observe(runners) => self.observed(runners, r, now),

@@ -428,3 +428,63 @@ fn meta_data_that_does_not_decode_ends_the_node_with_the_path_named() {
         other => panic!("expected a decode error, got {other:?}"),
     }
 }
+
+#[test]
+fn after_an_outage_a_runner_reconnecting_late_is_waited_for_as_long_as_its_session_lasts() {
+    let mut w = World::new();
+    let session_timeout = Duration::from_secs(20);
+    let cfg = |me: &str| NodeConfig {
+        session_timeout,
+        ..config(me, 2, 1)
+    };
+    let (a, b, c) = (
+        w.add(cfg("spider-1")),
+        w.add(cfg("spider-2")),
+        w.add(cfg("spider-3")),
+    );
+    w.run_for(BEAT, 14, &[a, b, c]);
+    // The coordinator goes away; the judge (spider-3) and spider-2 are
+    // back after 2 s, spider-1 (session alive) only after 15 s.
+    for i in [a, b, c] {
+        w.deliver(i, Event::Session(SessionState::Suspended));
+    }
+    w.run_for(BEAT, 4, &[a, b, c]);
+    w.freeze(a);
+    for i in [b, c] {
+        w.deliver(i, Event::Session(SessionState::Connected));
+    }
+    // Far past the heart limit (6 s), within the session timeout.
+    w.run_for(BEAT, 26, &[b, c]);
+    assert!(
+        w.group().fail_runner.is_empty(),
+        "nobody dead of the outage"
+    );
+    w.thaw(a);
+    w.deliver(a, Event::Session(SessionState::Connected));
+    w.run_for(BEAT, 30, &[a, b, c]);
+    assert!(w.group().fail_runner.is_empty(), "{:?}", w.group());
+    assert_eq!(
+        w.group().current_runner,
+        vec![name("spider-1"), name("spider-2")]
+    );
+
+    // A Runner silent past the session timeout after an outage is dead.
+    for i in [a, b, c] {
+        w.deliver(i, Event::Session(SessionState::Suspended));
+    }
+    w.freeze(a);
+    for i in [b, c] {
+        w.deliver(i, Event::Session(SessionState::Connected));
+    }
+    let mut waited = Duration::ZERO;
+    while w.group().fail_runner.is_empty() {
+        w.run_for(BEAT, 1, &[b, c]);
+        waited += BEAT;
+        assert!(
+            waited <= session_timeout + Duration::from_secs(8),
+            "never judged"
+        );
+    }
+    assert!(waited >= session_timeout, "judged after {waited:?}");
+    assert_eq!(w.group().fail_runner, vec![name("spider-1")]);
+}

@@ -1,7 +1,7 @@
 //! Concurrent Runners (a crawl job's shards): every item at once, queued
 //! work claimed while busy, a leave that halts items and hands them over.
 
-use crawlkeeper_model::cluster::{RunningContent, Task, TaskId};
+use crawlkeeper_model::cluster::{Heartbeat, RunningContent, Task, TaskId};
 
 use super::*;
 use crate::protocol::config::ItemMode;
@@ -118,4 +118,77 @@ fn a_leaving_concurrent_runner_halts_its_items_and_hands_them_over_unfinished() 
     assert_eq!(heir.running_content[0].task_id.to_string(), "j/0");
     w.run_for(BEAT, 1, &[b, c]);
     assert_eq!(w.nodes[c].started, ["j/0"], "at once, no heartbeat timeout");
+}
+
+#[test]
+fn two_runners_dead_at_once_with_one_backup_spread_over_the_backup_and_a_survivor() {
+    let mut w = World::new();
+    let nodes: Vec<usize> = (1..=4)
+        .map(|i| w.add(concurrent(&format!("spider-{i}"), 3, 1)))
+        .collect();
+    w.run_for(BEAT, 1, &nodes);
+    let l = w.layout();
+    for (i, shard) in ["j/0", "j/1", "j/2"].iter().enumerate() {
+        w.write(
+            &l.task(&name(&format!("spider-{}", i + 1))),
+            &shards(&[shard]),
+        );
+    }
+    // Past the grace after joining, when a gone session is death at once.
+    w.run_for(BEAT, 12, &nodes);
+    w.kill(nodes[0]);
+    w.kill(nodes[1]);
+    let (survivor, backup) = (nodes[2], nodes[3]);
+    // The backup judges, takes one shard and could grab the other before
+    // the survivor's next tick.
+    w.run_for(BEAT, 3, &[backup]);
+    let mut ticks = 0;
+    while w.nodes[survivor].started.len() + w.nodes[backup].started.len() < 3 {
+        w.run_for(BEAT, 1, &[backup, survivor]);
+        ticks += 1;
+        assert!(ticks <= 4, "both shards placed within a few heartbeats");
+    }
+    assert_eq!(w.nodes[backup].started, ["j/0"], "the backup takes one");
+    assert_eq!(
+        w.nodes[survivor].started,
+        ["j/2", "j/1"],
+        "the surviving Runner the other, beside its own"
+    );
+    let g = w.group();
+    assert_eq!(g.fail_runner, vec![name("spider-1"), name("spider-2")]);
+}
+
+#[test]
+fn a_queued_shard_meant_for_a_runner_that_does_not_claim_it_goes_to_another_later() {
+    let mut w = World::new();
+    let nodes: Vec<usize> = (1..=4)
+        .map(|i| w.add(concurrent(&format!("spider-{i}"), 3, 1)))
+        .collect();
+    w.run_for(BEAT, 1, &nodes);
+    let l = w.layout();
+    for (i, shard) in ["j/0", "j/1", "j/2"].iter().enumerate() {
+        w.write(
+            &l.task(&name(&format!("spider-{}", i + 1))),
+            &shards(&[shard]),
+        );
+    }
+    w.run_for(BEAT, 12, &nodes);
+    let (survivor, backup) = (nodes[2], nodes[3]);
+    // The survivor pauses (its session lives): the shard meant for it
+    // waits a heart limit, then the backup-turned-Runner takes it.
+    w.freeze(survivor);
+    w.kill(nodes[0]);
+    w.kill(nodes[1]);
+    w.run_for(BEAT, 2, &[backup]);
+    assert_eq!(
+        w.nodes[backup].started,
+        ["j/0"],
+        "the meant Runner's shard waits"
+    );
+    let hb = Heartbeat::default();
+    let limit = hb.update_timeout * hb.heart_rhythm_timeout;
+    let ticks = (limit.as_millis() / BEAT.as_millis()) as usize + 1;
+    w.run_for(BEAT, ticks, &[backup]);
+    let started = &w.nodes[backup].started;
+    assert_eq!(started[..2], ["j/0", "j/1"], "taken after a heart limit");
 }

@@ -7,6 +7,9 @@ use crawlkeeper_model::cluster::{HeartState, Heartbeat, ResultDetail, TaskState}
 use super::*;
 use crate::protocol::task as progress;
 
+/// Queued tasks a Runner looking for work reads at once.
+const CLAIM_BATCH: usize = 8;
+
 impl Machine {
     /// Refreshes this node's heartbeat with compare-and-set: a conflict
     /// means someone else wrote it (declared dead: `Asystole`).
@@ -181,60 +184,96 @@ impl Machine {
         );
     }
 
-    pub(super) fn claim_list(&mut self, reply: Reply, out: &mut Vec<Command>) {
-        let Reply::Children(names) = reply else {
+    pub(super) fn claim_list(&mut self, reply: Reply, now: Now, out: &mut Vec<Command>) {
+        let Reply::Children(mut names) = reply else {
             unreachable!("the runtime answered children with {reply:?}");
         };
-        if let Some(first) = names.first() {
-            let path = crate::path::join(&self.layout.queue(), first);
-            self.io(Flow::ClaimRead(path.clone()), vec![Request::Get(path)], out);
+        names.sort();
+        let queue = self.layout.queue();
+        let paths: Vec<String> = names.iter().map(|n| crate::path::join(&queue, n)).collect();
+        self.queue_seen.retain(|p, _| paths.contains(p));
+        let paths: Vec<String> = paths.into_iter().take(CLAIM_BATCH).collect();
+        if paths.is_empty() {
+            return;
+        }
+        for p in &paths {
+            self.queue_seen.entry(p.clone()).or_insert(now.mono);
+        }
+        let requests = paths.iter().map(|p| Request::Get(p.clone())).collect();
+        self.io(Flow::ClaimRead(paths), requests, out);
+    }
+
+    /// Whether this Runner may claim the queued task `t` at `path` now: a
+    /// task meant for another live Runner waits a heart limit for it.
+    fn may_claim(&self, path: &str, t: &Task, now: Instant) -> bool {
+        match &t.owner {
+            Some(o) if *o != self.cfg.name && self.group.current_runner.contains(o) => {
+                let hb = &self.cfg.heartbeat;
+                let patience = hb.update_timeout * hb.heart_rhythm_timeout;
+                self.queue_seen
+                    .get(path)
+                    .is_some_and(|&seen| now.duration_since(seen) >= patience)
+            }
+            _ => true,
         }
     }
 
-    pub(super) fn claim_read(&mut self, path: String, reply: Reply, out: &mut Vec<Command>) {
-        let Some((bytes, version)) = reply.value() else {
-            return; // claimed by another Runner meanwhile
-        };
-        let mut t = match metadata::decode::<Task>(&path, &bytes) {
-            Ok(t) => t,
-            Err(e) => {
-                tracing::error!(error = %e, "a queued task does not decode; left in the queue");
-                return;
+    /// Claims the first of the queued tasks read that this Runner may take.
+    pub(super) fn claim_read(
+        &mut self,
+        paths: Vec<String>,
+        replies: impl Iterator<Item = Reply>,
+        now: Now,
+        out: &mut Vec<Command>,
+    ) {
+        for (path, reply) in paths.into_iter().zip(replies) {
+            let Some((bytes, version)) = reply.value() else {
+                continue; // claimed by another Runner meanwhile
+            };
+            let mut t = match metadata::decode::<Task>(&path, &bytes) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::error!(error = %e, "a queued task does not decode; left in the queue");
+                    continue;
+                }
+            };
+            if !self.may_claim(&path, &t, now.mono) {
+                continue;
             }
-        };
-        if self.cfg.items == ItemMode::Concurrent {
-            // Added to this Runner's own work; appended, so the items it
-            // runs keep their positions.
-            let Some(merged) = progress::merge(&self.task, &t) else {
-                // Nothing it does not run already: the queued task goes.
-                let ops = vec![Op::Delete {
+            if self.cfg.items == ItemMode::Concurrent {
+                // Added to this Runner's own work; appended, so the items it
+                // runs keep their positions.
+                let Some(merged) = progress::merge(&self.task, &t) else {
+                    // Nothing it does not run already: the queued task goes.
+                    let ops = vec![Op::Delete {
+                        path,
+                        version: Some(version),
+                    }];
+                    return self.io(Flow::Ack(Vec::new()), vec![Request::Multi(ops)], out);
+                };
+                if encode(&merged).len() > progress::MAX_TASK_BYTES {
+                    tracing::warn!(
+                        node = %self.cfg.name,
+                        "a queued task does not fit beside this runner's own; left for another runner"
+                    );
+                    continue;
+                }
+                t = merged;
+            }
+            t.owner = Some(self.cfg.name.clone());
+            let ops = vec![
+                Op::Delete {
                     path,
                     version: Some(version),
-                }];
-                return self.io(Flow::Ack(Vec::new()), vec![Request::Multi(ops)], out);
-            };
-            if encode(&merged).len() > progress::MAX_TASK_BYTES {
-                tracing::warn!(
-                    node = %self.cfg.name,
-                    "a queued task does not fit beside this runner's own; left for another runner"
-                );
-                return;
-            }
-            t = merged;
+                },
+                Op::Set {
+                    path: self.layout.task(&self.cfg.name),
+                    data: encode(&t),
+                    version: Some(self.task_version),
+                },
+            ];
+            return self.io(Flow::ClaimTake(t), vec![Request::Multi(ops)], out);
         }
-        t.owner = Some(self.cfg.name.clone());
-        let ops = vec![
-            Op::Delete {
-                path,
-                version: Some(version),
-            },
-            Op::Set {
-                path: self.layout.task(&self.cfg.name),
-                data: encode(&t),
-                version: Some(self.task_version),
-            },
-        ];
-        self.io(Flow::ClaimTake(t), vec![Request::Multi(ops)], out);
     }
 
     pub(super) fn claimed(&mut self, t: Task, reply: Reply) {
