@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds release binaries and runs the benchmarks. With no arguments: all of
 # them (engine scenarios, memory with a million URLs seen, the stores on
-# SQLite and PostgreSQL). Otherwise the arguments go to crawlkeeper-bench,
+# SQLite and PostgreSQL, the coordinators, fail-over, shards, the cluster of
+# node processes). Otherwise the arguments go to crawlkeeper-bench,
 # e.g. `scripts/bench.sh engine --scenario one-host --runs 5`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,3 +18,4 @@ scripts/postgres.sh >/dev/null
 "$bench" coord
 "$bench" failover --runs 20
 "$bench" shards
+"$bench" cluster

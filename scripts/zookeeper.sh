@@ -67,7 +67,7 @@ dataDir=$dir/data
 clientPort=$port
 clientPortAddress=127.0.0.1
 admin.enableServer=false
-4lw.commands.whitelist=ruok,srvr,mntr
+4lw.commands.whitelist=ruok,srvr,mntr,cons
 CFG
 cat > "$dir/log4j.properties" <<'LOG'
 log4j.rootLogger=WARN, FILE

@@ -9,8 +9,10 @@
 //! | `commit` | a store's cost per transaction and per page, replaying the engine's commits |
 //! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend |
 //! | `failover` | time from a Runner's death to its backup's next item; false deaths under load |
+//! | `cluster` | real `crawlkeeper node` processes: fail-over after `kill -9`, scale-out over Runners, ZooKeeper requests per node |
 //! | `coord` | compare-and-set writes/s, watch latency, session-expiry detection, per coordinator |
 
+mod cluster;
 mod commit;
 mod coord;
 mod engine;
@@ -46,6 +48,8 @@ enum Command {
     Coord(coord::CoordArgs),
     /// The cluster protocol's fail-over on ZooKeeper.
     Failover(failover::FailoverArgs),
+    /// The cluster of `crawlkeeper node` processes: fail-over, scale-out, coordination cost.
+    Cluster(cluster::ClusterArgs),
     /// (internal) A ZooKeeper session holding an ephemeral node until killed.
     #[command(hide = true)]
     CoordChild(coord::ChildArgs),
@@ -60,6 +64,7 @@ fn main() -> Result<()> {
         Command::Store(a) => store::run(a),
         Command::Coord(a) => coord::run(a),
         Command::Failover(a) => failover::run(a),
+        Command::Cluster(a) => cluster::run(a),
         Command::CoordChild(a) => coord::child(a),
     }
 }

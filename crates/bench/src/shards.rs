@@ -163,7 +163,7 @@ fn run_once(dir: &Path, args: &ShardsArgs, processes: u32) -> Result<Measure> {
 /// CPU used so far by the PostgreSQL server: its postmaster, its live
 /// processes, and the processes that ended (counted into the postmaster's
 /// children's time when it reaped them).
-fn postgres_cpu() -> Result<Duration> {
+pub(crate) fn postgres_cpu() -> Result<Duration> {
     let out = Command::new("pgrep")
         .args(["-o", "-x", "postgres"])
         .output()?;

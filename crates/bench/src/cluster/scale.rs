@@ -1,0 +1,166 @@
+//! Scale-out: the latency-bound site crawled by 1, 2, 3 Runners.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use crawlkeeper_model::shard_of;
+use crawlkeeper_testsite::server::loopback_ip;
+
+use super::lab::Lab;
+use super::nodes::Group;
+use super::sys::{machine_ticks, own_cpu, process_cpu};
+use super::{Beat, ClusterArgs, MAX_WORKERS, secs};
+use crate::shards::postgres_cpu;
+
+/// What one scale-out run measured.
+#[derive(Debug, Clone, Copy)]
+struct ScaleRun {
+    pages: usize,
+    /// From `submit` to the last request's response.
+    wall: Duration,
+    /// From `submit` to the first request.
+    start: Duration,
+    /// Hosts of the largest shard.
+    largest: usize,
+    nodes_cpu: Duration,
+    postgres_cpu: Duration,
+    /// The CPU of the nodes, PostgreSQL and the site over the machine's
+    /// cores × the time `submit --wait` took.
+    share: f64,
+    /// The machine's busy ticks over all its ticks meanwhile.
+    busy: f64,
+    /// Deadlocks PostgreSQL found in the run's database.
+    deadlocks: i64,
+}
+
+impl ScaleRun {
+    /// Pages per second.
+    fn rate(&self) -> f64 {
+        self.pages as f64 / self.wall.as_secs_f64()
+    }
+}
+
+/// Runs the scale-out part: each Runner count `--scale-runs` times, alternating.
+pub(super) fn run(lab: &Lab, args: &ClusterArgs) -> Result<()> {
+    println!(
+        "\nscale-out: {} hosts × {} pages, {} ms per response, every host's / a seed, --per-host 1 \
+         --max-load 100, --max-workers {MAX_WORKERS} per node, no backups, the node's default \
+         heartbeat; submit --wait, pages/s = distinct pages requested / (submit → last request's \
+         response), median of {}",
+        args.scale_hosts, args.scale_pages, args.scale_delay_ms, args.scale_runs
+    );
+    let mut by_count: Vec<(u32, Vec<ScaleRun>)> = args
+        .scale_runners
+        .iter()
+        .map(|&r| (r, Vec::new()))
+        .collect();
+    for _ in 0..args.scale_runs {
+        // Alternating, so that drift in the machine's speed falls on all alike.
+        for (runners, runs) in &mut by_count {
+            let r = scale_once(lab, args, *runners)?;
+            println!(
+                "  runners={runners} pages={} wall={} rate={:.0} pages/s",
+                r.pages,
+                secs(r.wall),
+                r.rate()
+            );
+            runs.push(r);
+        }
+    }
+    println!(
+        "\n| Runners | pages | wall | submit → first request | largest shard | pages/s | vs 1 Runner | nodes CPU / 1,000 pages \
+         | PostgreSQL CPU / 1,000 pages | CPU used (nodes + PostgreSQL + site) | machine CPU busy | PostgreSQL deadlocks |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let cores = cores();
+    let mut base = None;
+    for (runners, mut runs) in by_count {
+        runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+        let Some(m) = runs.get(runs.len() / 2).copied() else {
+            continue;
+        };
+        let base = *base.get_or_insert(m.rate());
+        let per_k = |d: Duration| d.as_secs_f64() * 1000.0 / m.pages as f64;
+        println!(
+            "| {runners} | {} | {} | {} | {} hosts ({:.2}× the mean) | {:.0} | {:.2}× | {:.3} s | {:.3} s | {:.0}% of {cores} cores | {:.0}% | {} |",
+            m.pages,
+            secs(m.wall),
+            secs(m.start),
+            m.largest,
+            m.largest as f64 * f64::from(runners) / args.scale_hosts as f64,
+            m.rate(),
+            m.rate() / base,
+            per_k(m.nodes_cpu),
+            per_k(m.postgres_cpu),
+            m.share * 100.0,
+            m.busy * 100.0,
+            m.deadlocks
+        );
+    }
+    Ok(())
+}
+
+/// One crawl of the whole site by `runners` Runners, through `submit --wait`.
+fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
+    let delay = Duration::from_millis(args.scale_delay_ms);
+    let site = lab.site(
+        args.scale_hosts,
+        args.scale_pages,
+        args.scale_delay_ms,
+        false,
+    )?;
+    let mut group = Group::start(lab, "scale", runners, 0, &Beat::defaults())?;
+    group.formed()?;
+    let pg_before = postgres_cpu()?;
+    let own_before = own_cpu();
+    let nodes_before: Duration = group.nodes.iter().map(|n| process_cpu(n.pid())).sum();
+    let (busy_before, total_before) = machine_ticks();
+    let started = Instant::now();
+    group.submit(&site.seeds(), runners, true)?;
+    let submitted = started.elapsed();
+    let (busy_after, total_after) = machine_ticks();
+    let postgres_cpu = postgres_cpu()?.saturating_sub(pg_before);
+    let site_cpu = own_cpu().saturating_sub(own_before);
+    let nodes_cpu = group
+        .nodes
+        .iter()
+        .map(|n| process_cpu(n.pid()))
+        .sum::<Duration>()
+        .saturating_sub(nodes_before);
+    let deadlocks = group.stop()?;
+    let (pages, last) = site.pages_requested();
+    if pages != site.expected_pages() {
+        bail!(
+            "{runners} Runners requested {pages} pages, expected {}",
+            site.expected_pages()
+        );
+    }
+    let (first, last) = last.context("no request")?;
+    Ok(ScaleRun {
+        pages,
+        wall: last.duration_since(started) + delay,
+        start: first.duration_since(started),
+        largest: largest_shard(args.scale_hosts, runners),
+        nodes_cpu,
+        postgres_cpu,
+        share: (nodes_cpu + postgres_cpu + site_cpu).as_secs_f64()
+            / (submitted.as_secs_f64() * cores() as f64),
+        busy: busy_after.saturating_sub(busy_before) as f64
+            / total_after.saturating_sub(total_before).max(1) as f64,
+        deadlocks,
+    })
+}
+
+/// Hosts in the largest of `shards` shards of the site's `hosts` hosts.
+fn largest_shard(hosts: usize, shards: u32) -> usize {
+    let mut sizes = vec![0; shards as usize];
+    for h in 0..hosts {
+        sizes[shard_of(&loopback_ip(h).to_string(), shards) as usize] += 1;
+    }
+    sizes.into_iter().max().unwrap_or(0)
+}
+
+/// The machine's cores.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
