@@ -104,6 +104,9 @@ pub struct FetchConfig {
     /// The local address requests leave from (a machine with several);
     /// default: the system's choice.
     pub local_address: Option<std::net::IpAddr>,
+    /// Keep each request and response as sent and received (for WARC
+    /// archives). Default false.
+    pub capture: bool,
 }
 
 /// A host name pinned to an address.
@@ -239,6 +242,7 @@ impl Default for FetchConfig {
             deny_nets: Vec::new(),
             allow_private: false,
             local_address: None,
+            capture: false,
         }
     }
 }

@@ -41,7 +41,7 @@ pub mod summary;
 pub use config::CrawlConfig;
 pub use engine::{Control, Engine, EngineError};
 pub use extract::{Extracted, Extractor, Page};
-pub use fetch::{FetchError, FetchResponse, Fetcher, HttpFetcher};
+pub use fetch::{FetchError, FetchResponse, Fetcher, HttpFetcher, WireCapture};
 pub use registry::Registry;
 pub use scope::{Candidate, Disposition, ScopeReason, Scoper, Verdict};
 pub use sink::{JsonlSink, MemorySink, Sink};

@@ -288,6 +288,7 @@ mod tests {
             headers,
             body: Bytes::from(html.to_owned()),
             truncated: false,
+            capture: None,
         };
         let url = Url::parse("http://a.test/dir/page").unwrap();
         let mut out = Extracted::default();

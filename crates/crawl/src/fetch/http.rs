@@ -9,7 +9,10 @@ use bytes::{Bytes, BytesMut};
 use crawlkeeper_model::ErrorKind;
 use url::Url;
 
-use super::{FetchError, FetchResponse, Fetcher};
+use reqwest::header::{ACCEPT, ACCEPT_ENCODING, HeaderMap, HeaderValue, USER_AGENT};
+
+use super::decode::{Coding, DecodeError, Decoder};
+use super::{FetchError, FetchResponse, Fetcher, WireCapture};
 use crate::config::FetchConfig;
 use crate::guard::{AddressPolicy, Blocked, GuardedResolver};
 
@@ -23,6 +26,23 @@ pub struct HttpFetcher {
     client: reqwest::Client,
     max_body_bytes: u64,
     guard: GuardedResolver,
+    /// Keep the request and response as sent and received (for archives).
+    capture: bool,
+    /// The headers every request carries (the host aside).
+    headers: HeaderMap,
+}
+
+/// The headers every request carries, in the order they are sent.
+fn request_headers(user_agent: &str) -> Result<HeaderMap, ClientBuildError> {
+    let mut h = HeaderMap::new();
+    let agent = HeaderValue::from_str(user_agent).map_err(|_| ClientBuildError::UserAgent)?;
+    h.insert(USER_AGENT, agent);
+    h.insert(ACCEPT, HeaderValue::from_static("*/*"));
+    h.insert(
+        ACCEPT_ENCODING,
+        HeaderValue::from_static("gzip, deflate, br"),
+    );
+    Ok(h)
 }
 
 /// The HTTP client could not be built.
@@ -31,6 +51,9 @@ pub enum ClientBuildError {
     /// The TLS or connection settings were refused.
     #[error("cannot build the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
+    /// The user agent cannot be a header value.
+    #[error("the user agent must be visible ASCII text")]
+    UserAgent,
     /// A certificate file could not be read or parsed.
     #[error("cannot use certificate file '{path}': {why}")]
     Certificate {
@@ -54,16 +77,18 @@ impl HttpFetcher {
         // `--resolve` lives in the guarded resolver, not in the client's
         // own overrides, which would skip the guard.
         let guard = GuardedResolver::new(policy, overrides, seeds);
+        let headers = request_headers(&config.user_agent)?;
         let mut builder = reqwest::Client::builder()
-            .user_agent(config.user_agent.clone())
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.connect_timeout)
             .timeout(config.request_timeout)
             .pool_idle_timeout(std::time::Duration::from_secs(30))
             .tcp_nodelay(true)
-            .gzip(true)
-            .brotli(true)
-            .deflate(true)
+            // Bodies are decoded here (bounded, and kept raw for archives).
+            .gzip(false)
+            .brotli(false)
+            .deflate(false)
+            .default_headers(headers.clone())
             .no_proxy()
             .local_address(config.local_address)
             .dns_resolver(guard.clone());
@@ -84,13 +109,19 @@ impl HttpFetcher {
             client: builder.build()?,
             max_body_bytes: config.max_body_bytes,
             guard,
+            capture: config.capture,
+            headers,
         })
     }
 
+    /// Reads the body as it arrives, decoding its content coding with the
+    /// limit applied to both the bytes received and the bytes decoded;
+    /// keeps the raw bytes too when capturing.
     async fn read_body(
         &self,
-        mut response: reqwest::Response,
-    ) -> Result<(Bytes, bool), reqwest::Error> {
+        response: &mut reqwest::Response,
+        capture: bool,
+    ) -> Result<Body, BodyError> {
         let cap = usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX);
         // Content-Length is the server's word, not a fact: a lying one once
         // made this preallocate up to the body limit (and abort the process
@@ -103,17 +134,108 @@ impl HttpFetcher {
             })
             .min(INITIAL_BODY_BUFFER)
             .min(cap);
-        let mut body = BytesMut::with_capacity(hint);
+        let coding = Coding::of(response.headers());
+        let mut decoder = Decoder::new(coding, cap, hint);
+        let mut raw =
+            (capture && coding != Coding::Identity).then(|| BytesMut::with_capacity(hint));
+        let mut cut = false;
         while let Some(chunk) = response.chunk().await? {
-            let room = cap - body.len();
-            if chunk.len() > room {
-                body.extend_from_slice(&chunk[..room]);
-                return Ok((body.freeze(), true));
+            if let Some(raw) = raw.as_mut() {
+                let room = cap - raw.len();
+                raw.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                cut |= chunk.len() > room;
             }
-            body.extend_from_slice(&chunk);
+            decoder.push(&chunk)?;
+            if cut || decoder.is_full() {
+                cut = true;
+                break;
+            }
         }
-        Ok((body.freeze(), false))
+        let decoded = decoder.finish()?;
+        let raw = match raw {
+            Some(raw) => raw.freeze(),
+            None => decoded.body.clone(),
+        };
+        Ok(Body {
+            decoded: decoded.body,
+            truncated: cut || decoded.truncated,
+            raw: capture.then_some(raw),
+        })
     }
+
+    /// The request head as this client sends it for `url` (the headers it
+    /// sets itself and the `host` the connection adds).
+    fn request_head(&self, url: &Url, version: reqwest::Version) -> Bytes {
+        let mut target = url.path().to_owned();
+        if let Some(q) = url.query() {
+            target.push('?');
+            target.push_str(q);
+        }
+        let host = match (url.host_str(), url.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_owned(),
+            (None, _) => String::new(),
+        };
+        let mut head = format!("GET {target} {}\r\n", version_text(version));
+        for (name, value) in &self.headers {
+            head.push_str(name.as_str());
+            head.push_str(": ");
+            head.push_str(&String::from_utf8_lossy(value.as_bytes()));
+            head.push_str("\r\n");
+        }
+        head.push_str("host: ");
+        head.push_str(&host);
+        head.push_str("\r\n\r\n");
+        Bytes::from(head)
+    }
+}
+
+/// A body read: decoded, and raw when captured.
+struct Body {
+    decoded: Bytes,
+    truncated: bool,
+    raw: Option<Bytes>,
+}
+
+/// Reading a body failed.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error(transparent)]
+    Http(#[from] reqwest::Error),
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
+/// `HTTP/1.1`, `HTTP/2`, … as a status or request line spells it.
+fn version_text(v: reqwest::Version) -> &'static str {
+    match v {
+        reqwest::Version::HTTP_09 => "HTTP/0.9",
+        reqwest::Version::HTTP_10 => "HTTP/1.0",
+        reqwest::Version::HTTP_2 => "HTTP/2",
+        reqwest::Version::HTTP_3 => "HTTP/3",
+        _ => "HTTP/1.1",
+    }
+}
+
+/// The status line and headers of `response` as received (names as the
+/// client gives them, lower case).
+fn response_head(response: &reqwest::Response) -> Bytes {
+    let status = response.status();
+    let mut head = format!(
+        "{} {} {}\r\n",
+        version_text(response.version()),
+        status.as_str(),
+        status.canonical_reason().unwrap_or("")
+    )
+    .into_bytes();
+    for (name, value) in response.headers() {
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    Bytes::from(head)
 }
 
 #[async_trait]
@@ -135,17 +257,46 @@ impl Fetcher for HttpFetcher {
                 message: blocked.to_string(),
             });
         }
-        let response = self.client.get(url.as_str()).send().await.map_err(fail)?;
+        let mut response = self.client.get(url.as_str()).send().await.map_err(fail)?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let (body, truncated) = self.read_body(response).await.map_err(fail)?;
+        let heads = self.capture.then(|| {
+            (
+                self.request_head(url, response.version()),
+                response_head(&response),
+            )
+        });
+        let remote = response.remote_addr();
+        let body = self
+            .read_body(&mut response, self.capture)
+            .await
+            .map_err(|e| match e {
+                BodyError::Http(e) => fail(e),
+                BodyError::Decode(e) => FetchError {
+                    started_at,
+                    elapsed: start.elapsed(),
+                    kind: ErrorKind::Body,
+                    message: e.to_string(),
+                },
+            })?;
+        let capture = heads
+            .zip(body.raw)
+            .map(|((request_head, response_head), raw_body)| {
+                Box::new(WireCapture {
+                    request_head,
+                    response_head,
+                    raw_body,
+                    remote,
+                })
+            });
         Ok(FetchResponse {
             started_at,
             elapsed: start.elapsed(),
             status,
             headers,
-            body,
-            truncated,
+            body: body.decoded,
+            truncated: body.truncated,
+            capture,
         })
     }
 }

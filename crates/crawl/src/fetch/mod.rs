@@ -4,6 +4,7 @@
 //! A fetcher never follows redirects: the engine sends each `Location`
 //! through scope and dedup like a link.
 
+mod decode;
 mod http;
 
 use std::time::{Duration, SystemTime};
@@ -39,6 +40,22 @@ pub struct FetchResponse {
     pub body: Bytes,
     /// True when the body was longer than the maximum and was cut.
     pub truncated: bool,
+    /// The exchange as sent and received, when the crawl archives it.
+    pub capture: Option<Box<WireCapture>>,
+}
+
+/// A request and its response as they went over the wire (for WARC).
+#[derive(Debug, Clone)]
+pub struct WireCapture {
+    /// The request line and headers, with the empty line.
+    pub request_head: Bytes,
+    /// The status line and headers as received, with the empty line.
+    pub response_head: Bytes,
+    /// The body as received, content coding kept (transfer coding
+    /// removed), cut at the body limit.
+    pub raw_body: Bytes,
+    /// The address connected to.
+    pub remote: Option<std::net::SocketAddr>,
 }
 
 impl FetchResponse {

@@ -207,6 +207,7 @@ impl crawlkeeper_crawl::Fetcher for ClockFetcher {
             headers,
             body: bytes::Bytes::from_static(b"<title>t</title>"),
             truncated: false,
+            capture: None,
         })
     }
 }

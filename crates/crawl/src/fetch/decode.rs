@@ -1,0 +1,352 @@
+//! Content decoding of a body read as it came over the wire (gzip,
+//! deflate, br), bounded: the output stops at the body limit, so a small
+//! body that inflates without end (a bomb) costs at most the limit in
+//! memory and the time to produce it.
+
+use std::io::{self, Write};
+
+use bytes::{Bytes, BytesMut};
+use reqwest::header::{CONTENT_ENCODING, HeaderMap};
+
+/// The content coding of a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coding {
+    /// None, or one the crawler does not decode (the body is kept as is).
+    Identity,
+    /// `gzip` (`x-gzip`).
+    Gzip,
+    /// `deflate`: zlib-wrapped, or raw deflate as some servers send.
+    Deflate,
+    /// `br`.
+    Brotli,
+}
+
+impl Coding {
+    /// The coding named by `Content-Encoding` (the last one, when several
+    /// are listed: only a single coding is decoded).
+    pub fn of(headers: &HeaderMap) -> Self {
+        let Some(value) = headers
+            .get_all(CONTENT_ENCODING)
+            .iter()
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+        else {
+            return Coding::Identity;
+        };
+        let last = value.rsplit(',').next().unwrap_or("").trim();
+        if last.eq_ignore_ascii_case("gzip") || last.eq_ignore_ascii_case("x-gzip") {
+            Coding::Gzip
+        } else if last.eq_ignore_ascii_case("deflate") {
+            Coding::Deflate
+        } else if last.eq_ignore_ascii_case("br") {
+            Coding::Brotli
+        } else {
+            Coding::Identity
+        }
+    }
+}
+
+/// A buffer that takes at most `cap` bytes and then says it is full.
+#[derive(Debug)]
+struct Capped {
+    buf: BytesMut,
+    cap: usize,
+    full: bool,
+}
+
+impl Write for Capped {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let room = self.cap - self.buf.len();
+        if room == 0 && !bytes.is_empty() {
+            self.full = true;
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "body limit reached",
+            ));
+        }
+        let n = room.min(bytes.len());
+        self.buf.extend_from_slice(&bytes[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+enum Inner {
+    Identity(Capped),
+    Gzip(Box<flate2::write::MultiGzDecoder<Capped>>),
+    Zlib(Box<flate2::write::ZlibDecoder<Capped>>),
+    Raw(Box<flate2::write::DeflateDecoder<Capped>>),
+    Brotli(Box<brotli::DecompressorWriter<Capped>>),
+    /// `deflate` before its first bytes told zlib from raw.
+    Undecided(Capped),
+}
+
+/// A body being decoded as it arrives.
+pub struct Decoder {
+    inner: Inner,
+}
+
+/// The coded body does not decode.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot decode the {coding} body: {why}")]
+pub struct DecodeError {
+    coding: &'static str,
+    why: String,
+}
+
+/// What the decoder produced.
+pub struct Decoded {
+    /// The decoded body, at most the limit.
+    pub body: Bytes,
+    /// It reached the limit: the rest was not decoded.
+    pub truncated: bool,
+}
+
+impl Decoder {
+    /// A decoder for `coding` whose output stops at `cap` bytes.
+    pub fn new(coding: Coding, cap: usize, hint: usize) -> Self {
+        let out = Capped {
+            buf: BytesMut::with_capacity(hint.min(cap)),
+            cap,
+            full: false,
+        };
+        let inner = match coding {
+            Coding::Identity => Inner::Identity(out),
+            Coding::Gzip => Inner::Gzip(Box::new(flate2::write::MultiGzDecoder::new(out))),
+            Coding::Deflate => Inner::Undecided(out),
+            Coding::Brotli => Inner::Brotli(Box::new(brotli::DecompressorWriter::new(out, 8192))),
+        };
+        Decoder { inner }
+    }
+
+    fn name(&self) -> &'static str {
+        match self.inner {
+            Inner::Identity(_) => "identity",
+            Inner::Gzip(_) => "gzip",
+            Inner::Zlib(_) | Inner::Raw(_) | Inner::Undecided(_) => "deflate",
+            Inner::Brotli(_) => "br",
+        }
+    }
+
+    fn out(&self) -> &Capped {
+        match &self.inner {
+            Inner::Identity(c) | Inner::Undecided(c) => c,
+            Inner::Gzip(d) => d.get_ref(),
+            Inner::Zlib(d) => d.get_ref(),
+            Inner::Raw(d) => d.get_ref(),
+            Inner::Brotli(d) => d.get_ref(),
+        }
+    }
+
+    /// True once the output reached the limit (nothing more is taken).
+    pub fn is_full(&self) -> bool {
+        self.out().full || self.out().buf.len() >= self.out().cap
+    }
+
+    /// Decodes `chunk`. Past the limit it stops quietly ([`Decoder::is_full`]).
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+        if let Inner::Undecided(_) = self.inner
+            && !chunk.is_empty()
+        {
+            let Inner::Undecided(out) = std::mem::replace(
+                &mut self.inner,
+                Inner::Identity(Capped {
+                    buf: BytesMut::new(),
+                    cap: 0,
+                    full: false,
+                }),
+            ) else {
+                unreachable!("checked above")
+            };
+            self.inner = if looks_like_zlib(chunk) {
+                Inner::Zlib(Box::new(flate2::write::ZlibDecoder::new(out)))
+            } else {
+                Inner::Raw(Box::new(flate2::write::DeflateDecoder::new(out)))
+            };
+        }
+        let result = match &mut self.inner {
+            Inner::Identity(c) | Inner::Undecided(c) => {
+                let room = c.cap - c.buf.len();
+                if chunk.len() > room {
+                    c.full = true;
+                }
+                c.buf.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                Ok(())
+            }
+            Inner::Gzip(d) => d.write_all(chunk),
+            Inner::Zlib(d) => d.write_all(chunk),
+            Inner::Raw(d) => d.write_all(chunk),
+            Inner::Brotli(d) => d.write_all(chunk),
+        };
+        match result {
+            Err(_) if self.is_full() => Ok(()),
+            Err(e) => Err(DecodeError {
+                coding: self.name(),
+                why: e.to_string(),
+            }),
+            Ok(()) => Ok(()),
+        }
+    }
+
+    fn out_mut(&mut self) -> &mut Capped {
+        match &mut self.inner {
+            Inner::Identity(c) | Inner::Undecided(c) => c,
+            Inner::Gzip(d) => d.get_mut(),
+            Inner::Zlib(d) => d.get_mut(),
+            Inner::Raw(d) => d.get_mut(),
+            Inner::Brotli(d) => d.get_mut(),
+        }
+    }
+
+    /// The body decoded so far; the end of the stream is checked unless the
+    /// limit was reached first.
+    pub fn finish(mut self) -> Result<Decoded, DecodeError> {
+        let ended = match &mut self.inner {
+            Inner::Identity(_) | Inner::Undecided(_) => Ok(()),
+            Inner::Gzip(d) => d.try_finish(),
+            Inner::Zlib(d) => d.try_finish(),
+            Inner::Raw(d) => d.try_finish(),
+            Inner::Brotli(d) => d.close(),
+        };
+        let full = self.is_full();
+        if let Err(e) = ended
+            && !full
+        {
+            return Err(DecodeError {
+                coding: self.name(),
+                why: e.to_string(),
+            });
+        }
+        let out = self.out_mut();
+        Ok(Decoded {
+            body: std::mem::take(&mut out.buf).freeze(),
+            truncated: full,
+        })
+    }
+}
+
+/// A zlib header: deflate method, a window of at most 32 KiB, and a check
+/// value making the first two bytes a multiple of 31.
+fn looks_like_zlib(bytes: &[u8]) -> bool {
+    match bytes {
+        [cmf, flg, ..] => {
+            cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0
+        }
+        // One byte cannot tell; zlib is what HTTP means by deflate.
+        [cmf] => cmf & 0x0f == 8,
+        [] => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn decode(
+        coding: Coding,
+        body: &[u8],
+        cap: usize,
+        chunk: usize,
+    ) -> Result<Decoded, DecodeError> {
+        let mut d = Decoder::new(coding, cap, 16);
+        for c in body.chunks(chunk.max(1)) {
+            d.push(c)?;
+            if d.is_full() {
+                break;
+            }
+        }
+        d.finish()
+    }
+
+    fn text() -> Vec<u8> {
+        (0..20_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn every_coding_decodes_in_any_chunking() {
+        let plain = text();
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        zlib.write_all(&plain).unwrap();
+        let zlib = zlib.finish().unwrap();
+        let mut raw =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        raw.write_all(&plain).unwrap();
+        let raw = raw.finish().unwrap();
+        let mut br = Vec::new();
+        {
+            let mut e = brotli::CompressorWriter::new(&mut br, 4096, 5, 22);
+            e.write_all(&plain).unwrap();
+        }
+        for (coding, body) in [
+            (Coding::Identity, plain.clone()),
+            (Coding::Gzip, gzip(&plain)),
+            (Coding::Deflate, zlib),
+            (Coding::Deflate, raw),
+            (Coding::Brotli, br),
+        ] {
+            for chunk in [1, 7, 4096, usize::MAX] {
+                let d = decode(coding, &body, 1 << 20, chunk).unwrap();
+                assert_eq!(d.body, plain, "{coding:?} in chunks of {chunk}");
+                assert!(!d.truncated);
+            }
+        }
+    }
+
+    #[test]
+    fn output_stops_at_the_limit() {
+        let zeros = vec![0u8; 8 << 20];
+        let bomb = gzip(&zeros);
+        assert!(bomb.len() < 100_000);
+        let d = decode(Coding::Gzip, &bomb, 1000, 4096).unwrap();
+        assert_eq!(d.body.len(), 1000);
+        assert!(d.truncated);
+        let d = decode(Coding::Identity, &zeros, 1000, 4096).unwrap();
+        assert_eq!((d.body.len(), d.truncated), (1000, true));
+    }
+
+    #[test]
+    fn a_corrupt_body_is_an_error_and_gzip_several_members_are_read() {
+        let mut bad = gzip(&text());
+        let middle = bad.len() / 2;
+        bad[middle] ^= 0xff;
+        bad[middle + 1] ^= 0xff;
+        assert!(decode(Coding::Gzip, &bad, 1 << 20, 512).is_err());
+        let mut two = gzip(b"one ");
+        two.extend(gzip(b"two"));
+        assert_eq!(
+            decode(Coding::Gzip, &two, 100, 3).unwrap().body,
+            &b"one two"[..]
+        );
+    }
+
+    #[test]
+    fn the_coding_is_read_from_content_encoding() {
+        let mut h = HeaderMap::new();
+        assert_eq!(Coding::of(&h), Coding::Identity);
+        for (value, want) in [
+            ("gzip", Coding::Gzip),
+            ("X-GZIP", Coding::Gzip),
+            ("br", Coding::Brotli),
+            ("deflate", Coding::Deflate),
+            ("identity, gzip", Coding::Gzip),
+            ("compress", Coding::Identity),
+            ("zstd", Coding::Identity),
+        ] {
+            h.insert(CONTENT_ENCODING, value.parse().unwrap());
+            assert_eq!(Coding::of(&h), want, "{value}");
+        }
+    }
+}
