@@ -255,9 +255,37 @@ pub struct CrawlArgs {
     /// Take the shard even from a live process, which stops (exit 3).
     #[arg(long)]
     pub take_over: bool,
+    /// WARC output.
+    #[command(flatten)]
+    pub warc: WarcArgs,
     /// No progress logs and no summary.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// The gzip level of WARC records unless told otherwise (measured: see
+/// the README's WARC section).
+pub const WARC_GZIP_LEVEL: u32 = 1;
+
+/// WARC output of `crawl`.
+#[derive(Args, Debug, Clone)]
+pub struct WarcArgs {
+    /// Write every request and response as WARC 1.1 records to FILE, each
+    /// record its own gzip member when the name ends with .gz.
+    #[arg(long, value_name = "FILE")]
+    pub warc: Option<PathBuf>,
+    /// Begin a new WARC file (FILE-00001.warc.gz, …) past this size.
+    #[arg(long, default_value_t = 1_000_000_000, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub warc_max_size: u64,
+    /// The gzip level of each WARC record, 0 (none) to 9 (smallest).
+    #[arg(long, default_value_t = WARC_GZIP_LEVEL, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(0..=9))]
+    pub warc_gzip_level: u32,
+    /// Archive a response whose payload this run archived before as a
+    /// revisit record (headers only).
+    #[arg(long)]
+    pub warc_dedup: bool,
 }
 
 /// Options of `crawlkeeper demo`.

@@ -3,8 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use crawlkeeper_crawl::sink::FanOut;
 use crawlkeeper_crawl::state::{LEASE_BOUND, MemoryState, Sharing, StateError};
 use crawlkeeper_crawl::{Engine, EngineError, JsonlSink, Registry, Sink, StopReason};
+use crawlkeeper_job::warc::{WarcOptions, check_warc, open_warc};
 use crawlkeeper_job::{StoreState, job_spec};
 use crawlkeeper_model::{Partition, format_duration};
 use crawlkeeper_store::{Claim, JobInfo, JobSpec, Store, StoreError, this_process};
@@ -18,6 +20,7 @@ use crate::output::{
 use crate::seeds::{read_seeds, seed_files, stdin};
 use crate::signals::Shutdown;
 use crate::state::{fatal, open_store};
+use crate::warc_out::{archiver, warc_options};
 
 /// Runs `crawlkeeper crawl`: the job's state is kept in the store, so the
 /// same command run again resumes it. Everything the user gave is checked
@@ -25,10 +28,16 @@ use crate::state::{fatal, open_store};
 /// or any file is touched.
 pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
-    let config = args.to_config();
+    let mut config = args.to_config();
+    let warc = warc_options(&args.warc, &config);
+    // What goes over the wire is kept only when it is archived.
+    config.fetch.capture = warc.is_some();
     let held = check_shards(&args)?;
-    let engine = Engine::configure(config.clone(), seeds.clone(), &Registry::builtin())
+    let mut engine = Engine::configure(config.clone(), seeds.clone(), &Registry::builtin())
         .map_err(engine_error)?;
+    if let Some(w) = &warc {
+        engine = engine.archive(archiver(w, &args.warc));
+    }
     let spec = job_spec(&config, &seeds, args.shards);
     let mut protected: Vec<Protected> = seed_files(&args.seeds)
         .map(|path| Protected {
@@ -42,11 +51,26 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     if let Some(out) = &args.out {
         refuse_protected(out, &protected)?;
     }
+    if let Some(w) = &warc {
+        refuse_protected(&w.path, &protected)?;
+        if args.out.as_ref().is_some_and(|o| *o == w.path) {
+            return Err(CliError::Usage(
+                "--warc and --out name the same file".to_owned(),
+            ));
+        }
+    }
     if args.no_state {
         if let Some(out) = &args.out {
             check_existing(out, None, args.overwrite)?;
         }
-        let sink = fresh_sink(args.out.as_deref())?;
+        if let Some(w) = &warc {
+            check_warc(w, None, args.overwrite)?;
+        }
+        let mut sink = fresh_sink(args.out.as_deref())?;
+        if let Some(w) = &warc {
+            let archive = open_warc(w, &spec.name, None, args.overwrite)?;
+            sink = Box::new(FanOut(vec![sink, Box::new(archive)]));
+        }
         let engine = engine.attach(Box::new(MemoryState::new()), sink);
         return crawl(engine, args.quiet, false).await;
     }
@@ -58,6 +82,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         quiet: args.quiet,
         shards: held.clone(),
         take_over: args.take_over,
+        warc,
     };
     // Store set-up blocks (and the PostgreSQL client runs its own runtime).
     let (store, job, sink) = tokio::task::spawn_blocking(move || prepare(&options, &spec))
@@ -153,6 +178,7 @@ struct PrepareOptions {
     quiet: bool,
     shards: Vec<u32>,
     take_over: bool,
+    warc: Option<WarcOptions>,
 }
 
 /// A store, its job, claimed, and the sink for the job's records.
@@ -173,15 +199,25 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     {
         check_existing(out, None, options.overwrite)?;
     }
+    if let (Some(w), None) = (&options.warc, &options.store.store)
+        && !options.store.state.exists()
+    {
+        check_warc(w, None, options.overwrite)?;
+    }
     let mut store = open_store(&options.store)?;
+    let existing = store.find_job(&spec.name).map_err(fatal)?;
     if let Some(out) = out {
-        match store.find_job(&spec.name).map_err(fatal)? {
+        match &existing {
             Some(job) => {
-                let part = Part { job: &job, shards };
+                let part = Part { job, shards };
                 check_existing(out, Some((store.as_mut(), part)), options.overwrite)?;
             }
             None => check_existing(out, None, options.overwrite)?,
         }
+    }
+    if let Some(w) = &options.warc {
+        let mine = existing.as_ref().map(|j| j.name.as_str());
+        check_warc(w, mine, options.overwrite)?;
     }
     // The output file is this process's alone; with --take-over it is
     // taken before the shard, so that a process refused its file has
@@ -245,6 +281,19 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
             options.overwrite,
         )?)),
         None => Box::new(JsonlSink::new(std::io::stdout())),
+    };
+    let sink = match &options.warc {
+        Some(w) => {
+            let part = Part { job: &job, shards };
+            let archive = open_warc(
+                w,
+                &job.name,
+                Some((store.as_mut(), part)),
+                options.overwrite,
+            )?;
+            Box::new(FanOut(vec![sink, Box::new(archive)])) as Box<dyn Sink>
+        }
+        None => sink,
     };
     Ok((store, job, sink))
 }

@@ -15,6 +15,7 @@ mod signals;
 mod state;
 mod status_cmd;
 mod submit_cmd;
+mod warc_out;
 
 use std::process::ExitCode;
 

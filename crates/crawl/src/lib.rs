@@ -4,6 +4,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`config`] | every setting, with documented defaults, validated once |
+//! | [`archive`] | the WARC records of fetched pages, made on the request's task |
 //! | [`normalize`] | one spelling per URL, for dedup |
 //! | [`fetch`] | the [`Fetcher`] trait and the HTTP fetcher |
 //! | [`guard`] | the SSRF guard: which addresses a crawl may connect to |
@@ -23,6 +24,7 @@
 //! [`Registry::add_extractor`] or [`Registry::add_scoper`], and naming it in
 //! [`config::PipelineConfig`].
 
+pub mod archive;
 pub mod config;
 pub mod engine;
 pub mod extract;
@@ -38,6 +40,7 @@ pub mod sink;
 pub mod state;
 pub mod summary;
 
+pub use archive::Archiver;
 pub use config::CrawlConfig;
 pub use engine::{Control, Engine, EngineError};
 pub use extract::{Extracted, Extractor, Page};

@@ -65,6 +65,8 @@ pub struct Processed {
     /// Set when the failure is worth a retry (timeouts, connection errors,
     /// 429, 5xx), with the server's `Retry-After` if it sent one.
     pub retry: Option<RetryHint>,
+    /// The page's WARC records, encoded, when the crawl archives.
+    pub archive: Vec<u8>,
 }
 
 /// A failure that may succeed later.
@@ -90,12 +92,19 @@ pub struct Pipeline {
     pub(crate) max_redirects: u32,
     pub(crate) max_links_per_page: usize,
     pub(crate) extract_timeout: std::time::Duration,
+    /// Makes the WARC records of each page, when the crawl archives.
+    pub(crate) archiver: Option<Arc<crate::archive::Archiver>>,
 }
 
 impl Pipeline {
     /// Sends every request through `wrap(fetcher)` from now on.
     pub(crate) fn wrap_fetcher(&mut self, wrap: impl FnOnce(Arc<dyn Fetcher>) -> Arc<dyn Fetcher>) {
         self.fetcher = wrap(self.fetcher.clone());
+    }
+
+    /// The archiver, when the crawl writes WARC records.
+    pub fn archiver(&self) -> Option<&crate::archive::Archiver> {
+        self.archiver.as_deref()
     }
 
     /// The fetcher, for robots.txt requests.
@@ -117,6 +126,7 @@ impl Pipeline {
                 record,
                 discovered: Vec::new(),
                 retry: None,
+                archive: Vec::new(),
             };
         }
         match self.fetcher.fetch(&job.url).await {
@@ -130,9 +140,23 @@ impl Pipeline {
                     record,
                     discovered: Vec::new(),
                     retry,
+                    archive: Vec::new(),
                 }
             }
-            Ok(response) => self.interpret(job, record, &response),
+            Ok(response) => {
+                let mut processed = self.interpret(job, record, &response);
+                if let Some(archiver) = &self.archiver
+                    && processed.retry.is_none()
+                {
+                    let outlinks = processed
+                        .discovered
+                        .iter()
+                        .map(|d| d.job.url.to_string())
+                        .collect();
+                    processed.archive = archiver.page(&processed.record, &response, outlinks);
+                }
+                processed
+            }
         }
     }
 
@@ -168,6 +192,7 @@ impl Pipeline {
             record,
             discovered,
             retry,
+            archive: Vec::new(),
         }
     }
 

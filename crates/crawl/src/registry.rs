@@ -155,6 +155,7 @@ impl Registry {
                 max_redirects: config.engine.max_redirects,
                 max_links_per_page: config.engine.max_links_per_page,
                 extract_timeout: config.engine.extract_timeout,
+                archiver: None,
             }),
             _ => Err(ConfigError { problems }),
         }

@@ -8,6 +8,7 @@ use texting_robots::Robot;
 use tracing::{debug, warn};
 use url::Url;
 
+use crate::archive::Archiver;
 use crate::fetch::Fetcher;
 
 /// The product token robots.txt groups are matched against.
@@ -105,6 +106,18 @@ impl RobotsRules {
         fetcher: &dyn Fetcher,
         authority: &Authority,
     ) -> (Self, Option<RobotsSnapshot>) {
+        let mut archived = Vec::new();
+        Self::fetch_archived(fetcher, authority, None, &mut archived).await
+    }
+
+    /// [`RobotsRules::fetch`], adding the WARC records of every response
+    /// (redirects included) to `archived` when an `archiver` is given.
+    pub async fn fetch_archived(
+        fetcher: &dyn Fetcher,
+        authority: &Authority,
+        archiver: Option<&Archiver>,
+        archived: &mut Vec<u8>,
+    ) -> (Self, Option<RobotsSnapshot>) {
         let mut url = authority.robots_url();
         for hop in 0..=MAX_ROBOTS_REDIRECTS {
             let response = match fetcher.fetch(&url).await {
@@ -118,6 +131,9 @@ impl RobotsRules {
                     return (Self::Unavailable(e.message), None);
                 }
             };
+            if let Some(a) = archiver {
+                archived.extend(a.exchange(url.as_str(), &response));
+            }
             match response.status {
                 200..=299 => {
                     let body = response

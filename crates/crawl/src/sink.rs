@@ -3,7 +3,7 @@
 
 use std::io::{self, BufWriter, Write};
 
-use crawlkeeper_model::CrawlRecord;
+use crawlkeeper_model::{CrawlRecord, FinishedUrl};
 
 /// Receives every record of a crawl.
 pub trait Sink: Send {
@@ -17,6 +17,51 @@ pub trait Sink: Send {
     }
     /// Makes everything written so far durable (or at least handed to the OS).
     fn flush(&mut self) -> Result<(), SinkError>;
+    /// Called with a transaction's finished URLs, and with other records to
+    /// archive (robots.txt exchanges), before the store commits them; with
+    /// `retry` when an earlier attempt of the same transaction failed, and
+    /// what it wrote must be taken back first. A sink that must hold every
+    /// stored result (a WARC archive) writes here: a failure stops the
+    /// crawl before the transaction commits. The default does nothing.
+    fn before_commit(
+        &mut self,
+        finished: &[FinishedUrl],
+        extra: &[Vec<u8>],
+        retry: bool,
+    ) -> Result<(), SinkError> {
+        let _ = (finished, extra, retry);
+        Ok(())
+    }
+}
+
+/// Several sinks, each given every call in turn.
+pub struct FanOut(pub Vec<Box<dyn Sink>>);
+
+impl Sink for FanOut {
+    fn write(&mut self, record: &CrawlRecord) -> Result<(), SinkError> {
+        self.0.iter_mut().try_for_each(|s| s.write(record))
+    }
+
+    fn write_json(&mut self, record: &CrawlRecord, json: &str) -> Result<(), SinkError> {
+        self.0
+            .iter_mut()
+            .try_for_each(|s| s.write_json(record, json))
+    }
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        self.0.iter_mut().try_for_each(|s| s.flush())
+    }
+
+    fn before_commit(
+        &mut self,
+        finished: &[FinishedUrl],
+        extra: &[Vec<u8>],
+        retry: bool,
+    ) -> Result<(), SinkError> {
+        self.0
+            .iter_mut()
+            .try_for_each(|s| s.before_commit(finished, extra, retry))
+    }
 }
 
 /// A sink failed; the crawl cannot go on without losing records.

@@ -7,10 +7,12 @@
 //! | [`identity`] | a job's name from its seeds, scope and shard count |
 //! | [`state`] | [`StoreState`]: the engine's [`crawlkeeper_crawl::state::CrawlState`] in a store, shards and all |
 //! | [`output`] | the JSON Lines output of a job that may be resumed |
+//! | [`warc`] | the WARC output of a job: records before commits, cut after a crash |
 
 pub mod identity;
 pub mod output;
 pub mod state;
+pub mod warc;
 
 pub use identity::job_spec;
 pub use output::OutputError;

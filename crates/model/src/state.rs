@@ -29,13 +29,20 @@ pub struct FinishedUrl {
     pub record: CrawlRecord,
     /// The record as JSON, made once: stored and written out as it is.
     pub json: String,
+    /// Its WARC records, encoded, when the crawl archives (else empty).
+    pub archive: Vec<u8>,
 }
 
 impl FinishedUrl {
     /// A finished URL with its record serialised.
     pub fn new(key: u128, record: CrawlRecord) -> Self {
         let json = record.to_json();
-        Self { key, record, json }
+        Self {
+            key,
+            record,
+            json,
+            archive: Vec::new(),
+        }
     }
 }
 

@@ -154,6 +154,33 @@ pub fn scan_file(path: &Path) -> Result<Scanned, ScanError> {
     Ok(scanned)
 }
 
+/// The first record of the WARC file at `path` (`None` when it is cut or
+/// the file is no WARC file),
+/// read without going through the rest of the file.
+pub fn first_record(path: &Path) -> Result<Option<ScannedRecord>, ScanError> {
+    let io_err = |source| ScanError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let mut reader = BufReader::new(file);
+    let gzip = reader
+        .fill_buf()
+        .map_err(io_err)?
+        .starts_with(&[0x1f, 0x8b]);
+    let record = if gzip {
+        let mut member = Vec::new();
+        GzDecoder::new(&mut reader)
+            .take(MAX_RECORD)
+            .read_to_end(&mut member)
+            .ok()
+            .and_then(|_| parse(&member).map(|(r, _)| r))
+    } else {
+        read_plain(&mut reader)
+    };
+    Ok(record)
+}
+
 /// Reads one plain record; `None` when cut or malformed.
 fn read_plain(reader: &mut impl BufRead) -> Option<ScannedRecord> {
     let mut head = Vec::new();

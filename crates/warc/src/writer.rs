@@ -151,15 +151,43 @@ impl WarcWriter {
         Ok(())
     }
 
-    /// Appends `encoded` (from [`encode`] with this writer's level: see
-    /// [`WarcWriter::gzip_level`]) as one group: a full file is rotated
-    /// before the group, never inside it.
-    pub fn append(&mut self, encoded: &[u8]) -> io::Result<()> {
+    /// Begins a group of records that must stay in one file: a full file
+    /// is closed and the next begun now, never inside the group.
+    pub fn begin_group(&mut self) -> io::Result<()> {
         if self.size >= self.config.max_size {
             self.rotate()?;
         }
+        Ok(())
+    }
+
+    /// Appends `encoded` (from [`encode`] with this writer's level: see
+    /// [`WarcWriter::gzip_level`]).
+    pub fn append(&mut self, encoded: &[u8]) -> io::Result<()> {
         self.file.write_all(encoded)?;
         self.size += encoded.len() as u64;
+        Ok(())
+    }
+
+    /// Takes back everything written since `mark` (a [`WarcWriter::position`]):
+    /// later files are removed and the file of the mark cut there.
+    pub fn rewind(&mut self, mark: (u32, u64)) -> io::Result<()> {
+        let (number, size) = mark;
+        if number != self.number {
+            for n in number + 1..=self.number {
+                match std::fs::remove_file(self.config.path_of(n)) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+            }
+            self.file = OpenOptions::new()
+                .write(true)
+                .open(self.config.path_of(number))?;
+            self.number = number;
+        }
+        self.file.set_len(size)?;
+        use std::io::Seek;
+        self.file.seek(io::SeekFrom::Start(size))?;
+        self.size = size;
         Ok(())
     }
 
@@ -276,8 +304,9 @@ mod tests {
         let c = config(dir.path(), "crawl.warc.gz", 600);
         let mut w = WarcWriter::open(c.clone(), 0, 0).unwrap();
         for i in 0..6 {
-            let group = encode(&[page(i), page(i + 100)], w.gzip_level());
-            w.append(&group).unwrap();
+            w.begin_group().unwrap();
+            w.append(&encode(&[page(i)], w.gzip_level())).unwrap();
+            w.append(&encode(&[page(i + 100)], w.gzip_level())).unwrap();
         }
         w.flush().unwrap();
         let files = existing_files(&c);
@@ -295,5 +324,43 @@ mod tests {
             );
         }
         assert_eq!(pages, 12);
+    }
+}
+
+#[cfg(test)]
+mod rewind_tests {
+    use super::*;
+    use crate::scan::scan_file;
+
+    #[test]
+    fn a_rewind_takes_back_a_group_even_across_a_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = WriterConfig {
+            path: dir.path().join("r.warc"),
+            max_size: 1,
+            gzip_level: 6,
+            info: Vec::new(),
+        };
+        let rec = |i: usize| {
+            Record::new(RecordType::Metadata, Utc::now())
+                .field("WARC-Target-URI", &format!("http://127.0.0.1/{i}"))
+        };
+        let mut w = WarcWriter::open(c.clone(), 0, 0).unwrap();
+        let mark = w.position();
+        w.begin_group().unwrap();
+        w.append(&encode(&[rec(1)], None)).unwrap();
+        assert_eq!(w.position().0, 1, "rotated");
+        w.rewind(mark).unwrap();
+        assert_eq!(w.position(), mark);
+        assert!(!c.path_of(1).exists());
+        w.append(&encode(&[rec(2)], None)).unwrap();
+        w.flush().unwrap();
+        let s = scan_file(&c.path_of(0)).unwrap();
+        let uris: Vec<_> = s
+            .records
+            .iter()
+            .filter_map(|r| r.target_uri.clone())
+            .collect();
+        assert_eq!(uris, ["http://127.0.0.1/2"]);
     }
 }

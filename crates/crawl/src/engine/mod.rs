@@ -75,6 +75,8 @@ enum TaskOutput {
         slot: Slot,
         rules: RobotsRules,
         snapshot: Option<crawlkeeper_model::RobotsSnapshot>,
+        /// Its WARC records, encoded (empty when not archiving).
+        archive: Vec<u8>,
     },
     Page {
         slot: Slot,
@@ -108,6 +110,8 @@ pub struct Engine {
     hold_places: bool,
     next_token: u64,
     pending_saves: Vec<Slot>,
+    /// WARC records of robots.txt exchanges, for the next transaction.
+    pending_archive: Vec<Vec<u8>>,
     /// How the job is shared with other processes, if it is.
     sharing: Option<Sharing>,
     /// With sharing: requests wait until the lease was confirmed lately.
@@ -144,6 +148,8 @@ struct PendingFinish {
     job: Job,
     record: CrawlRecord,
     json: String,
+    /// Its WARC records, encoded (empty when not archiving).
+    archive: Vec<u8>,
     /// Its links wait for a shallower page of its authority.
     held: bool,
 }
@@ -215,6 +221,7 @@ impl Engine {
             hold_places: false,
             next_token: 0,
             pending_saves: Vec::new(),
+            pending_archive: Vec::new(),
             sharing: None,
             gate: None,
             verifying: false,
@@ -229,6 +236,16 @@ impl Engine {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         self.control = Some(rx);
         tx
+    }
+
+    /// Makes WARC records of every page (and robots.txt) with `archiver`;
+    /// the fetcher must capture the exchanges (`config.fetch.capture`), and
+    /// the sink writes them ([`Sink::before_commit`]).
+    pub fn archive(mut self, archiver: crate::archive::Archiver) -> Self {
+        if let Some(p) = Arc::get_mut(&mut self.pipeline) {
+            p.archiver = Some(Arc::new(archiver));
+        }
+        self
     }
 
     /// The crawl's configuration.
@@ -516,6 +533,7 @@ impl Engine {
                 key: url_key(&p.job.url),
                 record: p.record,
                 json: p.json,
+                archive: p.archive,
             };
             store
                 .tx
@@ -532,6 +550,12 @@ impl Engine {
         for slot in std::mem::take(&mut self.pending_saves) {
             let saved = self.frontier.saved(slot);
             store.tx.send(Command::Save(saved)).map_err(|_| gone())?;
+        }
+        for archive in std::mem::take(&mut self.pending_archive) {
+            store
+                .tx
+                .send(Command::Archive(archive))
+                .map_err(|_| gone())?;
         }
         for (slot, authority, limit) in self.frontier.take_loads() {
             store
@@ -585,8 +609,13 @@ impl Engine {
             match next {
                 Next::Robots { slot, authority } => {
                     tasks.spawn(async move {
-                        let run =
-                            AssertUnwindSafe(RobotsRules::fetch(pipeline.fetcher(), &authority));
+                        let mut archive = Vec::new();
+                        let run = AssertUnwindSafe(RobotsRules::fetch_archived(
+                            pipeline.fetcher(),
+                            &authority,
+                            pipeline.archiver(),
+                            &mut archive,
+                        ));
                         // A panic must not leave the authority waiting for
                         // rules forever with its URLs unrecorded: they are
                         // recorded as internal errors instead.
@@ -599,6 +628,7 @@ impl Engine {
                             slot,
                             rules,
                             snapshot,
+                            archive,
                         }
                     });
                 }
@@ -680,9 +710,13 @@ impl Engine {
                 slot,
                 rules,
                 snapshot,
+                archive,
             } => {
                 self.frontier.robots_known(slot, rules, snapshot, now);
                 self.pending_saves.push(slot);
+                if !archive.is_empty() {
+                    self.pending_archive.push(archive);
+                }
             }
             TaskOutput::Page {
                 slot,
@@ -694,6 +728,7 @@ impl Engine {
                     record,
                     discovered,
                     retry,
+                    archive,
                 } = *processed;
                 let report = RequestReport {
                     response_time: record.response_ms.map(Duration::from_millis),
@@ -728,6 +763,7 @@ impl Engine {
                         job,
                         record,
                         json,
+                        archive,
                         held,
                     },
                 );

@@ -31,6 +31,7 @@ pub fn internal_error(job: &Job, why: &str) -> Processed {
         ),
         discovered: Vec::new(),
         retry: None,
+        archive: Vec::new(),
     }
 }
 

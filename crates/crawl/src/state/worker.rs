@@ -68,6 +68,9 @@ pub enum Command {
     },
     /// Confirm that the held shards are still this process's.
     Verify,
+    /// Archive these encoded records (a robots.txt exchange) with the next
+    /// transaction.
+    Archive(Vec<u8>),
     /// Take more shards of the job and resume them.
     TakeShards(Vec<u32>),
     /// Flush everything and stop.
@@ -261,6 +264,7 @@ fn run(
         let mut admits = Vec::new();
         let mut loads = Vec::new();
         let mut take: Vec<Vec<u32>> = Vec::new();
+        let mut extra: Vec<Vec<u8>> = Vec::new();
         let mut close = false;
         for c in gathered {
             match c {
@@ -283,6 +287,7 @@ fn run(
                     batch.sweep |= sweep;
                 }
                 Command::Verify => batch.verify = true,
+                Command::Archive(bytes) => extra.push(bytes),
                 Command::TakeShards(shards) => take.push(shards),
                 Command::Close => close = true,
             }
@@ -301,13 +306,24 @@ fn run(
         }
         let applying = Instant::now();
         let mut began = applying;
-        if !batch.is_empty() {
+        let transact = !batch.is_empty();
+        if transact || !extra.is_empty() {
+            let mut attempts = 0;
             match with_retry(|| {
+                // Archives first: a result never commits without its records.
+                sink.before_commit(&batch.finished, &extra, attempts > 0)
+                    .map_err(|e| StateError::Fatal(e.to_string()))?;
+                attempts += 1;
                 began = Instant::now();
+                if !transact {
+                    return Ok(());
+                }
                 state.apply(&mut batch)
             }) {
                 Ok(()) => {
-                    let _ = replies.send(Reply::Confirmed(began));
+                    if transact {
+                        let _ = replies.send(Reply::Confirmed(began));
+                    }
                 }
                 Err(e) => {
                     if !matches!(e, StateError::Fenced(_)) {

@@ -1,0 +1,120 @@
+//! WARC records of what the crawl fetched. A page's records (`request`,
+//! `response` or `revisit`, `metadata`) are made and compressed on the
+//! request's own task, beside link extraction, so compression runs on
+//! every core and off the engine's loop; the state worker only appends the
+//! bytes, before the page's result commits (see [`crate::sink::Sink::before_commit`]).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
+use crawlkeeper_model::CrawlRecord;
+use crawlkeeper_warc::http::{HttpExchange, Original, RevisitProfile, Truncation};
+use crawlkeeper_warc::writer::encode;
+use crawlkeeper_warc::{PageMetadata, Record};
+
+use crate::fetch::FetchResponse;
+
+/// Makes the WARC records of fetched pages.
+#[derive(Debug)]
+pub struct Archiver {
+    /// The gzip level of each record's member; `None` for plain WARC.
+    gzip_level: Option<u32>,
+    /// With `--warc-dedup`: payload digests seen in this run, and the
+    /// response that had each first.
+    seen: Option<Mutex<HashMap<String, Original>>>,
+}
+
+impl Archiver {
+    /// An archiver writing gzip members at `gzip_level` (`None`: plain),
+    /// writing `revisit` records for payloads seen before when `dedup`.
+    pub fn new(gzip_level: Option<u32>, dedup: bool) -> Self {
+        Self {
+            gzip_level,
+            seen: dedup.then(|| Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The encoded records of a page: its request, its response (or a
+    /// revisit of an identical payload), and its metadata (the links the
+    /// crawl took, depth, parent, truncation). Nothing when the response
+    /// was not captured.
+    pub fn page(
+        &self,
+        record: &CrawlRecord,
+        response: &FetchResponse,
+        outlinks: Vec<String>,
+    ) -> Vec<u8> {
+        let Some(exchange) = exchange_of(&record.url, response) else {
+            return Vec::new();
+        };
+        let (main, request) = self.response_or_revisit(&exchange, response.status);
+        let metadata = PageMetadata {
+            outlinks,
+            depth: record.depth,
+            parent: record.parent.clone(),
+            fetch_ms: record.response_ms,
+            truncated: record.truncated,
+            links_dropped: record.links_dropped,
+        }
+        .record(&record.url, exchange.date, main.id());
+        encode(&[request, main, metadata], self.gzip_level)
+    }
+
+    /// The encoded records of a request that is not a page of the crawl
+    /// (robots.txt): request and response.
+    pub fn exchange(&self, url: &str, response: &FetchResponse) -> Vec<u8> {
+        match exchange_of(url, response) {
+            Some(x) => {
+                let (response, request) = x.records();
+                encode(&[request, response], self.gzip_level)
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn response_or_revisit(&self, x: &HttpExchange, status: u16) -> (Record, Record) {
+        let Some(seen) = &self.seen else {
+            return x.records();
+        };
+        if !(200..300).contains(&status) || x.body.is_empty() || x.truncated.is_some() {
+            return x.records();
+        }
+        let digest = x.payload_digest();
+        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+        match seen.get(&digest) {
+            Some(original) => x.revisit(RevisitProfile::IdenticalPayload, original),
+            None => {
+                let (response, request) = x.records();
+                seen.insert(
+                    digest,
+                    Original {
+                        id: Some(response.id().to_owned()),
+                        target_uri: x.target_uri.clone(),
+                        date: x.date,
+                    },
+                );
+                (response, request)
+            }
+        }
+    }
+}
+
+/// The exchange of a captured response.
+fn exchange_of(url: &str, r: &FetchResponse) -> Option<HttpExchange> {
+    let c = r.capture.as_ref()?;
+    Some(HttpExchange {
+        target_uri: url.to_owned(),
+        date: utc(r.started_at),
+        ip: c.remote.map(|a| a.ip()),
+        request_head: c.request_head.clone(),
+        response_head: c.response_head.clone(),
+        body: c.raw_body.clone(),
+        truncated: r.truncated.then_some(Truncation::Length),
+    })
+}
+
+fn utc(t: SystemTime) -> DateTime<Utc> {
+    DateTime::<Utc>::from(t)
+}
