@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. Installs and starts what the tests need
 # (PostgreSQL on 127.0.0.1:5432, a standalone ZooKeeper on a free loopback
-# port, stopped at the end); fails when any test fails.
+# port, stopped at the end, and warcio from PyPI); fails when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +20,15 @@ zk_dir=${zk#* }
 trap 'scripts/zookeeper.sh stop "$zk_dir"' EXIT
 export CRAWLKEEPER_TEST_ZOOKEEPER=${zk% *}
 echo "ZooKeeper at $CRAWLKEEPER_TEST_ZOOKEEPER"
+
+echo "== Python tools (warcio, to check the WARC files the tests write)"
+if ! command -v warcio >/dev/null 2>&1; then
+  python3 -m pip install --quiet --user warcio 2>/dev/null \
+    || python3 -m pip install --quiet --user --break-system-packages warcio \
+    || python3 -m pip install --quiet warcio
+  export PATH="$HOME/.local/bin:$PATH"
+fi
+warcio --help >/dev/null
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
