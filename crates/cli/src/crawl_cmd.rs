@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crawlkeeper_crawl::sink::FanOut;
 use crawlkeeper_crawl::state::{LEASE_BOUND, MemoryState, Sharing, StateError};
 use crawlkeeper_crawl::{Engine, EngineError, JsonlSink, Registry, Sink, StopReason};
-use crawlkeeper_job::warc::{WarcOptions, check_warc, open_warc};
+use crawlkeeper_job::warc::{JobLook, WarcOptions, check_warc, open_warc};
 use crawlkeeper_job::{StoreState, job_spec};
 use crawlkeeper_model::{Partition, format_duration};
 use crawlkeeper_store::{Claim, JobInfo, JobSpec, Store, StoreError, this_process};
@@ -51,6 +51,11 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     if let Some(out) = &args.out {
         refuse_protected(out, &protected)?;
     }
+    if warc.is_some() && (args.shards > 1 || args.take_over) {
+        return Err(CliError::Usage(
+            "--warc is not available yet with --shards or --take-over".to_owned(),
+        ));
+    }
     if let Some(w) = &warc {
         refuse_protected(&w.path, &protected)?;
         if args.out.as_ref().is_some_and(|o| *o == w.path) {
@@ -64,11 +69,25 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
             check_existing(out, None, args.overwrite)?;
         }
         if let Some(w) = &warc {
-            check_warc(w, None, args.overwrite)?;
+            check_warc(
+                w,
+                JobLook {
+                    name: &spec.name,
+                    done: 0,
+                },
+                args.overwrite,
+            )?;
         }
         let mut sink = fresh_sink(args.out.as_deref())?;
         if let Some(w) = &warc {
-            let archive = open_warc(w, &spec.name, None, args.overwrite)?;
+            let archive = open_warc(
+                w,
+                JobLook {
+                    name: &spec.name,
+                    done: 0,
+                },
+                None,
+            )?;
             sink = Box::new(FanOut(vec![sink, Box::new(archive)]));
         }
         let engine = engine.attach(Box::new(MemoryState::new()), sink);
@@ -202,7 +221,11 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     if let (Some(w), None) = (&options.warc, &options.store.store)
         && !options.store.state.exists()
     {
-        check_warc(w, None, options.overwrite)?;
+        let new = JobLook {
+            name: &spec.name,
+            done: 0,
+        };
+        check_warc(w, new, options.overwrite)?;
     }
     let mut store = open_store(&options.store)?;
     let existing = store.find_job(&spec.name).map_err(fatal)?;
@@ -216,8 +239,15 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         }
     }
     if let Some(w) = &options.warc {
-        let mine = existing.as_ref().map(|j| j.name.as_str());
-        check_warc(w, mine, options.overwrite)?;
+        let done = match &existing {
+            Some(job) if !options.fresh => job.counts.done,
+            _ => 0,
+        };
+        let look = JobLook {
+            name: &spec.name,
+            done,
+        };
+        check_warc(w, look, options.overwrite)?;
     }
     // The output file is this process's alone; with --take-over it is
     // taken before the shard, so that a process refused its file has
@@ -285,12 +315,11 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     let sink = match &options.warc {
         Some(w) => {
             let part = Part { job: &job, shards };
-            let archive = open_warc(
-                w,
-                &job.name,
-                Some((store.as_mut(), part)),
-                options.overwrite,
-            )?;
+            let look = JobLook {
+                name: &job.name,
+                done: job.counts.done,
+            };
+            let archive = open_warc(w, look, Some((store.as_mut(), part)))?;
             Box::new(FanOut(vec![sink, Box::new(archive)])) as Box<dyn Sink>
         }
         None => sink,

@@ -186,13 +186,20 @@ fn check_pages(recs: &[ScannedRecord], pages: &[CrawlRecord]) {
         assert_eq!(q.len(), 1, "{url}");
         assert_eq!(q[0].get("WARC-Concurrent-To"), Some(r.id.as_str()));
         assert!(q[0].block.starts_with(b"GET /"), "{url}");
-        let m = &metadata[url];
-        assert_eq!(m.len(), 1, "{url}");
-        assert_eq!(m[0].get("WARC-Concurrent-To"), Some(r.id.as_str()));
+        assert_eq!(
+            metadata[url][0].get("WARC-Concurrent-To"),
+            Some(r.id.as_str())
+        );
         if page.truncated {
             assert_eq!(r.get("WARC-Truncated"), Some("length"), "{url}");
         }
     }
+    // Every URL, with a response or not, has one metadata record.
+    for page in pages {
+        let m = metadata.get(&page.url).map_or(0, Vec::len);
+        assert_eq!(m, 1, "{} has {m} metadata records", page.url);
+    }
+    assert_eq!(metadata.len(), pages.len());
     let with_status = pages.iter().filter(|p| p.status.is_some()).count();
     let robots = responses
         .keys()
@@ -221,15 +228,21 @@ async fn a_crawl_of_the_showcase_archives_every_exchange_and_warcio_checks_it() 
         "--retries",
         "0",
     ];
-    let (code, err) = run(crawl(&d, &site.url(0, "/"), &extra)).await;
+    let mut c = crawl(&d, &site.url(0, "/"), &extra);
+    c.arg(site.url(0, "/busy"));
+    let (code, err) = run(c).await;
     assert!(matches!(code, 0 | 1), "{err}");
     let pages = records(&d.join("out.jsonl"));
     let recs = check_files(&d.join("crawl.warc.gz"));
     check_pages(&recs, &pages);
     let status = |s: u16| pages.iter().any(|p| p.status == Some(s));
     assert!(
-        status(301) && status(404) && status(200),
-        "redirects and errors are archived"
+        status(301) && status(404) && status(200) && status(429),
+        "redirects, errors and a response left after its retries are archived"
+    );
+    assert!(
+        pages.iter().any(|p| p.status.is_none()),
+        "URLs without a response (robots-denied, timeouts) have a metadata record"
     );
     assert!(pages.iter().any(|p| p.truncated), "a page was cut");
     // The gzip page is archived as it came: coded, its digest over the coded bytes.
@@ -340,6 +353,20 @@ async fn plain_warc_dedup_and_refusals() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("same file"), "{err}");
     assert!(!d2.join("out.jsonl").exists(), "nothing written");
+
+    // --fresh starts the archive over: no page twice.
+    let (code, err) = run(crawl(&d, &seed, &["--warc", "crawl.warc", "--fresh"])).await;
+    assert_eq!(code, 0, "{err}");
+    let recs = check_files(&d.join("crawl.warc"));
+    check_pages(&recs, &records(&d.join("out.jsonl")));
+    // A job crawled without --warc cannot be archived from the middle on.
+    let d3 = dir("plain-late");
+    let (code, err) = run(crawl(&d3, &seed, &[])).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = run(crawl(&d3, &seed, &["--warc", "late.warc"])).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--fresh"), "{err}");
+    assert!(!d3.join("late.warc").exists());
 
     // With --warc-dedup, a payload archived before becomes a revisit.
     let mut config = SiteConfig::showcase();

@@ -82,22 +82,24 @@ impl Archiver {
             return x.records();
         }
         let digest = x.payload_digest();
-        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
-        match seen.get(&digest) {
-            Some(original) => x.revisit(RevisitProfile::IdenticalPayload, original),
-            None => {
-                let (response, request) = x.records();
-                seen.insert(
-                    digest,
-                    Original {
-                        id: Some(response.id().to_owned()),
-                        target_uri: x.target_uri.clone(),
-                        date: x.date,
-                    },
-                );
-                (response, request)
-            }
+        let original = seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&digest)
+            .cloned();
+        if let Some(original) = original {
+            return x.revisit(RevisitProfile::IdenticalPayload, &original);
         }
+        let (response, request) = x.records();
+        seen.lock().unwrap_or_else(|p| p.into_inner()).insert(
+            digest,
+            Original {
+                id: Some(response.id().to_owned()),
+                target_uri: x.target_uri.clone(),
+                date: x.date,
+            },
+        );
+        (response, request)
     }
 }
 

@@ -145,9 +145,9 @@ impl Pipeline {
             }
             Ok(response) => {
                 let mut processed = self.interpret(job, record, &response);
-                if let Some(archiver) = &self.archiver
-                    && processed.retry.is_none()
-                {
+                // Made even for a response that may be retried: the last
+                // attempt's is the one kept (the others are dropped with it).
+                if let Some(archiver) = &self.archiver {
                     let outlinks = processed
                         .discovered
                         .iter()

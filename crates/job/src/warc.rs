@@ -16,8 +16,9 @@ use crawlkeeper_crawl::Sink;
 use crawlkeeper_crawl::sink::SinkError;
 use crawlkeeper_model::{CrawlRecord, FinishedUrl};
 use crawlkeeper_store::Store;
-use crawlkeeper_warc::scan::{first_record, scan_file};
-use crawlkeeper_warc::writer::{WarcWriter, WriterConfig, existing_files};
+use crawlkeeper_warc::scan::{first_record, scan_index};
+use crawlkeeper_warc::writer::{WarcWriter, WriterConfig, encode, existing_files};
+use crawlkeeper_warc::{Record, RecordType};
 
 use crate::output::{OutputError, Part};
 
@@ -72,12 +73,24 @@ fn io(path: &Path, source: std::io::Error) -> OutputError {
     }
 }
 
-/// Refuses, before anything is written, WARC files at the options' path
-/// that do not belong to `job` (`None`: a job that starts now, to which no
-/// existing file belongs), unless `overwrite`.
+/// A job as the WARC output sees it: its name and how many of its URLs
+/// are done in the store.
+#[derive(Debug, Clone, Copy)]
+pub struct JobLook<'a> {
+    /// The job's name.
+    pub name: &'a str,
+    /// URLs with a stored result.
+    pub done: u64,
+}
+
+/// Refuses, before anything is written, a WARC output the job cannot use:
+/// existing files that are not this job's (each file's `warcinfo` must
+/// name it; replaced with `overwrite` only while the job has no stored
+/// result), or a job with stored results and no files (its earlier pages
+/// would be missing from the archive).
 pub fn check_warc(
     options: &WarcOptions,
-    job: Option<&str>,
+    job: JobLook<'_>,
     overwrite: bool,
 ) -> Result<(), OutputError> {
     if options.path.is_dir() {
@@ -92,31 +105,49 @@ pub fn check_warc(
             std::io::Error::new(std::io::ErrorKind::NotFound, "its directory does not exist"),
         ));
     }
-    if overwrite {
-        return Ok(());
+    let config = options.config(job.name);
+    let files = existing_files(&config);
+    if files.is_empty() && job.done > 0 {
+        return Err(OutputError::Foreign(format!(
+            "job {} has {} URLs done whose WARC records are not at '{}'; \
+             give its --warc path, or --fresh to crawl it again into a new archive",
+            job.name,
+            job.done,
+            options.path.display()
+        )));
     }
-    let config = options.config(job.unwrap_or(""));
-    let Some(&first) = existing_files(&config).first() else {
-        return Ok(());
-    };
-    let path = config.path_of(first);
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
-        return Ok(());
+    for n in files {
+        let path = config.path_of(n);
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+            continue;
+        }
+        let head = first_record(&path).map_err(|e| OutputError::Foreign(e.to_string()))?;
+        let belongs = head
+            .as_ref()
+            .filter(|r| r.kind == "warcinfo")
+            .and_then(|r| warc_fields(&r.block).remove(JOB_FIELD))
+            .is_some_and(|j| j == job.name);
+        if belongs {
+            continue;
+        }
+        if overwrite && job.done == 0 {
+            continue;
+        }
+        if job.done > 0 {
+            return Err(OutputError::Foreign(format!(
+                "WARC file '{}' holds another crawl's records, and job {} has {} URLs done \
+                 archived beside it; use another --warc path with --fresh",
+                path.display(),
+                job.name,
+                job.done
+            )));
+        }
+        return Err(foreign(
+            &path,
+            "holds another crawl's records (or is no WARC file)",
+        ));
     }
-    let Some(job) = job else {
-        return Err(foreign(&path, "exists"));
-    };
-    let head = first_record(&path).map_err(|e| OutputError::Foreign(e.to_string()))?;
-    let belongs = head
-        .as_ref()
-        .filter(|r| r.kind == "warcinfo")
-        .and_then(|r| warc_fields(&r.block).remove(JOB_FIELD))
-        .is_some_and(|j| j == job);
-    if belongs {
-        Ok(())
-    } else {
-        Err(foreign(&path, "holds another crawl's records"))
-    }
+    Ok(())
 }
 
 /// `name: value` lines of an `application/warc-fields` block.
@@ -128,29 +159,28 @@ fn warc_fields(block: &[u8]) -> HashMap<String, String> {
         .collect()
 }
 
-/// Opens the WARC output of `job` (checked with [`check_warc`]): a new
-/// file, or the last one cut after the last page stored in `stored`
-/// (every file is replaced when `overwrite`).
+/// Opens the WARC output of `job` (checked with [`check_warc`]): while the
+/// job has no stored result, its files (or, with `overwrite`, any) are
+/// removed and a new file begun; otherwise the last file is cut after the
+/// last URL stored in `stored`.
 pub fn open_warc(
     options: &WarcOptions,
-    job: &str,
+    job: JobLook<'_>,
     stored: Option<(&mut dyn Store, Part<'_>)>,
-    overwrite: bool,
 ) -> Result<WarcSink, OutputError> {
-    let config = options.config(job);
+    let config = options.config(job.name);
     let files = existing_files(&config);
     let (number, size) = match (files.last(), stored) {
-        (Some(&last), Some((store, part))) if !overwrite => {
+        (Some(&last), Some((store, part))) if job.done > 0 => {
             (last, cut_point(&config.path_of(last), store, part)?)
         }
-        (Some(_), _) => {
+        _ => {
             for &n in &files {
                 let p = config.path_of(n);
                 std::fs::remove_file(&p).map_err(|e| io(&p, e))?;
             }
             (0, 0)
         }
-        (None, _) => (0, 0),
     };
     let path = config.path_of(number);
     let writer = WarcWriter::open(config, number, size).map_err(|e| io(&path, e))?;
@@ -159,16 +189,18 @@ pub fn open_warc(
 }
 
 /// Where the file at `path` is cut before a run: after the `metadata`
-/// record of the last page whose result is stored (each page's records
-/// end with it), or after the `warcinfo` when it has none.
+/// record of the last URL whose result is stored (each URL's records end
+/// with one, a URL without a response has only that), or after the
+/// `warcinfo` when it has none.
 fn cut_point(path: &Path, store: &mut dyn Store, part: Part<'_>) -> Result<u64, OutputError> {
-    let scanned = scan_file(path).map_err(|e| OutputError::Foreign(e.to_string()))?;
+    let scanned = scan_index(path).map_err(|e| OutputError::Foreign(e.to_string()))?;
     let mut ends: HashMap<String, u64> = HashMap::new();
     for r in &scanned.records {
         if r.kind == "metadata"
             && let Some(uri) = &r.target_uri
         {
-            ends.insert(uri.clone(), r.offset + r.length);
+            // The first: a later one is a copy past the last commit.
+            ends.entry(uri.clone()).or_insert(r.offset + r.length);
         }
     }
     let mut cut = scanned
@@ -193,6 +225,38 @@ fn cut_point(path: &Path, store: &mut dyn Store, part: Part<'_>) -> Result<u64, 
         }
     }
     Ok(cut)
+}
+
+/// The `metadata` record of a URL that got no response.
+fn no_response(record: &CrawlRecord) -> Record {
+    let mut text = String::new();
+    let mut line = |name: &str, value: &str| {
+        text.push_str(name);
+        text.push_str(": ");
+        text.extend(value.chars().map(|c| if c.is_control() { ' ' } else { c }));
+        text.push_str("\r\n");
+    };
+    match &record.parent {
+        None => line("seed", "true"),
+        Some(p) => line("via", p),
+    }
+    line("depth", &record.depth.to_string());
+    if let Some(e) = &record.error {
+        let kind = serde_json::to_value(e.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        line("error", &kind);
+        line("errorMessage", &e.message);
+    }
+    let date = chrono::DateTime::parse_from_rfc3339(&record.fetched_at)
+        .map(|d| d.with_timezone(&chrono::Utc))
+        .unwrap_or_else(|_| chrono::Utc::now());
+    Record::new(RecordType::Metadata, date)
+        .field("WARC-Target-URI", &record.url)
+        .content_type("application/warc-fields")
+        .block(vec![bytes::Bytes::from(text)])
+        .with_block_digest()
 }
 
 /// The sink that writes each page's WARC records before its result commits.
@@ -229,12 +293,19 @@ impl Sink for WarcSink {
             self.writer.begin_group()?;
             self.mark = self.writer.position();
         }
-        for bytes in extra
-            .iter()
-            .chain(finished.iter().map(|f| &f.archive))
-            .filter(|b| !b.is_empty())
-        {
+        for bytes in extra.iter().filter(|b| !b.is_empty()) {
             self.writer.append(bytes)?;
+        }
+        for f in finished {
+            if f.archive.is_empty() {
+                // No response (an error, robots-denied, skipped): a metadata
+                // record says so, and marks the URL's place for the cut.
+                let level = self.writer.gzip_level();
+                self.writer
+                    .append(&encode(&[no_response(&f.record)], level))?;
+            } else {
+                self.writer.append(&f.archive)?;
+            }
         }
         self.writer.flush()?;
         Ok(())

@@ -95,16 +95,24 @@ impl RevisitProfile {
 pub fn archived_head(head: &[u8]) -> Bytes {
     let needle = b"\r\ntransfer-encoding:";
     let lower: Vec<u8> = head.iter().map(u8::to_ascii_lowercase).collect();
-    match lower.windows(needle.len()).position(|w| w == needle) {
-        None => Bytes::copy_from_slice(head),
-        Some(at) => {
-            let mut out = Vec::with_capacity(head.len() + 12);
-            out.extend_from_slice(&head[..at + 2]);
-            out.extend_from_slice(b"X-Crawler-");
-            out.extend_from_slice(&head[at + 2..]);
-            Bytes::from(out)
-        }
+    let at: Vec<usize> = lower
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i + 2)
+        .collect();
+    if at.is_empty() {
+        return Bytes::copy_from_slice(head);
     }
+    let mut out = Vec::with_capacity(head.len() + 10 * at.len());
+    let mut from = 0;
+    for i in at {
+        out.extend_from_slice(&head[from..i]);
+        out.extend_from_slice(b"X-Crawler-");
+        from = i;
+    }
+    out.extend_from_slice(&head[from..]);
+    Bytes::from(out)
 }
 
 impl HttpExchange {
@@ -269,6 +277,13 @@ mod tests {
         );
         assert!(!text.contains("\r\nTransfer-Encoding"), "{text}");
         assert!(text.ends_with("\r\n\r\n<html></html>\r\n\r\n"));
+        let twice = archived_head(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n",
+        );
+        assert_eq!(
+            &twice[..],
+            b"HTTP/1.1 200 OK\r\nX-Crawler-Transfer-Encoding: gzip\r\nX-Crawler-transfer-encoding: chunked\r\n\r\n"
+        );
         let (_, block) = text.split_once("\r\n\r\n").unwrap();
         let block = &block[..block.len() - 4];
         assert_eq!(

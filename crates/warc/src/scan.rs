@@ -13,6 +13,8 @@ use crate::digest::sha1;
 
 /// The most bytes one record may take (a guard against a corrupt length).
 const MAX_RECORD: u64 = 8 << 30;
+/// The most bytes read for a file's first record (its `warcinfo`).
+const FIRST_RECORD_MAX: u64 = 1 << 20;
 
 /// What a scan found.
 #[derive(Debug, Clone, Default)]
@@ -102,6 +104,16 @@ impl<R: BufRead> BufRead for Counting<R> {
 /// first bytes say so, plain otherwise) up to the first that is cut or
 /// does not parse.
 pub fn scan_file(path: &Path) -> Result<Scanned, ScanError> {
+    scan(path, true)
+}
+
+/// [`scan_file`] keeping no block (each record's `block` is empty): for
+/// finding where whole records end in a large file.
+pub fn scan_index(path: &Path) -> Result<Scanned, ScanError> {
+    scan(path, false)
+}
+
+fn scan(path: &Path, keep_blocks: bool) -> Result<Scanned, ScanError> {
     let io_err = |source| ScanError::Io {
         path: path.display().to_string(),
         source,
@@ -140,6 +152,9 @@ pub fn scan_file(path: &Path) -> Result<Scanned, ScanError> {
         };
         match record {
             Some(mut r) => {
+                if !keep_blocks {
+                    r.block = Vec::new();
+                }
                 r.offset = start;
                 r.length = reader.pos - start;
                 scanned.valid_len = reader.pos;
@@ -170,13 +185,14 @@ pub fn first_record(path: &Path) -> Result<Option<ScannedRecord>, ScanError> {
         .starts_with(&[0x1f, 0x8b]);
     let record = if gzip {
         let mut member = Vec::new();
+        // A warcinfo is small: a big first member is no file of ours.
         GzDecoder::new(&mut reader)
-            .take(MAX_RECORD)
+            .take(FIRST_RECORD_MAX)
             .read_to_end(&mut member)
             .ok()
             .and_then(|_| parse(&member).map(|(r, _)| r))
     } else {
-        read_plain(&mut reader)
+        read_plain(&mut (&mut reader).take(FIRST_RECORD_MAX))
     };
     Ok(record)
 }
@@ -198,7 +214,7 @@ fn read_plain(reader: &mut impl BufRead) -> Option<ScannedRecord> {
     if length > MAX_RECORD {
         return None;
     }
-    let mut rest = Vec::with_capacity(length as usize + 4);
+    let mut rest = Vec::with_capacity((length as usize).min(1 << 20) + 4);
     reader.take(length + 4).read_to_end(&mut rest).ok()?;
     head.extend_from_slice(&rest);
     parse(&head).map(|(r, _)| r)

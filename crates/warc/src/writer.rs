@@ -201,9 +201,9 @@ impl WarcWriter {
         self.file.sync_data()?;
         self.number += 1;
         let path = self.config.path_of(self.number);
+        // Never over an existing file (one a resume did not know of).
         self.file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .write(true)
             .open(&path)?;
         self.size = 0;
@@ -256,7 +256,7 @@ pub fn existing_files(config: &WriterConfig) -> Vec<u32> {
                 .strip_prefix(stem)
                 .and_then(|r| r.strip_prefix('-'))
                 .and_then(|r| r.strip_suffix(ext))
-                .filter(|d| d.len() == 5 && d.bytes().all(|b| b.is_ascii_digit()))
+                .filter(|d| d.len() >= 5 && d.bytes().all(|b| b.is_ascii_digit()))
                 .and_then(|d| d.parse::<u32>().ok());
             if let Some(number) = number.filter(|&n| n > 0) {
                 found.push(number);

@@ -66,6 +66,9 @@ impl Write for Capped {
         }
         let n = room.min(bytes.len());
         self.buf.extend_from_slice(&bytes[..n]);
+        if n < bytes.len() {
+            self.full = true;
+        }
         Ok(n)
     }
 
@@ -87,6 +90,10 @@ enum Inner {
 /// A body being decoded as it arrives.
 pub struct Decoder {
     inner: Inner,
+    /// Some bytes were given.
+    fed: bool,
+    /// The coded stream ended: what follows is ignored.
+    ended: bool,
 }
 
 /// The coded body does not decode.
@@ -119,7 +126,11 @@ impl Decoder {
             Coding::Deflate => Inner::Undecided(out),
             Coding::Brotli => Inner::Brotli(Box::new(brotli::DecompressorWriter::new(out, 8192))),
         };
-        Decoder { inner }
+        Decoder {
+            inner,
+            fed: false,
+            ended: false,
+        }
     }
 
     fn name(&self) -> &'static str {
@@ -141,13 +152,18 @@ impl Decoder {
         }
     }
 
-    /// True once the output reached the limit (nothing more is taken).
+    /// True once more output was offered than the limit takes (a body of
+    /// exactly the limit is whole).
     pub fn is_full(&self) -> bool {
-        self.out().full || self.out().buf.len() >= self.out().cap
+        self.out().full
     }
 
     /// Decodes `chunk`. Past the limit it stops quietly ([`Decoder::is_full`]).
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+        if self.ended || chunk.is_empty() {
+            return Ok(());
+        }
+        self.fed = true;
         if let Inner::Undecided(_) = self.inner
             && !chunk.is_empty()
         {
@@ -183,6 +199,12 @@ impl Decoder {
         };
         match result {
             Err(_) if self.is_full() => Ok(()),
+            // The coded stream ended before the body did: browsers ignore
+            // what follows, and so does the crawler.
+            Err(e) if e.kind() == io::ErrorKind::WriteZero => {
+                self.ended = true;
+                Ok(())
+            }
             Err(e) => Err(DecodeError {
                 coding: self.name(),
                 why: e.to_string(),
@@ -201,9 +223,14 @@ impl Decoder {
         }
     }
 
-    /// The body decoded so far; the end of the stream is checked unless the
-    /// limit was reached first.
-    pub fn finish(mut self) -> Result<Decoded, DecodeError> {
+    /// The body decoded so far. The end of the coded stream is checked
+    /// only when the whole body was given (`whole`) and the limit was not
+    /// reached; an empty body is an empty body whatever its coding.
+    pub fn finish(mut self, whole: bool) -> Result<Decoded, DecodeError> {
+        if !self.fed || !whole || self.ended {
+            let full = self.is_full();
+            return Ok(self.take(full || !whole));
+        }
         let ended = match &mut self.inner {
             Inner::Identity(_) | Inner::Undecided(_) => Ok(()),
             Inner::Gzip(d) => d.try_finish(),
@@ -220,11 +247,17 @@ impl Decoder {
                 why: e.to_string(),
             });
         }
+        Ok(self.take(full))
+    }
+
+    /// Takes the output; nothing more is decoded (dropping a decoder may
+    /// flush it: into a buffer that takes nothing).
+    fn take(&mut self, truncated: bool) -> Decoded {
         let out = self.out_mut();
-        Ok(Decoded {
-            body: std::mem::take(&mut out.buf).freeze(),
-            truncated: full,
-        })
+        let body = std::mem::take(&mut out.buf).freeze();
+        out.cap = 0;
+        out.full = true;
+        Decoded { body, truncated }
     }
 }
 
@@ -260,13 +293,15 @@ mod tests {
         chunk: usize,
     ) -> Result<Decoded, DecodeError> {
         let mut d = Decoder::new(coding, cap, 16);
+        let mut whole = true;
         for c in body.chunks(chunk.max(1)) {
             d.push(c)?;
             if d.is_full() {
+                whole = false;
                 break;
             }
         }
-        d.finish()
+        d.finish(whole)
     }
 
     fn text() -> Vec<u8> {
@@ -330,6 +365,33 @@ mod tests {
             decode(Coding::Gzip, &two, 100, 3).unwrap().body,
             &b"one two"[..]
         );
+    }
+
+    #[test]
+    fn empty_bodies_trailing_bytes_and_a_body_of_exactly_the_limit() {
+        for coding in [
+            Coding::Gzip,
+            Coding::Deflate,
+            Coding::Brotli,
+            Coding::Identity,
+        ] {
+            let d = decode(coding, b"", 100, 10).unwrap();
+            assert!(d.body.is_empty() && !d.truncated, "{coding:?}");
+        }
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        zlib.write_all(b"page").unwrap();
+        let mut zlib = zlib.finish().unwrap();
+        zlib.extend_from_slice(b"junk");
+        assert_eq!(
+            decode(Coding::Deflate, &zlib, 100, 3).unwrap().body,
+            &b"page"[..]
+        );
+        let exact = decode(Coding::Gzip, &gzip(&[7; 1000]), 1000, 64).unwrap();
+        assert_eq!((exact.body.len(), exact.truncated), (1000, false));
+        let exact = decode(Coding::Identity, &[7; 1000], 1000, 64).unwrap();
+        assert_eq!((exact.body.len(), exact.truncated), (1000, false));
+        let over = decode(Coding::Identity, &[7; 1001], 1000, 64).unwrap();
+        assert_eq!((over.body.len(), over.truncated), (1000, true));
     }
 
     #[test]

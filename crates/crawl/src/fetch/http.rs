@@ -138,20 +138,24 @@ impl HttpFetcher {
         let mut decoder = Decoder::new(coding, cap, hint);
         let mut raw =
             (capture && coding != Coding::Identity).then(|| BytesMut::with_capacity(hint));
+        // The bytes received count against the limit too: endless empty
+        // gzip members or deflate blocks decode to nothing.
+        let mut received = 0usize;
         let mut cut = false;
         while let Some(chunk) = response.chunk().await? {
+            let room = cap - received;
+            let taken = &chunk[..room.min(chunk.len())];
+            received += taken.len();
             if let Some(raw) = raw.as_mut() {
-                let room = cap - raw.len();
-                raw.extend_from_slice(&chunk[..room.min(chunk.len())]);
-                cut |= chunk.len() > room;
+                raw.extend_from_slice(taken);
             }
-            decoder.push(&chunk)?;
-            if cut || decoder.is_full() {
+            decoder.push(taken)?;
+            if chunk.len() > room || decoder.is_full() {
                 cut = true;
                 break;
             }
         }
-        let decoded = decoder.finish()?;
+        let decoded = decoder.finish(!cut)?;
         let raw = match raw {
             Some(raw) => raw.freeze(),
             None => decoded.body.clone(),
@@ -206,13 +210,12 @@ enum BodyError {
     Decode(#[from] DecodeError),
 }
 
-/// `HTTP/1.1`, `HTTP/2`, … as a status or request line spells it.
+/// The protocol as a status or request line spells it in an archive:
+/// `HTTP/1.0`, or `HTTP/1.1` for HTTP/1.1 and later versions (HTTP/2 has
+/// no status line; WARC readers such as warcio accept only these two).
 fn version_text(v: reqwest::Version) -> &'static str {
     match v {
-        reqwest::Version::HTTP_09 => "HTTP/0.9",
-        reqwest::Version::HTTP_10 => "HTTP/1.0",
-        reqwest::Version::HTTP_2 => "HTTP/2",
-        reqwest::Version::HTTP_3 => "HTTP/3",
+        reqwest::Version::HTTP_09 | reqwest::Version::HTTP_10 => "HTTP/1.0",
         _ => "HTTP/1.1",
     }
 }

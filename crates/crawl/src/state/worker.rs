@@ -329,6 +329,8 @@ fn run(
                     if !matches!(e, StateError::Fenced(_)) {
                         error!(error = %e, "cannot write the crawl state; stopping");
                     }
+                    // Nothing committed: what the archive wrote for it goes.
+                    let _ = sink.before_commit(&[], &[], true);
                     let _ = replies.send(Reply::Failed(e));
                     return;
                 }
