@@ -10,12 +10,14 @@
 //! | module | job |
 //! |---|---|
 //! | [`digest`] | `sha1:` digests in base32, as WARC writers spell them |
+//! | [`gzip`] | gzip members from one deflate state per thread |
 //! | [`record`] | a record: its type, named fields and block; serialised |
 //! | [`http`] | the records of an HTTP exchange and of a page's metadata |
 //! | [`writer`] | files: gzip members, rotation, a `warcinfo` at the head of each |
 //! | [`scan`] | reading records back; the end of the last whole one |
 
 pub mod digest;
+pub mod gzip;
 pub mod http;
 pub mod record;
 pub mod scan;

@@ -139,6 +139,11 @@ impl Record {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The block, as the parts it was given in.
+    pub fn block_parts(&self) -> &[Bytes] {
+        &self.block
+    }
+
     /// The block's length in bytes.
     pub fn block_len(&self) -> u64 {
         self.block.iter().map(|p| p.len() as u64).sum()

@@ -12,8 +12,6 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
-use flate2::Compression;
-use flate2::write::GzEncoder;
 
 use crate::record::{Record, RecordType};
 
@@ -77,9 +75,11 @@ pub fn encode(records: &[Record], gzip_level: Option<u32>) -> Vec<u8> {
     for r in records {
         match gzip_level {
             Some(level) => {
-                let mut gz = GzEncoder::new(&mut out, Compression::new(level.min(9)));
-                r.write_to(&mut gz).expect("writing to a Vec never fails");
-                gz.finish().expect("writing to a Vec never fails");
+                let header = r.header();
+                let mut parts: Vec<&[u8]> = vec![&header];
+                parts.extend(r.block_parts().iter().map(|b| &b[..]));
+                parts.push(b"\r\n\r\n");
+                crate::gzip::member(&parts, level, &mut out);
             }
             None => r.write_to(&mut out).expect("writing to a Vec never fails"),
         }
