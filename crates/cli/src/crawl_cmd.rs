@@ -280,12 +280,20 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         std::thread::sleep(LEASE_BOUND);
     }
     if !options.quiet && job.counts.seen > 0 {
-        eprintln!(
-            "job {}: resuming with {} URLs done and {} pending",
-            job.name,
-            job.counts.done,
-            job.counts.pending()
-        );
+        if job.counts.pending() == 0 {
+            eprintln!(
+                "job {}: complete already ({} URLs done), nothing to fetch; \
+                 use --fresh to crawl it again from the start",
+                job.name, job.counts.done
+            );
+        } else {
+            eprintln!(
+                "job {}: resuming with {} URLs done and {} pending",
+                job.name,
+                job.counts.done,
+                job.counts.pending()
+            );
+        }
     }
     if !options.quiet && job.shards > 1 {
         eprintln!(

@@ -207,6 +207,30 @@ async fn fresh_starts_over_and_jobs_and_results_read_the_store() {
         21,
         "and rewrote the output"
     );
+    // A finished job run again says so, and how to start over; it fetches
+    // nothing.
+    let again = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .current_dir(&d)
+        .args([
+            "crawl",
+            "--follow",
+            "--out",
+            "out.jsonl",
+            "--state",
+            "state.db",
+        ])
+        .arg(site.url(0, "/"))
+        .env_remove("RUST_LOG")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        err.contains("complete already (21 URLs done)") && err.contains("--fresh"),
+        "{err}"
+    );
+    assert!(requests(&site).values().all(|&n| n == 2), "nothing fetched");
 
     let jobs = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
         .current_dir(&d)
