@@ -182,8 +182,14 @@ pub fn apply_in(
         _ => None,
     };
     let mut handoff = BTreeSet::new();
-    finish(tx, cache, job, batch)?;
+    // URLs are admitted before pages are marked done. Inserting a key whose
+    // row another writer is updating waits for that writer; when two
+    // writers each finish a page the other links to, marking first made
+    // each insert wait for the other (a deadlock, broken by the server
+    // after a second). Inserting first, in key order, no writer waits while
+    // holding a row another waits for.
     admit(tx, cache, job, lease, batch, admitted_before, &mut handoff)?;
+    finish(tx, cache, job, batch)?;
     load(tx, cache, job, batch)?;
     for saved in &batch.authorities {
         let name = saved.authority.to_string();
