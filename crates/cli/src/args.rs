@@ -108,6 +108,10 @@ pub struct JobArgs {
     /// Follow links found on pages (without it only the seeds are fetched).
     #[arg(long)]
     pub follow: bool,
+    /// Read each host's sitemaps (robots.txt `Sitemap:` lines and
+    /// /sitemap.xml) after its robots.txt; their URLs are crawled at depth 1.
+    #[arg(long)]
+    pub sitemaps: bool,
     /// Maximum link depth from a seed.
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub depth: u32,
@@ -348,6 +352,7 @@ impl JobArgs {
     pub fn to_config(&self) -> CrawlConfig {
         let mut c = CrawlConfig::default();
         c.scope.follow = self.follow;
+        c.scope.sitemaps = self.sitemaps;
         c.scope.max_depth = self.depth;
         c.scope.max_pages = self.max_pages;
         c.scope.hosts = match self.scope {

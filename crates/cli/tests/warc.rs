@@ -3,7 +3,8 @@
 //! use; `scripts/test.sh` installs them) and read back with the Rust `warc`
 //! crate; every response is there once with its request and metadata and
 //! right digests; a crawl killed with `kill -9` and resumed leaves valid
-//! files with no page twice; rotation, plain WARC, and refusals.
+//! files with no page twice; rotation, plain WARC, and refusals; and
+//! sitemaps (`--sitemaps`), whose files are archived too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -201,13 +202,13 @@ fn check_pages(recs: &[ScannedRecord], pages: &[CrawlRecord]) {
     }
     assert_eq!(metadata.len(), pages.len());
     let with_status = pages.iter().filter(|p| p.status.is_some()).count();
-    let robots = responses
+    let fetched_for_the_crawl = responses
         .keys()
-        .filter(|u| u.ends_with("/robots.txt"))
+        .filter(|u| u.ends_with("/robots.txt") || u.contains("/sitemap"))
         .count();
     assert_eq!(
         responses.len(),
-        with_status + robots,
+        with_status + fetched_for_the_crawl,
         "nothing else archived"
     );
 }
@@ -399,6 +400,80 @@ async fn plain_warc_dedup_and_refusals() {
         assert_eq!(
             original.get("WARC-Payload-Digest"),
             r.get("WARC-Payload-Digest")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sitemaps_lead_to_pages_no_link_reaches_and_are_archived() {
+    let mut config = SiteConfig::showcase();
+    config.slow = Duration::from_secs(5);
+    let site = TestSite::start(config).await.unwrap();
+    let only: Vec<String> = [
+        "/only-in-sitemap",
+        "/only-in-gz-sitemap",
+        "/only-in-broken-sitemap",
+        "/only-in-text-sitemap",
+    ]
+    .iter()
+    .map(|p| site.url(0, p))
+    .collect();
+    let extra = ["--request-timeout", "2s", "--retries", "0"];
+    // Without --sitemaps, nothing leads there.
+    let d = dir("no-sitemaps");
+    let (code, err) = run(crawl(&d, &site.url(0, "/"), &extra)).await;
+    assert!(matches!(code, 0 | 1), "{err}");
+    let pages = records(&d.join("out.jsonl"));
+    assert!(pages.iter().all(|p| !only.contains(&p.url)));
+
+    let d = dir("sitemaps");
+    let mut with = extra.to_vec();
+    with.extend(["--sitemaps", "--warc", "s.warc.gz"]);
+    let (code, err) = run(crawl(&d, &site.url(0, "/"), &with)).await;
+    assert!(matches!(code, 0 | 1), "{err}");
+    let pages = records(&d.join("out.jsonl"));
+    for url in &only {
+        let page = pages
+            .iter()
+            .find(|p| p.url == *url)
+            .unwrap_or_else(|| panic!("{url} was not crawled"));
+        assert_eq!(page.status, Some(200), "{url}");
+        assert_eq!(page.depth, 1, "{url}");
+        assert!(
+            page.parent
+                .as_deref()
+                .is_some_and(|p| p.contains("/sitemap")),
+            "{url} comes from a sitemap: {page:?}"
+        );
+    }
+    // robots.txt still rules: the disallowed page a sitemap lists is not fetched.
+    let denied = pages
+        .iter()
+        .find(|p| p.url.ends_with("/private/in-sitemap"))
+        .expect("listed");
+    assert!(denied.status.is_none(), "{denied:?}");
+    assert!(
+        site.log()
+            .targets(0)
+            .iter()
+            .all(|t| t != "/private/in-sitemap"),
+        "never requested"
+    );
+    // Each URL once; the sitemap files are archived beside the pages.
+    let urls: BTreeSet<&str> = pages.iter().map(|p| p.url.as_str()).collect();
+    assert_eq!(urls.len(), pages.len());
+    let recs = check_files(&d.join("s.warc.gz"));
+    check_pages(&recs, &pages);
+    let responses = by_uri(&recs, "response");
+    for file in [
+        "/sitemap.xml",
+        "/sitemap-pages.xml",
+        "/sitemap-more.xml.gz",
+        "/sitemap-robots.txt",
+    ] {
+        assert!(
+            responses.contains_key(&site.url(0, file)),
+            "{file} archived"
         );
     }
 }

@@ -143,6 +143,11 @@ pub struct ScopeConfig {
     pub max_depth: u32,
     /// Which hosts links may lead to. Default same-host.
     pub hosts: HostScope,
+    /// Read each authority's sitemaps (robots.txt `Sitemap:` lines and
+    /// `/sitemap.xml`) after its robots.txt; their URLs enter at depth 1.
+    /// Default false (left out of the job's identity when false).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sitemaps: bool,
     /// Extra hosts that are always in scope.
     pub allow_hosts: Vec<String>,
     /// If any are given, a URL must match at least one of these regexes.
@@ -253,6 +258,7 @@ impl Default for ScopeConfig {
             follow: false,
             max_depth: DEFAULT_MAX_DEPTH,
             hosts: HostScope::default(),
+            sitemaps: false,
             allow_hosts: Vec::new(),
             include: Vec::new(),
             exclude: Vec::new(),

@@ -15,7 +15,8 @@
 //! | [`politeness`] | delays between requests, retry backoff, `Retry-After` |
 //! | [`registry`] | processors by name; builds a pipeline from a config |
 //! | [`engine`] | the frontier and the run loop |
-//! | [`sink`] | where records go (JSON Lines, memory) |
+//! | [`sink`] | where records go (JSON Lines, memory, several) |
+//! | [`sitemap`] | sitemaps read as hostile input, and an authority's URLs from them |
 //! | [`state`] | durable crawl state: the port a store implements, the worker that commits |
 //! | [`summary`] | per-authority counts and the end-of-run table |
 //!
@@ -37,6 +38,7 @@ pub mod registry;
 pub mod robots;
 pub mod scope;
 pub mod sink;
+pub mod sitemap;
 pub mod state;
 pub mod summary;
 

@@ -94,6 +94,8 @@ pub struct Pipeline {
     pub(crate) extract_timeout: std::time::Duration,
     /// Makes the WARC records of each page, when the crawl archives.
     pub(crate) archiver: Option<Arc<crate::archive::Archiver>>,
+    /// Read each authority's sitemaps after its robots.txt.
+    pub(crate) sitemaps: bool,
 }
 
 impl Pipeline {
@@ -105,6 +107,41 @@ impl Pipeline {
     /// The archiver, when the crawl writes WARC records.
     pub fn archiver(&self) -> Option<&crate::archive::Archiver> {
         self.archiver.as_deref()
+    }
+
+    /// Whether each authority's sitemaps are read.
+    pub fn reads_sitemaps(&self) -> bool {
+        self.sitemaps
+    }
+
+    /// The jobs of URLs sitemaps listed (each with its sitemap file), at
+    /// depth 1, normalised and in scope, once each.
+    pub fn sitemap_jobs(&self, found: Vec<(Url, String)>) -> Vec<Discovered> {
+        let mut seen: HashSet<u128> = HashSet::with_capacity(found.len());
+        found
+            .into_iter()
+            .filter_map(|(file, loc)| {
+                let url = self.normalizer.resolve(&file, &loc).ok()?;
+                if self.scope.check(&Candidate {
+                    url: &url,
+                    depth: 1,
+                }) != Verdict::Accept
+                {
+                    return None;
+                }
+                let key = url_key(&url);
+                seen.insert(key).then(|| Discovered {
+                    key,
+                    job: Job {
+                        url,
+                        depth: 1,
+                        parent: Some(Arc::from(file.as_str())),
+                        redirect_chain: Vec::new(),
+                        attempts: 0,
+                    },
+                })
+            })
+            .collect()
     }
 
     /// The fetcher, for robots.txt requests.

@@ -156,6 +156,7 @@ impl Registry {
                 max_links_per_page: config.engine.max_links_per_page,
                 extract_timeout: config.engine.extract_timeout,
                 archiver: None,
+                sitemaps: config.scope.sitemaps,
             }),
             _ => Err(ConfigError { problems }),
         }

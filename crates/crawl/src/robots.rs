@@ -37,6 +37,20 @@ pub enum RobotsRules {
 }
 
 impl RobotsRules {
+    /// The `Sitemap:` lines of robots.txt, as written.
+    pub fn sitemaps(&self) -> &[String] {
+        match self {
+            Self::Parsed(robot) => &robot.sitemaps,
+            _ => &[],
+        }
+    }
+
+    /// Whether requests to the authority may go out at all (rules read,
+    /// or none).
+    pub fn permits_requests(&self) -> bool {
+        matches!(self, Self::AllowAll | Self::Parsed(_))
+    }
+
     /// Whether `url` may be fetched; the error says why not.
     pub fn check(&self, url: &Url) -> Result<(), RecordError> {
         match self {

@@ -22,8 +22,8 @@ use tracing::debug;
 
 use crate::log::{LogEntry, RequestLog};
 use crate::site::{
-    HUGE_BYTES, HostConfig, RobotsMode, Route, SiteConfig, origin, render_index, render_leaf,
-    render_page, render_robots,
+    HUGE_BYTES, HostConfig, RobotsMode, Route, SiteConfig, SitemapFile, origin, render_index,
+    render_leaf, render_page, render_robots,
 };
 use crate::tls::SiteTls;
 
@@ -327,6 +327,23 @@ async fn respond(
             r.headers_mut()
                 .insert(CONTENT_ENCODING, "gzip".parse().expect("static header"));
             r
+        }
+        Route::Sitemap(file) => {
+            let body = file.body(me);
+            match file {
+                SitemapFile::MoreGz => {
+                    let mut gz =
+                        flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                    gz.write_all(body.as_bytes()).expect("in memory");
+                    typed(
+                        StatusCode::OK,
+                        "application/gzip",
+                        gz.finish().expect("in memory").into(),
+                    )
+                }
+                SitemapFile::Text => typed(StatusCode::OK, "text/plain", body.into()),
+                _ => typed(StatusCode::OK, "application/xml", body.into()),
+            }
         }
         Route::Gzip => {
             let mut r = typed(StatusCode::OK, HTML, shared.gzip_page.clone());

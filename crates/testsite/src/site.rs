@@ -162,6 +162,9 @@ pub enum Route {
     Busy,
     /// 500, on a host that fails everything.
     Fail,
+    /// A sitemap file (showcase hosts: `/sitemap.xml`, an index, and the
+    /// files it and robots.txt name), listing pages no page links to.
+    Sitemap(SitemapFile),
     /// 404.
     NotFound,
 }
@@ -196,6 +199,15 @@ impl HostConfig {
             "/q" => Route::Html(vec![]),
             "/from-gzip" => Route::Html(vec![]),
             "/private/secret" => Route::Html(vec![]),
+            "/sitemap.xml" => Route::Sitemap(SitemapFile::Index),
+            "/sitemap-pages.xml" => Route::Sitemap(SitemapFile::Pages),
+            "/sitemap-more.xml.gz" => Route::Sitemap(SitemapFile::MoreGz),
+            "/sitemap-broken.xml" => Route::Sitemap(SitemapFile::Broken),
+            "/sitemap-robots.txt" => Route::Sitemap(SitemapFile::Text),
+            "/only-in-sitemap"
+            | "/only-in-gz-sitemap"
+            | "/only-in-broken-sitemap"
+            | "/only-in-text-sitemap" => Route::Html(vec![]),
             "/meta-nofollow" => Route::MetaNofollow,
             "/base/page" => Route::Base,
             "/refresh" => Route::Refresh,
@@ -418,9 +430,77 @@ pub fn render_leaf(title: &str, head: &str, body: &str) -> String {
 }
 
 /// The robots.txt of `host`.
+/// The sitemap files of a showcase host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SitemapFile {
+    /// `/sitemap.xml`: an index of the three XML files.
+    Index,
+    /// `/sitemap-pages.xml`: a page only it lists, a linked page, a page
+    /// robots.txt disallows.
+    Pages,
+    /// `/sitemap-more.xml.gz`: gzip.
+    MoreGz,
+    /// `/sitemap-broken.xml`: one entry, then malformed XML.
+    Broken,
+    /// `/sitemap-robots.txt`: a text sitemap, named by robots.txt.
+    Text,
+}
+
+impl SitemapFile {
+    /// The pages only this file lists (what a crawl with sitemaps finds).
+    pub fn only_here(self) -> &'static [&'static str] {
+        match self {
+            SitemapFile::Index => &[],
+            SitemapFile::Pages => &["/only-in-sitemap"],
+            SitemapFile::MoreGz => &["/only-in-gz-sitemap"],
+            SitemapFile::Broken => &["/only-in-broken-sitemap"],
+            SitemapFile::Text => &["/only-in-text-sitemap"],
+        }
+    }
+
+    /// The file's body on the host at `origin` (uncompressed; the server
+    /// gzips `MoreGz`).
+    pub fn body(self, origin: &str) -> String {
+        let urlset = |paths: &[&str]| {
+            let mut x = String::from(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
+            );
+            for p in paths {
+                let _ = writeln!(
+                    x,
+                    "  <url><loc>{p}</loc><lastmod>2026-11-01</lastmod></url>"
+                );
+            }
+            x.push_str("</urlset>\n");
+            x
+        };
+        match self {
+            SitemapFile::Index => "<?xml version=\"1.0\"?>\n<sitemapindex>\n\
+                 <sitemap><loc>/sitemap-pages.xml</loc></sitemap>\n\
+                 <sitemap><loc>/sitemap-more.xml.gz</loc></sitemap>\n\
+                 <sitemap><loc>/sitemap-broken.xml</loc></sitemap>\n</sitemapindex>\n"
+                .to_owned(),
+            SitemapFile::Pages => {
+                let absolute = format!("{origin}/only-in-sitemap");
+                urlset(&[&absolute, "/p/0", "/private/in-sitemap"])
+            }
+            SitemapFile::MoreGz => urlset(&["/only-in-gz-sitemap"]),
+            SitemapFile::Broken => {
+                "<urlset><url><loc>/only-in-broken-sitemap</loc></url><url><loc>/x</oops>"
+                    .to_owned()
+            }
+            SitemapFile::Text => format!("{origin}/only-in-text-sitemap\n# a comment\n"),
+        }
+    }
+}
+
 pub fn render_robots(host: &HostConfig) -> String {
     let mut s =
         String::from("# test site\nUser-agent: *\nDisallow: /private/\nDisallow: /never/\n");
+    if host.special {
+        s.push_str("Sitemap: /sitemap-robots.txt\n");
+    }
     if let Some(d) = host.crawl_delay {
         let _ = writeln!(s, "Crawl-delay: {d}");
     }

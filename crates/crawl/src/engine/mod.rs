@@ -75,6 +75,8 @@ enum TaskOutput {
         slot: Slot,
         rules: RobotsRules,
         snapshot: Option<crawlkeeper_model::RobotsSnapshot>,
+        /// URLs the authority's sitemaps list (with `--sitemaps`).
+        sitemapped: Vec<Discovered>,
         /// Its WARC records, encoded (empty when not archiving).
         archive: Vec<u8>,
     },
@@ -609,25 +611,45 @@ impl Engine {
             match next {
                 Next::Robots { slot, authority } => {
                     tasks.spawn(async move {
-                        let mut archive = Vec::new();
-                        let run = AssertUnwindSafe(RobotsRules::fetch_archived(
-                            pipeline.fetcher(),
-                            &authority,
-                            pipeline.archiver(),
-                            &mut archive,
-                        ));
+                        let run = AssertUnwindSafe(async {
+                            let mut archive = Vec::new();
+                            let (rules, snapshot) = RobotsRules::fetch_archived(
+                                pipeline.fetcher(),
+                                &authority,
+                                pipeline.archiver(),
+                                &mut archive,
+                            )
+                            .await;
+                            let sitemapped =
+                                if pipeline.reads_sitemaps() && rules.permits_requests() {
+                                    let found = crate::sitemap::discover(
+                                        pipeline.fetcher(),
+                                        &authority,
+                                        &rules,
+                                        pipeline.archiver(),
+                                        &mut archive,
+                                    )
+                                    .await;
+                                    pipeline.sitemap_jobs(found)
+                                } else {
+                                    Vec::new()
+                                };
+                            (rules, snapshot, sitemapped, archive)
+                        });
                         // A panic must not leave the authority waiting for
                         // rules forever with its URLs unrecorded: they are
                         // recorded as internal errors instead.
-                        let (rules, snapshot) = run.catch_unwind().await.unwrap_or_else(|panic| {
-                            let why = records::panic_message(&*panic);
-                            error!(%authority, panic = why, "robots.txt processing panicked");
-                            (RobotsRules::Failed(why), None)
-                        });
+                        let (rules, snapshot, sitemapped, archive) =
+                            run.catch_unwind().await.unwrap_or_else(|panic| {
+                                let why = records::panic_message(&*panic);
+                                error!(%authority, panic = why, "robots.txt processing panicked");
+                                (RobotsRules::Failed(why), None, Vec::new(), Vec::new())
+                            });
                         TaskOutput::Robots {
                             slot,
                             rules,
                             snapshot,
+                            sitemapped,
                             archive,
                         }
                     });
@@ -710,10 +732,20 @@ impl Engine {
                 slot,
                 rules,
                 snapshot,
+                sitemapped,
                 archive,
             } => {
                 self.frontier.robots_known(slot, rules, snapshot, now);
                 self.pending_saves.push(slot);
+                if !sitemapped.is_empty() {
+                    info!(
+                        authority = %self.frontier.authority(slot),
+                        urls = sitemapped.len(),
+                        "sitemaps read"
+                    );
+                    // At depth 1, as links of a seed.
+                    self.frontier.offer_batch(slot, 0, sitemapped, None);
+                }
                 if !archive.is_empty() {
                     self.pending_archive.push(archive);
                 }
