@@ -103,8 +103,21 @@ async fn list_crawl_reads_seeds_from_stdin_and_files() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_a_one_line_error_with_exit_2() {
-    let cases: [&[&str]; 6] = [
+    let cases: [&[&str]; 9] = [
         &["crawl", "http://[::1"],
+        &[
+            "crawl",
+            "--sitemaps",
+            "--ignore-robots",
+            "http://127.0.0.1:9/",
+        ],
+        &["crawl", "--warc-gzip-level", "12", "http://127.0.0.1:9/"],
+        &[
+            "crawl",
+            "--warc",
+            "/no/such/dir/c.warc.gz",
+            "http://127.0.0.1:9/",
+        ],
         &["crawl", "/no/such/seed-file.txt"],
         &["crawl", "--no-such-option", "http://127.0.0.1:9/"],
         &["crawl", "--include", "(", "http://127.0.0.1:9/"],

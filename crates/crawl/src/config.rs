@@ -341,6 +341,13 @@ impl CrawlConfig {
         if self.engine.max_workers == 0 {
             problems.push("max_workers must be at least 1".to_owned());
         }
+        if self.scope.sitemaps && !self.scope.respect_robots {
+            problems.push(
+                "sitemaps are read with each host's robots.txt: --sitemaps cannot go with \
+                 --ignore-robots yet"
+                    .to_owned(),
+            );
+        }
         if self.engine.max_queued == 0 {
             problems.push("max_queued must be at least 1".to_owned());
         }
