@@ -16,30 +16,11 @@ use common::pg::{admin, postgres_url, restart_postgres};
 use common::signal;
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("crawlkeeper-resume-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("resume", name)
 }
 
 fn crawl(dir: &Path, site: &TestSite, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
-    c.current_dir(dir)
-        .args([
-            "crawl",
-            "--follow",
-            "--quiet",
-            "--out",
-            "out.jsonl",
-            "--state",
-            "state.db",
-        ])
-        .args(extra)
-        .arg(site.url(0, "/"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    c
+    common::crawl_in(dir, &site.url(0, "/"), extra)
 }
 
 async fn finish(mut c: Command) -> i32 {

@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use crawlkeeper_model::CrawlRecord;
@@ -23,31 +22,11 @@ mod common;
 use common::signal;
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("crawlkeeper-warc-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("warc", name)
 }
 
 fn crawl(dir: &Path, seed: &str, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
-    c.current_dir(dir)
-        .args([
-            "crawl",
-            "--follow",
-            "--quiet",
-            "--out",
-            "out.jsonl",
-            "--state",
-            "state.db",
-        ])
-        .args(extra)
-        .arg(seed)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    c
+    common::crawl_in(dir, seed, extra)
 }
 
 async fn run(mut c: Command) -> (i32, String) {

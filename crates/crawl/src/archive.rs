@@ -57,8 +57,9 @@ impl Archiver {
             fetch_ms: record.response_ms,
             truncated: record.truncated,
             links_dropped: record.links_dropped,
+            error: None,
         }
-        .record(&record.url, exchange.date, main.id());
+        .record(&record.url, exchange.date, Some(main.id()));
         encode(&[request, main, metadata], self.gzip_level)
     }
 

@@ -18,7 +18,7 @@ use crawlkeeper_model::{CrawlRecord, FinishedUrl};
 use crawlkeeper_store::Store;
 use crawlkeeper_warc::scan::{first_record, scan_index};
 use crawlkeeper_warc::writer::{WarcWriter, WriterConfig, encode, existing_files};
-use crawlkeeper_warc::{Record, RecordType};
+use crawlkeeper_warc::{PageMetadata, Record};
 
 use crate::output::{OutputError, Part};
 
@@ -229,34 +229,23 @@ fn cut_point(path: &Path, store: &mut dyn Store, part: Part<'_>) -> Result<u64, 
 
 /// The `metadata` record of a URL that got no response.
 fn no_response(record: &CrawlRecord) -> Record {
-    let mut text = String::new();
-    let mut line = |name: &str, value: &str| {
-        text.push_str(name);
-        text.push_str(": ");
-        text.extend(value.chars().map(|c| if c.is_control() { ' ' } else { c }));
-        text.push_str("\r\n");
-    };
-    match &record.parent {
-        None => line("seed", "true"),
-        Some(p) => line("via", p),
-    }
-    line("depth", &record.depth.to_string());
-    if let Some(e) = &record.error {
+    let error = record.error.as_ref().map(|e| {
         let kind = serde_json::to_value(e.kind)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
-        line("error", &kind);
-        line("errorMessage", &e.message);
-    }
+        (kind, e.message.clone())
+    });
     let date = chrono::DateTime::parse_from_rfc3339(&record.fetched_at)
         .map(|d| d.with_timezone(&chrono::Utc))
         .unwrap_or_else(|_| chrono::Utc::now());
-    Record::new(RecordType::Metadata, date)
-        .field("WARC-Target-URI", &record.url)
-        .content_type("application/warc-fields")
-        .block(vec![bytes::Bytes::from(text)])
-        .with_block_digest()
+    PageMetadata {
+        depth: record.depth,
+        parent: record.parent.clone(),
+        error,
+        ..PageMetadata::default()
+    }
+    .record(&record.url, date, None)
 }
 
 /// The sink that writes each page's WARC records before its result commits.

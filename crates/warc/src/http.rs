@@ -15,7 +15,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
 use crate::digest::sha1;
-use crate::record::{Record, RecordType, warc_date};
+use crate::record::{Fields, Record, RecordType, warc_date};
 
 /// What was sent and received for one URL.
 #[derive(Debug, Clone)]
@@ -196,6 +196,8 @@ pub struct PageMetadata {
     pub truncated: bool,
     /// Links past the per-page limit, not taken.
     pub links_dropped: u32,
+    /// What went wrong (kind, message), for a URL that got no response.
+    pub error: Option<(String, String)>,
 }
 
 /// The longest hop path written out (`hopsFromSeed` of a deeper page is
@@ -204,40 +206,48 @@ const MAX_HOPS_SHOWN: usize = 64;
 
 impl PageMetadata {
     /// The `metadata` record of the page at `target_uri`, concurrent to
-    /// its response record `response_id` (`application/warc-fields`, as
-    /// Heritrix writes: `via`, `hopsFromSeed`, `outlink` …).
-    pub fn record(&self, target_uri: &str, date: DateTime<Utc>, response_id: &str) -> Record {
-        let mut text = String::with_capacity(64 + self.outlinks.len() * 64);
-        let mut line = |name: &str, value: &str| {
-            text.push_str(name);
-            text.push_str(": ");
-            text.extend(value.chars().map(|c| if c.is_control() { ' ' } else { c }));
-            text.push_str("\r\n");
-        };
+    /// its response record `response_id` if it has one
+    /// (`application/warc-fields`, as Heritrix writes: `via`,
+    /// `hopsFromSeed`, `outlink` …).
+    pub fn record(
+        &self,
+        target_uri: &str,
+        date: DateTime<Utc>,
+        response_id: Option<&str>,
+    ) -> Record {
+        let mut f = Fields::new();
         match &self.parent {
-            None => line("seed", "true"),
-            Some(p) => line("via", p),
-        }
-        let hops = "L".repeat((self.depth as usize).min(MAX_HOPS_SHOWN));
-        line("hopsFromSeed", &hops);
-        line("depth", &self.depth.to_string());
+            None => f.add("seed", "true"),
+            Some(p) => f.add("via", p),
+        };
+        f.add(
+            "hopsFromSeed",
+            &"L".repeat((self.depth as usize).min(MAX_HOPS_SHOWN)),
+        );
+        f.add("depth", &self.depth.to_string());
         if let Some(ms) = self.fetch_ms {
-            line("fetchTimeMs", &ms.to_string());
+            f.add("fetchTimeMs", &ms.to_string());
         }
         if self.truncated {
-            line("truncated", "length");
+            f.add("truncated", "length");
         }
         if self.links_dropped > 0 {
-            line("outlinksDropped", &self.links_dropped.to_string());
+            f.add("outlinksDropped", &self.links_dropped.to_string());
+        }
+        if let Some((kind, message)) = &self.error {
+            f.add("error", kind);
+            f.add("errorMessage", message);
         }
         for link in &self.outlinks {
-            line("outlink", link);
+            f.add("outlink", link);
         }
-        Record::new(RecordType::Metadata, date)
-            .field("WARC-Target-URI", target_uri)
-            .field("WARC-Concurrent-To", response_id)
-            .content_type("application/warc-fields")
-            .block(vec![Bytes::from(text)])
+        let r = Record::new(RecordType::Metadata, date).field("WARC-Target-URI", target_uri);
+        let r = match response_id {
+            Some(id) => r.field("WARC-Concurrent-To", id),
+            None => r,
+        };
+        r.content_type("application/warc-fields")
+            .block(vec![f.into_bytes()])
             .with_block_digest()
     }
 }
@@ -326,8 +336,9 @@ mod tests {
             fetch_ms: Some(12),
             truncated: false,
             links_dropped: 0,
+            error: None,
         };
-        let r = m.record("http://127.0.0.1/a", Utc::now(), "<urn:uuid:x>");
+        let r = m.record("http://127.0.0.1/a", Utc::now(), Some("<urn:uuid:x>"));
         let text = String::from_utf8(r.to_bytes()).unwrap();
         assert!(
             text.contains("via: http://127.0.0.1/\r\nhopsFromSeed: LL\r\ndepth: 2\r\n"),

@@ -59,6 +59,32 @@ pub struct Record {
     block: Vec<Bytes>,
 }
 
+/// An `application/warc-fields` block: `name: value` lines.
+#[derive(Debug, Clone, Default)]
+pub struct Fields(String);
+
+impl Fields {
+    /// No lines yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a line; control characters in the value (which would end the
+    /// line early) become spaces.
+    pub fn add(&mut self, name: &str, value: &str) -> &mut Self {
+        self.0.push_str(name);
+        self.0.push_str(": ");
+        self.0.push_str(&one_line(value));
+        self.0.push_str("\r\n");
+        self
+    }
+
+    /// The block.
+    pub fn into_bytes(self) -> Bytes {
+        Bytes::from(self.0)
+    }
+}
+
 /// A new record id, `<urn:uuid:…>`.
 pub fn new_id() -> String {
     format!("<urn:uuid:{}>", uuid::Uuid::new_v4())

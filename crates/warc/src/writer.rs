@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 
-use crate::record::{Record, RecordType};
+use crate::record::{Fields, Record, RecordType};
 
 /// How records are written.
 #[derive(Debug, Clone)]
@@ -133,17 +133,14 @@ impl WarcWriter {
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_owned();
-        let mut text = String::new();
+        let mut fields = Fields::new();
         for (k, v) in &self.config.info {
-            text.push_str(k);
-            text.push_str(": ");
-            text.extend(v.chars().map(|c| if c.is_control() { ' ' } else { c }));
-            text.push_str("\r\n");
+            fields.add(k, v);
         }
         let info = Record::new(RecordType::Warcinfo, Utc::now())
             .field("WARC-Filename", &name)
             .content_type("application/warc-fields")
-            .block(vec![bytes::Bytes::from(text)])
+            .block(vec![fields.into_bytes()])
             .with_block_digest();
         let bytes = encode(&[info], self.level());
         self.file.write_all(&bytes)?;

@@ -77,3 +77,35 @@ pub fn signal(child: &tokio::process::Child, sig: &str) {
             .success()
     );
 }
+
+/// A new empty directory for a test (`<kind>-<name>` in the temporary
+/// directory, this process's own).
+pub fn fresh_dir(kind: &str, name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("crawlkeeper-{kind}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `crawl --follow --quiet --out out.jsonl --state state.db EXTRA SEED`
+/// in `dir`, stderr piped.
+pub fn crawl_in(dir: &std::path::Path, seed: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
+    c.current_dir(dir)
+        .args([
+            "crawl",
+            "--follow",
+            "--quiet",
+            "--out",
+            "out.jsonl",
+            "--state",
+            "state.db",
+        ])
+        .args(extra)
+        .arg(seed)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}

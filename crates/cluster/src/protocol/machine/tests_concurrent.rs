@@ -120,8 +120,10 @@ fn a_leaving_concurrent_runner_halts_its_items_and_hands_them_over_unfinished() 
     assert_eq!(w.nodes[c].started, ["j/0"], "at once, no heartbeat timeout");
 }
 
-#[test]
-fn two_runners_dead_at_once_with_one_backup_spread_over_the_backup_and_a_survivor() {
+/// Three concurrent Runners, `spider-1..3` given shards `j/0..2`, and a
+/// backup `spider-4`, past the grace after joining (when a gone session
+/// is death at once).
+fn three_runners_and_a_backup() -> (World, Vec<usize>) {
     let mut w = World::new();
     let nodes: Vec<usize> = (1..=4)
         .map(|i| w.add(concurrent(&format!("spider-{i}"), 3, 1)))
@@ -134,8 +136,13 @@ fn two_runners_dead_at_once_with_one_backup_spread_over_the_backup_and_a_survivo
             &shards(&[shard]),
         );
     }
-    // Past the grace after joining, when a gone session is death at once.
     w.run_for(BEAT, 12, &nodes);
+    (w, nodes)
+}
+
+#[test]
+fn two_runners_dead_at_once_with_one_backup_spread_over_the_backup_and_a_survivor() {
+    let (mut w, nodes) = three_runners_and_a_backup();
     w.kill(nodes[0]);
     w.kill(nodes[1]);
     let (survivor, backup) = (nodes[2], nodes[3]);
@@ -160,19 +167,7 @@ fn two_runners_dead_at_once_with_one_backup_spread_over_the_backup_and_a_survivo
 
 #[test]
 fn a_queued_shard_meant_for_a_runner_that_does_not_claim_it_goes_to_another_later() {
-    let mut w = World::new();
-    let nodes: Vec<usize> = (1..=4)
-        .map(|i| w.add(concurrent(&format!("spider-{i}"), 3, 1)))
-        .collect();
-    w.run_for(BEAT, 1, &nodes);
-    let l = w.layout();
-    for (i, shard) in ["j/0", "j/1", "j/2"].iter().enumerate() {
-        w.write(
-            &l.task(&name(&format!("spider-{}", i + 1))),
-            &shards(&[shard]),
-        );
-    }
-    w.run_for(BEAT, 12, &nodes);
+    let (mut w, nodes) = three_runners_and_a_backup();
     let (survivor, backup) = (nodes[2], nodes[3]);
     // The survivor pauses (its session lives): the shard meant for it
     // waits a heart limit, then the backup-turned-Runner takes it.
