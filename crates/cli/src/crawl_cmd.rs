@@ -69,25 +69,11 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
             check_existing(out, None, args.overwrite)?;
         }
         if let Some(w) = &warc {
-            check_warc(
-                w,
-                JobLook {
-                    name: &spec.name,
-                    done: 0,
-                },
-                args.overwrite,
-            )?;
+            check_warc(w, JobLook::fresh(&spec.name), args.overwrite)?;
         }
         let mut sink = fresh_sink(args.out.as_deref())?;
         if let Some(w) = &warc {
-            let archive = open_warc(
-                w,
-                JobLook {
-                    name: &spec.name,
-                    done: 0,
-                },
-                None,
-            )?;
+            let archive = open_warc(w, JobLook::fresh(&spec.name), None)?;
             sink = Box::new(FanOut(vec![sink, Box::new(archive)]));
         }
         let engine = engine.attach(Box::new(MemoryState::new()), sink);
@@ -221,10 +207,7 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     if let (Some(w), None) = (&options.warc, &options.store.store)
         && !options.store.state.exists()
     {
-        let new = JobLook {
-            name: &spec.name,
-            done: 0,
-        };
+        let new = JobLook::fresh(&spec.name);
         check_warc(w, new, options.overwrite)?;
     }
     let mut store = open_store(&options.store)?;

@@ -89,9 +89,9 @@ impl Archiver {
             .get(&digest)
             .cloned();
         if let Some(original) = original {
-            return x.revisit(RevisitProfile::IdenticalPayload, &original);
+            return x.revisit(RevisitProfile::IdenticalPayload, &original, Some(&digest));
         }
-        let (response, request) = x.records();
+        let (response, request) = x.records_with(&digest);
         seen.lock().unwrap_or_else(|p| p.into_inner()).insert(
             digest,
             Original {

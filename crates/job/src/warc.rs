@@ -83,6 +83,13 @@ pub struct JobLook<'a> {
     pub done: u64,
 }
 
+impl<'a> JobLook<'a> {
+    /// A job with no stored result (new, or started over).
+    pub fn fresh(name: &'a str) -> Self {
+        Self { name, done: 0 }
+    }
+}
+
 /// Refuses, before anything is written, a WARC output the job cannot use:
 /// existing files that are not this job's (each file's `warcinfo` must
 /// name it; replaced with `overwrite` only while the job has no stored

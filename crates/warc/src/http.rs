@@ -131,11 +131,16 @@ impl HttpExchange {
 
     /// The `response` record, then the `request` record pointing at it.
     pub fn records(&self) -> (Record, Record) {
+        self.records_with(&self.payload_digest())
+    }
+
+    /// [`HttpExchange::records`] with the payload digest already known.
+    pub fn records_with(&self, payload_digest: &str) -> (Record, Record) {
         let head = archived_head(&self.response_head);
         let mut response = self
             .common(RecordType::Response)
             .content_type("application/http;msgtype=response")
-            .field("WARC-Payload-Digest", &self.payload_digest());
+            .field("WARC-Payload-Digest", payload_digest);
         if let Some(t) = self.truncated {
             response = response.field("WARC-Truncated", t.as_str());
         }
@@ -156,8 +161,14 @@ impl HttpExchange {
     }
 
     /// A `revisit` record instead of the response: the head only, with
-    /// the payload digest and the record it repeats.
-    pub fn revisit(&self, profile: RevisitProfile, original: &Original) -> (Record, Record) {
+    /// the payload digest (computed unless given) and the record it
+    /// repeats.
+    pub fn revisit(
+        &self,
+        profile: RevisitProfile,
+        original: &Original,
+        payload_digest: Option<&str>,
+    ) -> (Record, Record) {
         let mut r = self
             .common(RecordType::Revisit)
             .field("WARC-Profile", profile.uri())
@@ -169,8 +180,12 @@ impl HttpExchange {
         }
         if profile == RevisitProfile::IdenticalPayload {
             // The payload is left out: the record says so.
+            let digest = match payload_digest {
+                Some(d) => d.to_owned(),
+                None => self.payload_digest(),
+            };
             r = r
-                .field("WARC-Payload-Digest", &self.payload_digest())
+                .field("WARC-Payload-Digest", &digest)
                 .field("WARC-Truncated", "length");
         }
         let r = r
@@ -313,7 +328,7 @@ mod tests {
             target_uri: x.target_uri.clone(),
             date: x.date,
         };
-        let (revisit, request) = x.revisit(RevisitProfile::IdenticalPayload, &original);
+        let (revisit, request) = x.revisit(RevisitProfile::IdenticalPayload, &original, None);
         assert_eq!(revisit.kind(), RecordType::Revisit);
         assert_eq!(revisit.get("WARC-Refers-To"), Some(response.id()));
         assert_eq!(request.get("WARC-Concurrent-To"), Some(revisit.id()));

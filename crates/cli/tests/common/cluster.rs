@@ -8,6 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crawlkeeper_testsite::LogEntry;
 use crawlkeeper_testsite::zookeeper::shared_address;
 use serde_json::Value;
 use tokio::process::{Child, Command};
@@ -232,25 +233,23 @@ impl Cluster {
 
     /// Page requests from node `i` so far.
     pub fn requests_from(&self, i: u32) -> usize {
-        let me = Self::address(i);
-        self.site
-            .site
-            .log()
-            .entries()
-            .iter()
-            .filter(|e| e.peer == me && e.target != "/robots.txt")
-            .count()
+        self.page_requests(i, |_| true)
     }
 
     /// Page requests from node `i` to any of `hosts`.
     pub fn requests_to(&self, i: u32, hosts: &[usize]) -> usize {
+        self.page_requests(i, |e| hosts.contains(&e.host))
+    }
+
+    /// Page requests (robots.txt aside) from node `i` that `keep` keeps.
+    fn page_requests(&self, i: u32, keep: impl Fn(&LogEntry) -> bool) -> usize {
         let me = Self::address(i);
         self.site
             .site
             .log()
             .entries()
             .iter()
-            .filter(|e| e.peer == me && e.target != "/robots.txt" && hosts.contains(&e.host))
+            .filter(|e| e.peer == me && e.target != "/robots.txt" && keep(e))
             .count()
     }
 

@@ -12,15 +12,14 @@ mod frontier;
 mod lease;
 mod records;
 mod slot;
+mod tasks;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crawlkeeper_model::{Authority, CrawlRecord, FinishedUrl};
-use futures_util::FutureExt;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until};
 use tracing::{error, info, warn};
@@ -29,11 +28,11 @@ use url::Url;
 pub use frontier::{Frontier, FrontierLimits, RequestReport};
 pub use lease::{GatedFetcher, LeaseGate};
 pub use slot::Slot;
+use tasks::TaskOutput;
 
 use crate::config::{ConfigError, CrawlConfig};
 use crate::pipeline::{Discovered, Job, Pipeline, Processed, url_key};
 use crate::registry::Registry;
-use crate::robots::RobotsRules;
 use crate::sink::{Sink, SinkError};
 use crate::state::{
     AdmitItem, Command, CrawlState, MemoryState, Polled, Reply, Sharing, StateError, StateHandle,
@@ -68,25 +67,6 @@ pub enum EngineError {
     /// The crawl state could not be read or written.
     #[error(transparent)]
     State(#[from] StateError),
-}
-
-enum TaskOutput {
-    Robots {
-        slot: Slot,
-        rules: RobotsRules,
-        snapshot: Option<crawlkeeper_model::RobotsSnapshot>,
-        /// URLs the authority's sitemaps list (with `--sitemaps`).
-        sitemapped: Vec<Discovered>,
-        /// Its WARC records, encoded (empty when not archiving).
-        archive: Vec<u8>,
-    },
-    Page {
-        slot: Slot,
-        job: Job,
-        processed: Box<Processed>,
-        /// The record as JSON, made on the request's own task.
-        json: String,
-    },
 }
 
 /// A configured crawl, ready to run.
@@ -610,64 +590,10 @@ impl Engine {
             let pipeline = self.pipeline.clone();
             match next {
                 Next::Robots { slot, authority } => {
-                    tasks.spawn(async move {
-                        let run = AssertUnwindSafe(async {
-                            let mut archive = Vec::new();
-                            let (rules, snapshot) = RobotsRules::fetch_archived(
-                                pipeline.fetcher(),
-                                &authority,
-                                pipeline.archiver(),
-                                &mut archive,
-                            )
-                            .await;
-                            let sitemapped =
-                                if pipeline.reads_sitemaps() && rules.permits_requests() {
-                                    let found = crate::sitemap::discover(
-                                        pipeline.fetcher(),
-                                        &authority,
-                                        &rules,
-                                        pipeline.archiver(),
-                                        &mut archive,
-                                    )
-                                    .await;
-                                    pipeline.sitemap_jobs(found)
-                                } else {
-                                    Vec::new()
-                                };
-                            (rules, snapshot, sitemapped, archive)
-                        });
-                        // A panic must not leave the authority waiting for
-                        // rules forever with its URLs unrecorded: they are
-                        // recorded as internal errors instead.
-                        let (rules, snapshot, sitemapped, archive) =
-                            run.catch_unwind().await.unwrap_or_else(|panic| {
-                                let why = records::panic_message(&*panic);
-                                error!(%authority, panic = why, "robots.txt processing panicked");
-                                (RobotsRules::Failed(why), None, Vec::new(), Vec::new())
-                            });
-                        TaskOutput::Robots {
-                            slot,
-                            rules,
-                            snapshot,
-                            sitemapped,
-                            archive,
-                        }
-                    });
+                    tasks.spawn(tasks::robots(pipeline, slot, authority));
                 }
                 Next::Page { slot, job, robots } => {
-                    tasks.spawn(async move {
-                        let run = AssertUnwindSafe(pipeline.process(&job, &robots));
-                        let processed = run.catch_unwind().await.unwrap_or_else(|panic| {
-                            records::internal_error(&job, &records::panic_message(&*panic))
-                        });
-                        let json = processed.record.to_json();
-                        TaskOutput::Page {
-                            slot,
-                            job,
-                            processed: Box::new(processed),
-                            json,
-                        }
-                    });
+                    tasks.spawn(tasks::page(pipeline, slot, job, robots));
                 }
             }
         }
