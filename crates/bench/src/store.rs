@@ -59,6 +59,7 @@ pub(crate) fn entry(i: u64, authorities: u64) -> (FrontierEntry, Authority) {
             depth: (i % 5) as u32,
             parent: Some(format!("http://h{a}.bench.test/section/{}/", i % 97)),
             redirect_chain: Vec::new(),
+            known: None,
         },
         authority(a),
     )
@@ -81,6 +82,10 @@ pub(crate) fn record(e: &FrontierEntry, authority: &Authority) -> CrawlRecord {
         links_dropped: 0,
         truncated: false,
         error: None,
+        etag: None,
+        last_modified: None,
+        lastmod: None,
+        unchanged_since: None,
     }
 }
 

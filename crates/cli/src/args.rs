@@ -78,6 +78,13 @@ pub struct ResultsArgs {
     /// Write here instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Crawl a finished job again: every URL it stored is asked again,
+    /// conditionally (If-None-Match, If-Modified-Since) where the earlier
+    /// copy had validators; unchanged pages answer 304 (recorded as not
+    /// modified, as WARC revisits), new links on changed pages are
+    /// followed. Writes new --out and --warc files.
+    #[arg(long, conflicts_with_all = ["fresh", "no_state", "take_over"])]
+    pub recrawl: bool,
     /// Replace an existing --out file that does not hold this job's records.
     #[arg(long)]
     pub overwrite: bool,
@@ -240,6 +247,13 @@ pub struct CrawlArgs {
     /// Forget this job's stored state and start over.
     #[arg(long)]
     pub fresh: bool,
+    /// Crawl a finished job again: every URL it stored is asked again,
+    /// conditionally (If-None-Match, If-Modified-Since) where the earlier
+    /// copy had validators; unchanged pages answer 304 (recorded as not
+    /// modified, as WARC revisits), new links on changed pages are
+    /// followed. Writes new --out and --warc files.
+    #[arg(long, conflicts_with_all = ["fresh", "no_state", "take_over"])]
+    pub recrawl: bool,
     /// Replace an existing --out file that does not hold this job's records.
     #[arg(long)]
     pub overwrite: bool,

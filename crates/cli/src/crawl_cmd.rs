@@ -83,6 +83,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         store: args.store.clone(),
         out: args.out.clone(),
         fresh: args.fresh,
+        recrawl: args.recrawl,
         overwrite: args.overwrite,
         quiet: args.quiet,
         shards: held.clone(),
@@ -130,10 +131,11 @@ fn check_shards(args: &CrawlArgs) -> Result<Vec<u32>, CliError> {
                 args.shards
             )));
         }
-        if args.fresh {
-            return Err(CliError::Usage(
-                "--fresh would delete the work of every shard's process; not with --shards".into(),
-            ));
+        if args.fresh || args.recrawl {
+            let flag = if args.fresh { "--fresh" } else { "--recrawl" };
+            return Err(CliError::Usage(format!(
+                "{flag} would reset the work of every shard's process; not with --shards"
+            )));
         }
     }
     if args.take_over && !shared {
@@ -179,6 +181,7 @@ struct PrepareOptions {
     store: StoreArgs,
     out: Option<PathBuf>,
     fresh: bool,
+    recrawl: bool,
     overwrite: bool,
     quiet: bool,
     shards: Vec<u32>,
@@ -210,8 +213,21 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         let new = JobLook::fresh(&spec.name);
         check_warc(w, new, options.overwrite)?;
     }
+    if options.recrawl && options.store.store.is_none() && !options.store.state.exists() {
+        return Err(no_earlier_crawl(spec, &options.store));
+    }
     let mut store = open_store(&options.store)?;
-    let existing = store.find_job(&spec.name).map_err(fatal)?;
+    let mut existing = store.find_job(&spec.name).map_err(fatal)?;
+    // A finished job crawled again (--recrawl) starts a new pass: its
+    // outputs are new files, like a fresh job's.
+    let recrawl = match &existing {
+        None if options.recrawl => return Err(no_earlier_crawl(spec, &options.store)),
+        Some(job) if options.recrawl && job.counts.pending() == 0 => {
+            existing = None;
+            true
+        }
+        _ => false,
+    };
     if let Some(out) = out {
         match &existing {
             Some(job) => {
@@ -247,7 +263,7 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     if options.fresh && store.delete_job(&spec.name).map_err(refused)? && !options.quiet {
         eprintln!("job {}: stored state deleted (--fresh)", spec.name);
     }
-    let job = store.open_job(spec).map_err(fatal)?;
+    let mut job = store.open_job(spec).map_err(fatal)?;
     let claim = Claim {
         shards: options.shards.clone(),
         holder: this_process(),
@@ -262,12 +278,29 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         // first request, so that two never crawl the shard's hosts at once.
         std::thread::sleep(LEASE_BOUND);
     }
-    if !options.quiet && job.counts.seen > 0 {
+    if recrawl {
+        let queued = store.recrawl(&job).map_err(refused)?;
+        job = store.open_job(spec).map_err(fatal)?;
+        if !options.quiet {
+            eprintln!(
+                "job {}: crawling its {queued} URLs again, asking for changed pages only (--recrawl)",
+                job.name
+            );
+        }
+    } else if !options.quiet && job.counts.seen > 0 {
         if job.counts.pending() == 0 {
             eprintln!(
                 "job {}: complete already ({} URLs done), nothing to fetch; \
-                 use --fresh to crawl it again from the start",
+                 use --recrawl to fetch what changed since, or --fresh to start over",
                 job.name, job.counts.done
+            );
+        } else if options.recrawl {
+            eprintln!(
+                "job {}: not finished ({} URLs done, {} pending); resuming it \
+                 (--recrawl starts a new pass once it is complete)",
+                job.name,
+                job.counts.done,
+                job.counts.pending()
             );
         } else {
             eprintln!(
@@ -316,6 +349,18 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         None => sink,
     };
     Ok((store, job, sink))
+}
+
+/// `--recrawl` of a job the store has never crawled.
+fn no_earlier_crawl(spec: &JobSpec, store: &StoreArgs) -> CliError {
+    let place = match &store.store {
+        Some(s) => crawlkeeper_store::location::redact(s),
+        None => store.state.display().to_string(),
+    };
+    CliError::Usage(format!(
+        "--recrawl: job {} has no earlier crawl in {place} to revisit; run it without --recrawl first",
+        spec.name
+    ))
 }
 
 /// A job or shard another live process holds is the user's to sort out

@@ -49,7 +49,10 @@ impl Archiver {
         let Some(exchange) = exchange_of(&record.url, response) else {
             return Vec::new();
         };
-        let (main, request) = self.response_or_revisit(&exchange, response.status);
+        let (main, request) = match not_modified(record) {
+            Some(original) => exchange.revisit(RevisitProfile::NotModified, &original, None),
+            None => self.response_or_revisit(&exchange, response.status),
+        };
         let metadata = PageMetadata {
             outlinks,
             depth: record.depth,
@@ -102,6 +105,19 @@ impl Archiver {
         );
         (response, request)
     }
+}
+
+/// The copy a 304 to a re-crawl's conditional request confirmed.
+fn not_modified(record: &CrawlRecord) -> Option<Original> {
+    if record.status != Some(304) {
+        return None;
+    }
+    let date = DateTime::parse_from_rfc3339(record.unchanged_since.as_deref()?).ok()?;
+    Some(Original {
+        id: None,
+        target_uri: record.url.clone(),
+        date: date.with_timezone(&Utc),
+    })
 }
 
 /// The exchange of a captured response.

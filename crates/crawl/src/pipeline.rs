@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, RecordError};
+use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, Known, RecordError};
 use url::Url;
 
 use crate::extract::{CutShort, Extracted, Extractor, Page, PageLimits};
@@ -30,6 +30,9 @@ pub struct Job {
     pub redirect_chain: Vec<Arc<str>>,
     /// Requests already made for this URL (retries).
     pub attempts: u32,
+    /// What is known of it before the request (a sitemap's `lastmod`, an
+    /// earlier copy's validators, which make the request conditional).
+    pub known: Option<Arc<Known>>,
 }
 
 impl Job {
@@ -41,6 +44,7 @@ impl Job {
             parent: None,
             redirect_chain: Vec::new(),
             attempts: 0,
+            known: None,
         }
     }
 }
@@ -116,12 +120,13 @@ impl Pipeline {
 
     /// The jobs of URLs sitemaps listed (each with its sitemap file), at
     /// depth 1, normalised and in scope, once each.
-    pub fn sitemap_jobs(&self, found: Vec<(Url, String)>) -> Vec<Discovered> {
+    pub fn sitemap_jobs(&self, found: Vec<crate::sitemap::Listed>) -> Vec<Discovered> {
         let mut seen: HashSet<u128> = HashSet::with_capacity(found.len());
         found
             .into_iter()
-            .filter_map(|(file, loc)| {
-                let url = self.normalizer.resolve(&file, &loc).ok()?;
+            .filter_map(|listed| {
+                let file = listed.file;
+                let url = self.normalizer.resolve(&file, &listed.loc).ok()?;
                 if self.scope.check(&Candidate {
                     url: &url,
                     depth: 1,
@@ -138,6 +143,12 @@ impl Pipeline {
                         parent: Some(Arc::from(file.as_str())),
                         redirect_chain: Vec::new(),
                         attempts: 0,
+                        known: Known::lastmod(
+                            listed
+                                .lastmod
+                                .and_then(|l| crawlkeeper_model::known::validator(l.as_bytes())),
+                        )
+                        .map(Arc::new),
                     },
                 })
             })
@@ -166,7 +177,11 @@ impl Pipeline {
                 archive: Vec::new(),
             };
         }
-        match self.fetcher.fetch(&job.url).await {
+        match self
+            .fetcher
+            .fetch_known(&job.url, job.known.as_deref())
+            .await
+        {
             Err(e) => {
                 record.fetched_at = rfc3339(e.started_at);
                 record.response_ms = Some(millis(e.elapsed));
@@ -210,9 +225,18 @@ impl Pipeline {
                 format!("body cut at the maximum of {} bytes", r.body.len()),
             ));
         }
+        record.etag = header_validator(r, reqwest::header::ETAG);
+        record.last_modified = header_validator(r, reqwest::header::LAST_MODIFIED);
         let mut discovered = Vec::new();
         let mut retry = None;
         match r.status {
+            304 if let Some(known) = job.known.as_deref().filter(|k| k.validates()) => {
+                // The earlier copy is current: its validators stay unless
+                // the server sent new ones.
+                record.etag = record.etag.or_else(|| known.etag.clone());
+                record.last_modified = record.last_modified.or_else(|| known.last_modified.clone());
+                record.unchanged_since = known.captured_at.clone();
+            }
             300..=399 => self.redirect(job, r, &mut record, &mut discovered),
             200..=299 => self.links(job, r, &mut record, &mut discovered),
             429 | 500..=599 => {
@@ -295,6 +319,7 @@ impl Pipeline {
                 parent: Some(here),
                 redirect_chain: chain,
                 attempts: 0,
+                known: None,
             },
         });
     }
@@ -366,12 +391,19 @@ impl Pipeline {
                         parent: Some(parent.clone()),
                         redirect_chain: Vec::new(),
                         attempts: 0,
+                        known: None,
                     },
                 });
             }
         }
         record.links = u32::try_from(on_page.len()).unwrap_or(u32::MAX);
     }
+}
+
+/// A validator header of a response, if it is one worth keeping.
+fn header_validator(r: &FetchResponse, name: reqwest::header::HeaderName) -> Option<String> {
+    let value = r.headers.get(name)?;
+    crawlkeeper_model::known::validator(value.as_bytes())
 }
 
 /// The record of `job` before anything is known of its response.
@@ -393,6 +425,10 @@ pub(crate) fn blank_record(job: &Job) -> CrawlRecord {
         links_dropped: 0,
         truncated: false,
         error: None,
+        etag: None,
+        last_modified: None,
+        lastmod: job.known.as_deref().and_then(|k| k.lastmod.clone()),
+        unchanged_since: None,
     }
 }
 

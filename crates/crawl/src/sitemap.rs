@@ -213,6 +213,17 @@ fn room(len: usize, loc: &str, dropped: &mut usize) -> bool {
     ok
 }
 
+/// A URL a sitemap listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The sitemap file that listed it.
+    pub file: url::Url,
+    /// Its `loc`, as written.
+    pub loc: String,
+    /// Its `lastmod`, as written, if any.
+    pub lastmod: Option<String>,
+}
+
 /// Sitemap files read for one authority at most (indexes included).
 pub const MAX_FILES: usize = 20;
 /// Index files followed this deep (an index of indexes, no deeper).
@@ -222,7 +233,7 @@ pub const MAX_AUTHORITY_URLS: usize = 2 * MAX_URLS;
 
 /// The URLs the sitemaps of an authority list: the `Sitemap:` lines of its
 /// robots.txt and its `/sitemap.xml`, with the indexes they lead to; each
-/// with the sitemap file that listed it. Files robots.txt disallows are
+/// with the sitemap file that listed it and its `lastmod`. Files robots.txt disallows are
 /// not read; every request goes through the crawl's fetcher (the SSRF
 /// guard included); a failed or malformed file is logged and skipped.
 pub async fn discover(
@@ -231,7 +242,7 @@ pub async fn discover(
     robots: &crate::robots::RobotsRules,
     archiver: Option<&crate::Archiver>,
     archived: &mut Vec<u8>,
-) -> Vec<(url::Url, String)> {
+) -> Vec<Listed> {
     let mut queue: std::collections::VecDeque<(url::Url, u32)> = robots
         .sitemaps()
         .iter()
@@ -274,11 +285,15 @@ pub async fn discover(
         if map.dropped > 0 {
             tracing::info!(%url, dropped = map.dropped, "sitemap entries past the limits dropped");
         }
-        for (loc, _lastmod) in map.urls {
+        for (loc, lastmod) in map.urls {
             if found.len() >= MAX_AUTHORITY_URLS {
                 break;
             }
-            found.push((url.clone(), loc));
+            found.push(Listed {
+                file: url.clone(),
+                loc,
+                lastmod,
+            });
         }
         if level < MAX_LEVEL {
             for s in map.sitemaps {

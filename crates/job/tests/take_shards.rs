@@ -83,6 +83,7 @@ async fn a_running_crawl_takes_a_gone_holders_shard_and_crawls_what_it_left() {
                 depth: 0,
                 parent: None,
                 redirect_chain: Vec::new(),
+                known: None,
             };
             let mut batch = Batch {
                 admit: vec![(entry, Authority::of(&theirs_seed).unwrap(), true)],

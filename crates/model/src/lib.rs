@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`authority`] | scheme + host + port: the unit of politeness and scheduling |
 //! | [`record`] | the record written for every URL the crawler requested |
+//! | [`known`] | what is known of a URL before it is requested: sitemap `lastmod`, an earlier copy's validators |
 //! | [`key`] | URL keys: maps and sets that do not hash them again |
 //! | [`duration`] | durations written like `500ms`, `2s`, `1m`, `6h` |
 //! | [`cluster`] | the cluster's meta-data: GroupState, NodeState, Task, Heartbeat, node names |
@@ -14,12 +15,14 @@ pub mod authority;
 pub mod cluster;
 pub mod duration;
 pub mod key;
+pub mod known;
 pub mod record;
 pub mod shard;
 pub mod state;
 
 pub use authority::Authority;
 pub use duration::{DurationError, MAX_DURATION, format_duration, parse_duration};
+pub use known::Known;
 pub use record::{CrawlRecord, ErrorKind, RecordError};
 pub use shard::{Partition, shard_of};
 pub use state::{AuthorityState, FinishedUrl, FrontierEntry, JobCounts, RobotsSnapshot};

@@ -43,6 +43,21 @@ pub struct CrawlRecord {
     pub truncated: bool,
     /// What went wrong, or `None`.
     pub error: Option<RecordError>,
+    /// The response's `ETag`: asked with `If-None-Match` when the job is
+    /// crawled again with `--recrawl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// The response's `Last-Modified`: asked with `If-Modified-Since` in a
+    /// re-crawl.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// The `lastmod` the sitemap listing the URL gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lastmod: Option<String>,
+    /// For a 304 Not Modified answer in a re-crawl: when the copy the
+    /// server says is still current was fetched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchanged_since: Option<String>,
 }
 
 /// What went wrong with one URL: a machine-readable kind and a message.
@@ -142,6 +157,10 @@ mod tests {
             links_dropped: 0,
             truncated: false,
             error: Some(RecordError::new(ErrorKind::RedirectLoop, "x -> y -> x")),
+            etag: None,
+            last_modified: None,
+            lastmod: None,
+            unchanged_since: None,
         };
         let json = serde_json::to_value(&record).unwrap();
         for field in [

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Authority, CrawlRecord};
+use crate::{Authority, CrawlRecord, Known};
 
 /// A URL in the frontier: admitted, not yet finished.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,6 +18,9 @@ pub struct FrontierEntry {
     pub parent: Option<String>,
     /// Redirect hops that led here, oldest first.
     pub redirect_chain: Vec<String>,
+    /// What is known of it before it is requested (a sitemap's
+    /// `lastmod`, an earlier pass's validators).
+    pub known: Option<Known>,
 }
 
 /// A finished URL: its record, stored once per job and key.

@@ -1,7 +1,7 @@
 //! How values are written in rows: keys as 16 big-endian bytes, redirect
-//! chains and records as JSON.
+//! chains (with what is known of a URL) and records as JSON.
 
-use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry};
+use crawlkeeper_model::{Authority, AuthorityState, CrawlRecord, FrontierEntry, Known};
 
 use crate::StoreError;
 
@@ -18,22 +18,59 @@ pub fn key_from(bytes: &[u8]) -> Result<u128, StoreError> {
     Ok(u128::from_be_bytes(arr))
 }
 
-/// A redirect chain as JSON, or nothing when empty.
+/// What the `chain` column holds besides the redirect chain.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Hints {
+    #[serde(default)]
+    chain: Vec<String>,
+    known: Known,
+}
+
+/// The `chain` column of an entry: its redirect chain as a JSON array, or,
+/// when something is known of the URL (a sitemap's `lastmod`, an earlier
+/// copy's validators), `{"chain": [...], "known": {...}}`; nothing when
+/// both are empty.
 pub fn chain_text(entry: &FrontierEntry) -> Option<String> {
-    if entry.redirect_chain.is_empty() {
-        None
-    } else {
-        serde_json::to_string(&entry.redirect_chain).ok()
+    match &entry.known {
+        Some(known) => serde_json::to_string(&Hints {
+            chain: entry.redirect_chain.clone(),
+            known: known.clone(),
+        })
+        .ok(),
+        None if entry.redirect_chain.is_empty() => None,
+        None => serde_json::to_string(&entry.redirect_chain).ok(),
     }
 }
 
-/// A redirect chain from its JSON.
-pub fn chain_from(text: Option<String>) -> Result<Vec<String>, StoreError> {
+/// The redirect chain and what is known, from the `chain` column.
+pub fn chain_from(text: Option<String>) -> Result<(Vec<String>, Option<Known>), StoreError> {
+    let corrupt =
+        |t: &str, e: serde_json::Error| StoreError::Corrupt(format!("redirect chain {t:?}: {e}"));
     match text {
-        None => Ok(Vec::new()),
-        Some(t) => serde_json::from_str(&t)
-            .map_err(|e| StoreError::Corrupt(format!("redirect chain {t:?}: {e}"))),
+        None => Ok((Vec::new(), None)),
+        Some(t) if t.starts_with('{') => {
+            let h: Hints = serde_json::from_str(&t).map_err(|e| corrupt(&t, e))?;
+            Ok((h.chain, Some(h.known)))
+        }
+        Some(t) => Ok((serde_json::from_str(&t).map_err(|e| corrupt(&t, e))?, None)),
     }
+}
+
+/// The `chain` column of a finished URL queued again for a re-crawl: its
+/// redirect chain as it was, and what its record (`record`, JSON) tells
+/// the next request (validators, date, `lastmod`).
+pub fn requeued_chain(chain: Option<String>, record: &str) -> Result<Option<String>, StoreError> {
+    let (redirect_chain, _) = chain_from(chain)?;
+    let record: CrawlRecord = serde_json::from_str(record)
+        .map_err(|e| StoreError::Corrupt(format!("stored record: {e}")))?;
+    Ok(chain_text(&FrontierEntry {
+        key: 0,
+        url: String::new(),
+        depth: 0,
+        parent: None,
+        redirect_chain,
+        known: Known::of_record(&record),
+    }))
 }
 
 /// A saved authority state from its JSON.
@@ -71,8 +108,31 @@ mod tests {
             depth: 0,
             parent: None,
             redirect_chain: vec!["http://a.test/x".into()],
+            known: None,
         };
-        assert_eq!(chain_from(chain_text(&e)).unwrap(), e.redirect_chain);
+        assert_eq!(
+            chain_from(chain_text(&e)).unwrap(),
+            (e.redirect_chain.clone(), None)
+        );
+        let known = Known {
+            etag: Some("\"v1\"".into()),
+            ..Known::default()
+        };
+        let e = FrontierEntry {
+            known: Some(known.clone()),
+            ..e
+        };
+        assert_eq!(
+            chain_from(chain_text(&e)).unwrap(),
+            (e.redirect_chain.clone(), Some(known))
+        );
+        let plain = FrontierEntry {
+            redirect_chain: Vec::new(),
+            known: None,
+            ..e
+        };
+        assert_eq!(chain_text(&plain), None);
         assert!(chain_from(Some("not json".into())).is_err());
+        assert!(chain_from(Some("{\"chain\": 1}".into())).is_err());
     }
 }

@@ -204,6 +204,14 @@ pub trait Store: Send {
         )))
     }
 
+    /// Starts a new pass over `job` (a re-crawl), in one transaction:
+    /// every URL it admitted is queued again, with what its record tells
+    /// the next request (an earlier copy's validators and date, a
+    /// sitemap's `lastmod`), and the records are removed; the authorities'
+    /// saved state is forgotten (robots.txt is fetched again). Claims the
+    /// whole job first. Returns how many URLs are queued.
+    fn recrawl(&mut self, job: &JobInfo) -> Result<u64, StoreError>;
+
     /// Applies `batch` to `job` in one transaction, filling its outputs.
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError>;
 

@@ -3,6 +3,7 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`edition`] | a site that changes between crawls: page revisions, validators, 304s |
 //! | [`site`] | the site's shape: hosts, pages, links, special pages; and the oracle of what a crawl must reach |
 //! | [`server`] | serving the site with hyper, one listener per host |
 //! | [`log`] | the request log tests judge a crawl by |
@@ -20,6 +21,7 @@
 //! must not fall into (links in scripts, comments, `nofollow`). Every path
 //! under `/never/` is one a correct crawler never requests.
 
+pub mod edition;
 pub mod hostile;
 pub mod log;
 pub mod relay;

@@ -1,7 +1,7 @@
 //! The request log: every request the site received, in arrival order,
 //! and per-host concurrency.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -34,6 +34,7 @@ pub struct RequestLog {
     entries: Arc<Mutex<Vec<LogEntry>>>,
     gauges: Arc<Vec<HostGauge>>,
     arrived: Arc<tokio::sync::Notify>,
+    bytes: Arc<AtomicU64>,
 }
 
 /// Decrements a host's in-flight gauge when the response is done.
@@ -57,7 +58,18 @@ impl RequestLog {
             entries: Arc::default(),
             gauges: Arc::new((0..hosts).map(|_| HostGauge::default()).collect()),
             arrived: Arc::default(),
+            bytes: Arc::default(),
         }
+    }
+
+    /// Counts `n` bytes of response body served.
+    pub fn add_bytes(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Bytes of response bodies served so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
     }
 
     /// Records a request and counts it in flight until the guard drops.

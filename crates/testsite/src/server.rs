@@ -3,13 +3,17 @@
 use std::convert::Infallible;
 use std::io::Write as _;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::Full;
+use hyper::body::Body as _;
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_ENCODING, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT};
+use hyper::header::{
+    CONTENT_ENCODING, CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION, RETRY_AFTER, USER_AGENT,
+};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
@@ -20,6 +24,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tracing::debug;
 
+use crate::edition::{not_modified, revision, validators};
 use crate::log::{LogEntry, RequestLog};
 use crate::site::{
     HUGE_BYTES, HostConfig, RobotsMode, Route, SiteConfig, SitemapFile, origin, render_index,
@@ -43,6 +48,7 @@ pub struct TestSite {
     log: RequestLog,
     accept_loops: Vec<JoinHandle<()>>,
     ca_pem: Option<String>,
+    shared: Arc<Shared>,
 }
 
 struct Shared {
@@ -52,6 +58,8 @@ struct Shared {
     gzip_page: Bytes,
     huge_page: OnceLock<Bytes>,
     bomb: OnceLock<Bytes>,
+    /// The site's edition ([`crate::edition`]).
+    edition: AtomicU32,
 }
 
 impl TestSite {
@@ -92,7 +100,9 @@ impl TestSite {
             log: log.clone(),
             huge_page: OnceLock::new(),
             bomb: OnceLock::new(),
+            edition: AtomicU32::new(0),
         });
+        let shared_site = shared.clone();
         let accept_loops = listeners
             .into_iter()
             .enumerate()
@@ -111,6 +121,7 @@ impl TestSite {
             log,
             accept_loops,
             ca_pem,
+            shared: shared_site,
         })
     }
 
@@ -137,6 +148,12 @@ impl TestSite {
     /// The request log.
     pub fn log(&self) -> &RequestLog {
         &self.log
+    }
+
+    /// Moves the site to `edition`: the pages that change in the editions
+    /// up to it are served in their new revision ([`crate::edition`]).
+    pub fn set_edition(&self, edition: u32) {
+        self.shared.edition.store(edition, Ordering::Relaxed);
     }
 
     /// The PEM certificate a client must trust, for a site served over TLS.
@@ -207,7 +224,21 @@ fn typed(status: StatusCode, content_type: &str, body: Bytes) -> Response<Full<B
     r
 }
 
+/// The answer to `req`, its body counted in the log's bytes served.
 async fn respond(
+    shared: &Shared,
+    host: usize,
+    peer: std::net::IpAddr,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let r = answer(shared, host, peer, req).await;
+    shared
+        .log
+        .add_bytes(r.body().size_hint().exact().unwrap_or(0));
+    r
+}
+
+async fn answer(
     shared: &Shared,
     host: usize,
     peer: std::net::IpAddr,
@@ -247,7 +278,20 @@ async fn respond(
             RobotsMode::Unavailable => html(StatusCode::SERVICE_UNAVAILABLE, "down".into()),
         },
         Route::Index => html(StatusCode::OK, render_index(config, me, next)),
-        Route::Page(i) => html(StatusCode::OK, render_page(config, i, me, next)),
+        Route::Page(i) => {
+            let edition = shared.edition.load(Ordering::Relaxed);
+            let rev = revision(i, edition, config.changed_percent);
+            let v = validators(i, rev);
+            let mut r = if not_modified(req.headers(), &v) {
+                typed(StatusCode::NOT_MODIFIED, HTML, Bytes::new())
+            } else {
+                html(StatusCode::OK, render_page(config, i, rev, me, next))
+            };
+            let h = r.headers_mut();
+            h.insert(ETAG, v.etag.parse().expect("ASCII entity tag"));
+            h.insert(LAST_MODIFIED, v.last_modified.parse().expect("HTTP date"));
+            r
+        }
         Route::Redirect(status, to) => {
             let mut r = html(
                 StatusCode::from_u16(status).expect("valid redirect status"),

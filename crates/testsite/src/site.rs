@@ -53,6 +53,9 @@ pub struct HostConfig {
     /// Extra delay of up to this much per page, fixed for each page but
     /// different between pages, so responses finish out of order.
     pub delay_spread: Duration,
+    /// The share of pages, in percent, that change in each new edition of
+    /// the site ([`crate::edition`]).
+    pub changed_percent: u32,
 }
 
 /// What `/robots.txt` answers.
@@ -81,6 +84,7 @@ impl Default for HostConfig {
             port: None,
             fail_all: false,
             delay_spread: Duration::ZERO,
+            changed_percent: 10,
         }
     }
 }
@@ -181,6 +185,9 @@ impl HostConfig {
         }
         if path == "/" {
             return Route::Index;
+        }
+        if path.starts_with("/new/") {
+            return Route::Html(vec![]);
         }
         if let Some(i) = path.strip_prefix("/p/").and_then(|n| n.parse::<u32>().ok()) {
             return if i < self.pages {
@@ -353,9 +360,10 @@ pub fn origin(tls: bool, name: &str, port: u16) -> String {
 const PADDING: &str = "Crawlers read pages like this one all day long; the words here are \
     only padding so that the page has the size of a real one. ";
 
-/// HTML of page `i` of `host`, links written in rotating forms.
-/// `me` is this host's origin, `next` the origin of the next host.
-pub fn render_page(host: &HostConfig, i: u32, me: &str, next: Option<&str>) -> String {
+/// HTML of page `i` of `host` in revision `rev` (0 first; later ones
+/// say so and link to a page new in them), links written in rotating
+/// forms. `me` is this host's origin, `next` the origin of the next host.
+pub fn render_page(host: &HostConfig, i: u32, rev: u32, me: &str, next: Option<&str>) -> String {
     let mut html = String::with_capacity(host.page_bytes + 1024);
     let _ = write!(
         html,
@@ -375,6 +383,10 @@ pub fn render_page(host: &HostConfig, i: u32, me: &str, next: Option<&str>) -> S
     }
     if let Some(next) = next {
         let _ = writeln!(html, "<li><a href=\"{next}/p/{i}\">Elsewhere {i}</a></li>");
+    }
+    if rev > 0 {
+        let new = crate::edition::new_page(i, rev);
+        let _ = writeln!(html, "<li><a href=\"{new}\">New in revision {rev}</a></li>");
     }
     html.push_str("</ul>\n");
     while html.len() + 20 < host.page_bytes {
@@ -555,7 +567,7 @@ mod tests {
     #[test]
     fn pages_have_roughly_the_asked_size() {
         let host = HostConfig::default();
-        let html = render_page(&host, 3, "http://127.0.0.1:1", None);
+        let html = render_page(&host, 3, 0, "http://127.0.0.1:1", None);
         assert!(html.len() >= 4000 && html.len() < 5000, "{}", html.len());
     }
 }

@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod pg;
 pub mod sharded;
+pub mod warc;
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -87,12 +88,24 @@ pub fn fresh_dir(kind: &str, name: &str) -> std::path::PathBuf {
     d
 }
 
+/// The binary with `args` in `dir`, stderr piped, stdin and stdout null.
+pub fn command_in(dir: &std::path::Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
+    c.current_dir(dir)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
 /// `crawl --follow --quiet --out out.jsonl --state state.db EXTRA SEED`
 /// in `dir`, stderr piped.
 pub fn crawl_in(dir: &std::path::Path, seed: &str, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
-    c.current_dir(dir)
-        .args([
+    let mut c = command_in(
+        dir,
+        &[
             "crawl",
             "--follow",
             "--quiet",
@@ -100,12 +113,8 @@ pub fn crawl_in(dir: &std::path::Path, seed: &str, extra: &[&str]) -> Command {
             "out.jsonl",
             "--state",
             "state.db",
-        ])
-        .args(extra)
-        .arg(seed)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        ],
+    );
+    c.args(extra).arg(seed);
     c
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crawlkeeper_model::Known;
 use tokio::sync::Notify;
 use url::Url;
 
@@ -87,6 +88,15 @@ impl Fetcher for GatedFetcher {
     async fn fetch(&self, url: &Url) -> Result<FetchResponse, FetchError> {
         self.gate.open().await;
         self.inner.fetch(url).await
+    }
+
+    async fn fetch_known(
+        &self,
+        url: &Url,
+        known: Option<&Known>,
+    ) -> Result<FetchResponse, FetchError> {
+        self.gate.open().await;
+        self.inner.fetch_known(url, known).await
     }
 }
 

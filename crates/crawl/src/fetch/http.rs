@@ -6,10 +6,12 @@ use std::time::{Instant, SystemTime};
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
-use crawlkeeper_model::ErrorKind;
+use crawlkeeper_model::{ErrorKind, Known};
 use url::Url;
 
-use reqwest::header::{ACCEPT, ACCEPT_ENCODING, HeaderMap, HeaderValue, USER_AGENT};
+use reqwest::header::{
+    ACCEPT, ACCEPT_ENCODING, HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, USER_AGENT,
+};
 
 use super::decode::{Coding, DecodeError, Decoder};
 use super::{FetchError, FetchResponse, Fetcher, WireCapture};
@@ -169,7 +171,7 @@ impl HttpFetcher {
 
     /// The request head as this client sends it for `url` (the headers it
     /// sets itself and the `host` the connection adds).
-    fn request_head(&self, url: &Url, version: reqwest::Version) -> Bytes {
+    fn request_head(&self, url: &Url, version: reqwest::Version, extra: &HeaderMap) -> Bytes {
         let mut target = url.path().to_owned();
         if let Some(q) = url.query() {
             target.push('?');
@@ -181,7 +183,7 @@ impl HttpFetcher {
             (None, _) => String::new(),
         };
         let mut head = format!("GET {target} {}\r\n", version_text(version));
-        for (name, value) in &self.headers {
+        for (name, value) in self.headers.iter().chain(extra) {
             head.push_str(name.as_str());
             head.push_str(": ");
             head.push_str(&String::from_utf8_lossy(value.as_bytes()));
@@ -241,9 +243,34 @@ fn response_head(response: &reqwest::Response) -> Bytes {
     Bytes::from(head)
 }
 
+/// The headers making a request conditional on an earlier copy (values
+/// that are no valid header are left out: the request is then plain).
+fn conditions(known: Option<&Known>) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    let Some(k) = known else {
+        return h;
+    };
+    let value = |v: &Option<String>| v.as_deref().and_then(|v| HeaderValue::from_str(v).ok());
+    if let Some(v) = value(&k.etag) {
+        h.insert(IF_NONE_MATCH, v);
+    }
+    if let Some(v) = value(&k.last_modified) {
+        h.insert(IF_MODIFIED_SINCE, v);
+    }
+    h
+}
+
 #[async_trait]
 impl Fetcher for HttpFetcher {
     async fn fetch(&self, url: &Url) -> Result<FetchResponse, FetchError> {
+        self.fetch_known(url, None).await
+    }
+
+    async fn fetch_known(
+        &self,
+        url: &Url,
+        known: Option<&Known>,
+    ) -> Result<FetchResponse, FetchError> {
         let started_at = SystemTime::now();
         let start = Instant::now();
         let fail = |e: reqwest::Error| FetchError {
@@ -260,12 +287,19 @@ impl Fetcher for HttpFetcher {
                 message: blocked.to_string(),
             });
         }
-        let mut response = self.client.get(url.as_str()).send().await.map_err(fail)?;
+        let extra = conditions(known);
+        let mut response = self
+            .client
+            .get(url.as_str())
+            .headers(extra.clone())
+            .send()
+            .await
+            .map_err(fail)?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let heads = self.capture.then(|| {
             (
-                self.request_head(url, response.version()),
+                self.request_head(url, response.version(), &extra),
                 response_head(&response),
             )
         });

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use crawlkeeper_model::{ErrorKind, RecordError};
+use crawlkeeper_model::{ErrorKind, Known, RecordError};
 use reqwest::header::HeaderMap;
 use url::Url;
 
@@ -23,6 +23,19 @@ pub use http::HttpFetcher;
 pub trait Fetcher: Send + Sync {
     /// Requests `url` with GET, reading at most the configured body size.
     async fn fetch(&self, url: &Url) -> Result<FetchResponse, FetchError>;
+
+    /// Requests `url` like [`Fetcher::fetch`], conditionally when `known`
+    /// holds an earlier copy's validators (`If-None-Match`,
+    /// `If-Modified-Since`): a 304 then says that copy is current. The
+    /// default ignores them: an unconditional request is always correct.
+    async fn fetch_known(
+        &self,
+        url: &Url,
+        known: Option<&Known>,
+    ) -> Result<FetchResponse, FetchError> {
+        let _ = known;
+        self.fetch(url).await
+    }
 }
 
 /// A response, its body read (and cut if it was too large).

@@ -446,6 +446,7 @@ pub fn entry_of(key: u128, job: &Job) -> FrontierEntry {
         depth: job.depth,
         parent: job.parent.as_deref().map(str::to_owned),
         redirect_chain: job.redirect_chain.iter().map(|u| u.to_string()).collect(),
+        known: job.known.as_deref().cloned(),
     }
 }
 
@@ -460,6 +461,7 @@ pub fn job_of(e: FrontierEntry) -> Option<(u128, Job)> {
                 parent: e.parent.map(Arc::from),
                 redirect_chain: e.redirect_chain.into_iter().map(Arc::from).collect(),
                 attempts: 0,
+                known: e.known.map(Arc::new),
             },
         )),
         Err(err) => {

@@ -626,12 +626,14 @@ fn load(
         .map_err(err)?;
         let mut entries = Vec::with_capacity(rows.len());
         for r in rows {
+            let (redirect_chain, known) = chain_from(r.get(4))?;
             entries.push(FrontierEntry {
                 key: key_from(r.get::<_, &[u8]>(0))?,
                 url: r.get(1),
                 depth: r.get::<_, i32>(2) as u32,
                 parent: r.get(3),
-                redirect_chain: chain_from(r.get(4))?,
+                redirect_chain,
+                known,
             });
         }
         entries.sort_by_key(|e| e.depth);

@@ -24,7 +24,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use tracing::{info, warn};
 
-use crate::codec::{now_text, parse_authority, saved_state};
+use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
 use crate::schema::{self, state};
 use crate::{Claim, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError};
 use apply::{Cache, apply_in};
@@ -488,6 +488,50 @@ impl Store for PgStore {
             return Err(StoreError::Backend(format!("shard {s} is not held")));
         }
         self.resume_in(job, Some(shards.iter().map(|&s| s as i32).collect()))
+    }
+
+    fn recrawl(&mut self, job: &JobInfo) -> Result<u64, StoreError> {
+        self.lock_job(job)?;
+        self.with(|c, cache, leases| {
+            let mut tx = c.transaction().map_err(err)?;
+            if let Some(lease) = leases.get(&job.id.0) {
+                lease::fence(&mut tx, cache, job.id.0, lease)?;
+            }
+            let rows = tx
+                .query(
+                    "SELECT u.id, u.chain, r.record FROM urls u
+                     JOIN results r ON r.job = u.job AND r.seq = u.seq WHERE u.job = $1",
+                    &[&job.id.0],
+                )
+                .map_err(err)?;
+            let mut ids = Vec::with_capacity(rows.len());
+            let mut chains = Vec::with_capacity(rows.len());
+            for r in rows {
+                ids.push(r.get::<_, i64>(0));
+                chains.push(requeued_chain(r.get(1), r.get(2))?);
+            }
+            tx.execute(
+                "UPDATE urls u SET chain = v.c FROM unnest($1::bigint[], $2::text[]) AS v(i, c)
+                 WHERE u.id = v.i",
+                &[&ids, &chains],
+            )
+            .map_err(err)?;
+            let queued = tx
+                .execute(
+                    "UPDATE urls SET state = 0, seq = NULL WHERE job = $1",
+                    &[&job.id.0],
+                )
+                .map_err(err)?;
+            for sql in [
+                "DELETE FROM results WHERE job = $1",
+                "DELETE FROM handoff WHERE job = $1",
+                "UPDATE authorities SET state = NULL WHERE job = $1",
+            ] {
+                tx.execute(sql, &[&job.id.0]).map_err(err)?;
+            }
+            tx.commit().map_err(err)?;
+            Ok(queued)
+        })
     }
 
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {

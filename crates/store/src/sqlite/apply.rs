@@ -224,6 +224,7 @@ pub fn apply_in(
             let mut out = Vec::new();
             for row in rows {
                 let (id, key, url, depth, parent, chain) = row.map_err(err)?;
+                let (redirect_chain, known) = chain_from(chain)?;
                 out.push((
                     id,
                     FrontierEntry {
@@ -231,7 +232,8 @@ pub fn apply_in(
                         url,
                         depth,
                         parent,
-                        redirect_chain: chain_from(chain)?,
+                        redirect_chain,
+                        known,
                     },
                 ));
             }

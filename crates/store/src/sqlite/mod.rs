@@ -24,7 +24,7 @@ use tracing::info;
 use self::apply::{Memo, apply_in, run_cached};
 use self::keys::DEFAULT_MERGE_AT;
 use crate::checkpoint::{Checkpointer, Thresholds};
-use crate::codec::{now_text, parse_authority, saved_state};
+use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
 use crate::schema::{self, state};
 use crate::{JobId, JobInfo, JobSpec, Store, StoreError};
 
@@ -362,6 +362,49 @@ impl Store for SqliteStore {
             authorities,
             queued,
         })
+    }
+
+    fn recrawl(&mut self, job: &JobInfo) -> Result<u64, StoreError> {
+        self.lock_job(job)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err)?;
+        {
+            let mut read = tx
+                .prepare(
+                    "SELECT u.id, u.chain, r.record FROM results r JOIN urls u ON u.id = r.url
+                     WHERE r.job = ?1",
+                )
+                .map_err(err)?;
+            let mut write = tx
+                .prepare("UPDATE urls SET chain = ?1 WHERE id = ?2")
+                .map_err(err)?;
+            let mut rows = read.query([job.id.0]).map_err(err)?;
+            while let Some(row) = rows.next().map_err(err)? {
+                let id: i64 = row.get(0).map_err(err)?;
+                let chain: Option<String> = row.get(1).map_err(err)?;
+                let record: String = row.get(2).map_err(err)?;
+                let chain = requeued_chain(chain, &record)?;
+                write.execute(params![chain, id]).map_err(err)?;
+            }
+        }
+        let queued = tx
+            .execute(
+                "UPDATE urls SET state = ?1 WHERE job = ?2",
+                params![state::QUEUED, job.id.0],
+            )
+            .map_err(err)?;
+        tx.execute("DELETE FROM results WHERE job = ?1", [job.id.0])
+            .map_err(err)?;
+        tx.execute(
+            "UPDATE authorities SET state = NULL WHERE job = ?1",
+            [job.id.0],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)?;
+        self.memo.forget(job.id.0);
+        Ok(queued as u64)
     }
 
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {

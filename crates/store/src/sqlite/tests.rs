@@ -18,6 +18,7 @@ fn entry(i: u64) -> (FrontierEntry, Authority) {
             depth: 1,
             parent: Some("http://a.test/".into()),
             redirect_chain: Vec::new(),
+            known: None,
         },
         Authority::try_from("http://a.test".to_owned()).unwrap(),
     )
@@ -40,6 +41,10 @@ fn record(e: &FrontierEntry, a: &Authority) -> CrawlRecord {
         links_dropped: 0,
         truncated: false,
         error: None,
+        etag: None,
+        last_modified: None,
+        lastmod: None,
+        unchanged_since: None,
     }
 }
 

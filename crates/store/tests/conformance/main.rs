@@ -27,6 +27,7 @@ conformance!(
     loads_take_the_shallowest_and_resume_requeues_what_was_loaded,
     authority_state_survives,
     deleting_a_job_leaves_the_others,
+    a_recrawl_queues_every_url_again_with_what_its_record_tells,
     a_job_is_locked_by_one_owner,
     large_batches,
     a_batch_retried_after_an_unconfirmed_commit_keeps_its_results,

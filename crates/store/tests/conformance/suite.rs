@@ -35,6 +35,10 @@ pub fn entry(host: &str, path: &str, depth: u32) -> (FrontierEntry, Authority) {
             } else {
                 Vec::new()
             },
+            known: path.contains("listed").then(|| crawlkeeper_model::Known {
+                lastmod: Some("2026-11-01".into()),
+                ..Default::default()
+            }),
         },
         authority(host),
     )
@@ -69,6 +73,10 @@ pub fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {
         error: error.then(|| {
             crawlkeeper_model::RecordError::new(crawlkeeper_model::ErrorKind::Timeout, "t")
         }),
+        etag: None,
+        last_modified: None,
+        lastmod: None,
+        unchanged_since: None,
     }
 }
 
@@ -210,7 +218,7 @@ pub fn loads_take_the_shallowest_and_resume_requeues_what_was_loaded(b: &mut Bac
     let job = b.store.open_job(&spec("j")).unwrap().id;
     let deep = entry("a.test", "/deep", 3);
     let shallow = entry("a.test", "/redir", 1);
-    let mid = entry("a.test", "/mid", 2);
+    let mid = entry("a.test", "/mid-listed", 2);
     let elsewhere = entry("b.test", "/x", 1);
     admit(
         b,
@@ -443,4 +451,74 @@ pub fn urls_admitted_or_finished_by_another_connection_are_known(b: &mut Backend
     );
     let counts = b.store.find_job("j").unwrap().unwrap().counts;
     assert_eq!((counts.seen, counts.done), (4, 2));
+}
+
+pub fn a_recrawl_queues_every_url_again_with_what_its_record_tells(b: &mut Backend) {
+    let job = b.store.open_job(&spec("again")).unwrap();
+    let other = b.store.open_job(&spec("other")).unwrap();
+    let page = entry("a.test", "/page", 1);
+    let redirected = entry("a.test", "/redir", 1);
+    let failed = entry("b.test", "/failed", 2);
+    let all = [page.clone(), redirected.clone(), failed.clone()];
+    admit(b, job.id, &all, true);
+    admit(b, other.id, &all, true);
+    let mut with_etag = record(&page.0, false);
+    with_etag.etag = Some("\"v1\"".into());
+    with_etag.last_modified = Some("Tue, 24 Nov 2026 10:00:00 GMT".into());
+    let mut batch = Batch {
+        finished: vec![
+            FinishedUrl::new(page.0.key, with_etag.clone()),
+            FinishedUrl::new(redirected.0.key, record(&redirected.0, false)),
+            FinishedUrl::new(failed.0.key, record(&failed.0, true)),
+        ],
+        authorities: vec![AuthorityState {
+            authority: authority("a.test"),
+            robots: Some(RobotsSnapshot::AllowAll),
+            delay_ms: 250,
+            consecutive_failures: 0,
+            abandoned: false,
+        }],
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut batch).unwrap();
+    finish(b, other.id, &[(page.0.clone(), false)]);
+
+    let job = b.store.find_job("again").unwrap().unwrap();
+    assert_eq!(b.store.recrawl(&job).unwrap(), 3);
+    let after = b.store.find_job("again").unwrap().unwrap();
+    assert_eq!((after.counts.seen, after.counts.done), (3, 0));
+    let resumed = b.store.resume(job.id).unwrap();
+    assert!(resumed.authorities.is_empty(), "robots.txt is asked again");
+    let mut queued = resumed.queued.clone();
+    queued.sort_by_key(|q| q.0.to_string());
+    assert_eq!(queued, [(authority("a.test"), 2), (authority("b.test"), 1)]);
+    let mut load = Batch {
+        load: vec![(authority("a.test"), 10), (authority("b.test"), 10)],
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut load).unwrap();
+    let loaded: Vec<&FrontierEntry> = load.loaded.iter().flatten().collect();
+    let find = |e: &FrontierEntry| *loaded.iter().find(|l| l.key == e.key).unwrap();
+    let known = find(&page.0).known.clone().expect("validators kept");
+    assert_eq!(known.etag.as_deref(), Some("\"v1\""));
+    assert_eq!(known.last_modified, with_etag.last_modified);
+    assert_eq!(
+        known.captured_at.as_deref(),
+        Some(with_etag.fetched_at.as_str())
+    );
+    let r = find(&redirected.0);
+    assert_eq!(r.redirect_chain, redirected.0.redirect_chain, "chain kept");
+    assert_eq!(r.known, None);
+    assert_eq!(
+        find(&failed.0).known,
+        None,
+        "a failed fetch validates nothing"
+    );
+    assert_eq!(
+        finish(b, job.id, &[(page.0.clone(), false)]),
+        [true],
+        "the new pass stores a new record"
+    );
+    let other = b.store.find_job("other").unwrap().unwrap();
+    assert_eq!(other.counts.done, 1, "another job is left alone");
 }
