@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `engine` | pages/s, CPU per page and peak RSS of `crawl` against the test site |
 //! | `shards` | one job crawled by 1, 2, … processes sharing PostgreSQL: pages/s, speed-up, crawler and PostgreSQL CPU |
+//! | `recrawl` | a `--recrawl` of a site with 10% of pages changed against a fresh crawl: requests, bytes, time |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
 //! | `commit` | a store's cost per transaction and per page, replaying the engine's commits |
 //! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend |
@@ -19,6 +20,7 @@ mod engine;
 mod failover;
 mod memory;
 mod proc;
+mod recrawl;
 mod shards;
 mod store;
 
@@ -38,6 +40,8 @@ enum Command {
     Engine(engine::EngineArgs),
     /// One job crawled by several processes sharing PostgreSQL.
     Shards(shards::ShardsArgs),
+    /// A re-crawl with conditional requests against a fresh crawl.
+    Recrawl(recrawl::RecrawlArgs),
     /// Peak memory of a crawl with a million URLs seen.
     Memory(memory::MemoryArgs),
     /// A store's cost per transaction and per page, replaying the engine's commits.
@@ -59,6 +63,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Engine(a) => engine::run(a),
         Command::Shards(a) => shards::run(a),
+        Command::Recrawl(a) => recrawl::run(a),
         Command::Memory(a) => memory::run(a),
         Command::Commit(a) => commit::run(a),
         Command::Store(a) => store::run(a),
