@@ -62,6 +62,22 @@ impl StoreArgs {
 pub enum Format {
     /// One JSON record per line.
     Jsonl,
+    /// WARC 1.1 files of the pages' stored records (needs --out; the job
+    /// must have been crawled with --store-bodies).
+    Warc,
+}
+
+/// How WARC files are written (`crawl --warc`, `results --format warc`).
+#[derive(Args, Debug, Clone)]
+pub struct WarcFileArgs {
+    /// Begin a new WARC file (FILE-00001.warc.gz, …) past this size.
+    #[arg(long, default_value_t = 1_000_000_000, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub warc_max_size: u64,
+    /// The gzip level of each WARC record, 0 (none) to 9 (smallest).
+    #[arg(long, default_value_t = WARC_GZIP_LEVEL, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(0..=9))]
+    pub warc_gzip_level: u32,
 }
 
 /// Options of `crawlkeeper results`.
@@ -78,16 +94,12 @@ pub struct ResultsArgs {
     /// Write here instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Crawl a finished job again: every URL it stored is asked again,
-    /// conditionally (If-None-Match, If-Modified-Since) where the earlier
-    /// copy had validators; unchanged pages answer 304 (recorded as not
-    /// modified, as WARC revisits), new links on changed pages are
-    /// followed. Writes new --out and --warc files.
-    #[arg(long, conflicts_with_all = ["fresh", "no_state", "take_over"])]
-    pub recrawl: bool,
     /// Replace an existing --out file that does not hold this job's records.
     #[arg(long)]
     pub overwrite: bool,
+    /// How WARC files are written (--format warc).
+    #[command(flatten)]
+    pub warc: WarcFileArgs,
 }
 
 /// Options of `crawlkeeper jobs`.
@@ -119,6 +131,11 @@ pub struct JobArgs {
     /// /sitemap.xml) after its robots.txt; their URLs are crawled at depth 1.
     #[arg(long)]
     pub sitemaps: bool,
+    /// Keep each page's WARC records (request, response headers and body
+    /// as received, metadata) in the state store, for
+    /// `crawlkeeper results --format warc`.
+    #[arg(long)]
+    pub store_bodies: bool,
     /// Maximum link depth from a seed.
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub depth: u32,
@@ -292,14 +309,9 @@ pub struct WarcArgs {
     /// record its own gzip member when the name ends with .gz.
     #[arg(long, value_name = "FILE")]
     pub warc: Option<PathBuf>,
-    /// Begin a new WARC file (FILE-00001.warc.gz, …) past this size.
-    #[arg(long, default_value_t = 1_000_000_000, value_name = "BYTES",
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub warc_max_size: u64,
-    /// The gzip level of each WARC record, 0 (none) to 9 (smallest).
-    #[arg(long, default_value_t = WARC_GZIP_LEVEL, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(0..=9))]
-    pub warc_gzip_level: u32,
+    /// How the WARC files are written.
+    #[command(flatten)]
+    pub files: WarcFileArgs,
     /// Archive a response whose payload this run archived before as a
     /// revisit record (headers only).
     #[arg(long)]
@@ -367,6 +379,8 @@ impl JobArgs {
         let mut c = CrawlConfig::default();
         c.scope.follow = self.follow;
         c.scope.sitemaps = self.sitemaps;
+        c.archive.store_bodies = self.store_bodies;
+        c.fetch.capture = self.store_bodies;
         c.scope.max_depth = self.depth;
         c.scope.max_pages = self.max_pages;
         c.scope.hosts = match self.scope {

@@ -31,7 +31,13 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let mut config = args.to_config();
     let warc = warc_options(&args.warc, &config);
     // What goes over the wire is kept only when it is archived.
-    config.fetch.capture = warc.is_some();
+    config.fetch.capture = warc.is_some() || config.archive.store_bodies;
+    if config.archive.store_bodies && args.no_state {
+        return Err(CliError::Usage(
+            "--store-bodies keeps pages in the state store; not with --no-state".to_owned(),
+        ));
+    }
+    config.archive.gzip_level = args.warc.files.warc_gzip_level;
     let held = check_shards(&args)?;
     let mut engine = Engine::configure(config.clone(), seeds.clone(), &Registry::builtin())
         .map_err(engine_error)?;
@@ -109,7 +115,8 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         .map_err(fatal)?
     } else {
         StoreState::new(store, job.id)
-    };
+    }
+    .keeping_archives(config.archive.store_bodies);
     crawl(
         engine.attach(Box::new(state), sink),
         args.quiet,

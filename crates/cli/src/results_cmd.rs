@@ -2,12 +2,16 @@
 
 use std::io::{BufWriter, Write};
 
+use crawlkeeper_crawl::CrawlConfig;
+use crawlkeeper_job::export::{check_export, export_warc};
+use crawlkeeper_job::warc::WarcOptions;
 use crawlkeeper_store::{JobInfo, Store};
 
 use crate::args::{Format, JobsArgs, ResultsArgs};
 use crate::exit::{CliError, Outcome};
 use crate::output::{Part, check_existing, create, refuse_protected, state_files};
 use crate::state::{fatal, open_existing_store};
+use crate::warc_out::warc_info;
 
 /// Results read from the store at a time.
 const PAGE: usize = 10_000;
@@ -20,10 +24,13 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
     }
     let mut store = open_existing_store(&args.store)?;
     let job = pick_job(store.as_mut(), args.job.as_deref(), &args.store.location())?;
+    if let (Some(out), None) = (&args.out, &args.store.store) {
+        refuse_protected(out, &state_files(&args.store.state, Some(&job.name)))?;
+    }
+    if let Format::Warc = args.format {
+        return export(store.as_mut(), &job, &args);
+    }
     if let Some(out) = &args.out {
-        if args.store.store.is_none() {
-            refuse_protected(out, &state_files(&args.store.state, Some(&job.name)))?;
-        }
         let part = Part {
             job: &job,
             shards: None,
@@ -35,7 +42,6 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::new(out);
-    let Format::Jsonl = args.format;
     let mut after = 0;
     loop {
         let page = store.results(job.id, None, after, PAGE).map_err(fatal)?;
@@ -46,6 +52,47 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
         }
     }
     out.flush().map_err(|e| CliError::Fatal(e.into()))?;
+    Ok(Outcome::Finished)
+}
+
+/// `results --format warc`: the job's stored WARC records as WARC files.
+fn export(store: &mut dyn Store, job: &JobInfo, args: &ResultsArgs) -> Result<Outcome, CliError> {
+    let Some(path) = args.out.clone() else {
+        return Err(CliError::Usage(
+            "--format warc writes files: give --out FILE.warc.gz".to_owned(),
+        ));
+    };
+    let config: CrawlConfig = serde_json::from_str(&job.options).unwrap_or_default();
+    let options = WarcOptions {
+        path,
+        max_size: args.warc.warc_max_size,
+        gzip_level: args.warc.warc_gzip_level,
+        info: warc_info(&config),
+    };
+    if job.counts.done > 0 && store.archives(job.id, 0, 1).map_err(fatal)?.is_empty() {
+        return Err(CliError::Usage(format!(
+            "job {} kept no page bodies in the store: crawl it with --store-bodies to export it \
+             as WARC (or use the files its --warc option wrote)",
+            job.name
+        )));
+    }
+    check_export(&options, &job.name, args.overwrite)?;
+    let done = export_warc(store, job, &options)?;
+    let files: Vec<String> = done.files.iter().map(|f| f.display().to_string()).collect();
+    eprintln!(
+        "job {}: {} results exported to {} ({} with their records, {} without a response)",
+        job.name,
+        done.results - done.missing,
+        files.join(", "),
+        done.archived,
+        done.no_response
+    );
+    if done.missing > 0 {
+        eprintln!(
+            "job {}: {} results left out: fetched in a run without --store-bodies",
+            job.name, done.missing
+        );
+    }
     Ok(Outcome::Finished)
 }
 

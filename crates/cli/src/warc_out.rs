@@ -10,12 +10,23 @@ use crate::args::WarcArgs;
 /// (its options go into each file's `warcinfo`).
 pub fn warc_options(args: &WarcArgs, config: &CrawlConfig) -> Option<WarcOptions> {
     let path = args.warc.clone()?;
+    Some(WarcOptions {
+        path,
+        max_size: args.files.warc_max_size,
+        gzip_level: args.files.warc_gzip_level,
+        info: warc_info(config),
+    })
+}
+
+/// The `warcinfo` fields of a crawl with `config` (the job is added by
+/// the writer).
+pub fn warc_info(config: &CrawlConfig) -> Vec<(String, String)> {
     let process = this_process();
     let host = process
         .rsplit_once(':')
         .map_or(process.as_str(), |(h, _)| h);
     let options = serde_json::to_string(config).unwrap_or_default();
-    let info = [
+    [
         (
             "software",
             format!("crawlkeeper/{}", env!("CARGO_PKG_VERSION")),
@@ -41,13 +52,7 @@ pub fn warc_options(args: &WarcArgs, config: &CrawlConfig) -> Option<WarcOptions
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
-    .collect();
-    Some(WarcOptions {
-        path,
-        max_size: args.warc_max_size,
-        gzip_level: args.warc_gzip_level,
-        info,
-    })
+    .collect()
 }
 
 /// The archiver of a crawl writing `options`.

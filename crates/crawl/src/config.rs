@@ -72,6 +72,30 @@ pub struct CrawlConfig {
     pub politeness: PolitenessConfig,
     /// Which processors run, by name and in order.
     pub pipeline: PipelineConfig,
+    /// What of each page is kept beyond its record.
+    pub archive: ArchiveConfig,
+}
+
+/// What of each page is kept beyond its record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArchiveConfig {
+    /// Keep each page's WARC records (request, response with headers and
+    /// body as received, metadata) in the state store beside its record,
+    /// for `results --format warc` (`--store-bodies`). Needs
+    /// [`FetchConfig::capture`]. Default false.
+    pub store_bodies: bool,
+    /// The gzip level (0–9) of the records kept. Default 1.
+    pub gzip_level: u32,
+}
+
+impl Default for ArchiveConfig {
+    fn default() -> Self {
+        Self {
+            store_bodies: false,
+            gzip_level: 1,
+        }
+    }
 }
 
 /// How the fetcher talks HTTP.

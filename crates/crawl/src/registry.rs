@@ -155,7 +155,14 @@ impl Registry {
                 max_redirects: config.engine.max_redirects,
                 max_links_per_page: config.engine.max_links_per_page,
                 extract_timeout: config.engine.extract_timeout,
-                archiver: None,
+                // Pages kept in the store are archived; a WARC file output
+                // attaches its own archiver (`Engine::archive`).
+                archiver: (config.archive.store_bodies && config.fetch.capture).then(|| {
+                    Arc::new(crate::Archiver::new(
+                        Some(config.archive.gzip_level.min(9)),
+                        false,
+                    ))
+                }),
                 sitemaps: config.scope.sitemaps,
             }),
             _ => Err(ConfigError { problems }),

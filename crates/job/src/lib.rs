@@ -7,8 +7,10 @@
 //! | [`identity`] | a job's name from its seeds, scope and shard count |
 //! | [`state`] | [`StoreState`]: the engine's [`crawlkeeper_crawl::state::CrawlState`] in a store, shards and all |
 //! | [`output`] | the JSON Lines output of a job that may be resumed |
+//! | [`export`] | a job's stored WARC records written out as WARC files (`results --format warc`) |
 //! | [`warc`] | the WARC output of a job: records before commits, cut after a crash |
 
+pub mod export;
 pub mod identity;
 pub mod output;
 pub mod state;

@@ -24,6 +24,8 @@ pub struct StoreState {
     wakeups: Option<UnboundedReceiver<()>>,
     /// Who this process is to the others (see [`Claim::holder`]).
     holder: String,
+    /// Keep each finished page's WARC records in the store.
+    keep_archives: bool,
 }
 
 impl StoreState {
@@ -37,6 +39,7 @@ impl StoreState {
             admit_limit: None,
             wakeups: None,
             holder: this_process(),
+            keep_archives: false,
         }
     }
 
@@ -67,7 +70,15 @@ impl StoreState {
             admit_limit: if whole { None } else { max_pages },
             wakeups: Some(rx),
             holder: this_process(),
+            keep_archives: false,
         })
+    }
+
+    /// Keeps each finished page's WARC records in the store when `keep`
+    /// (the job's `--store-bodies`), for exporting the job as WARC.
+    pub fn keeping_archives(mut self, keep: bool) -> Self {
+        self.keep_archives = keep;
+        self
     }
 
     /// Claims shards taken later as `holder` (default: host and process id),
@@ -95,6 +106,7 @@ impl CrawlState for StoreState {
 
     fn apply(&mut self, batch: &mut Batch) -> Result<(), StateError> {
         batch.admit_limit = self.admit_limit;
+        batch.keep_archives = self.keep_archives;
         self.store.apply(self.job, batch).map_err(state_error)
     }
 

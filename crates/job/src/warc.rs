@@ -42,7 +42,8 @@ pub struct WarcOptions {
 }
 
 impl WarcOptions {
-    fn config(&self, job: &str) -> WriterConfig {
+    /// How the files of `job` are written.
+    pub fn config(&self, job: &str) -> WriterConfig {
         let mut info = vec![(JOB_FIELD.to_owned(), job.to_owned())];
         info.extend(self.info.iter().cloned());
         WriterConfig {
@@ -235,7 +236,7 @@ fn cut_point(path: &Path, store: &mut dyn Store, part: Part<'_>) -> Result<u64, 
 }
 
 /// The `metadata` record of a URL that got no response.
-fn no_response(record: &CrawlRecord) -> Record {
+pub(crate) fn no_response(record: &CrawlRecord) -> Record {
     let error = record.error.as_ref().map(|e| {
         let kind = serde_json::to_value(e.kind)
             .ok()

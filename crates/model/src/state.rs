@@ -112,6 +112,9 @@ pub struct Batch {
     /// Out: for each finished URL, true if its record was stored now (false
     /// if it had one already, so it must not be written out again).
     pub recorded: Vec<bool>,
+    /// In: keep each finished URL's WARC records (its `archive`) in the
+    /// store beside its record, for exporting the job as WARC.
+    pub keep_archives: bool,
     /// In: candidate URLs with their authority and whether the engine keeps
     /// them in memory (loaded) or leaves them in the store (queued).
     pub admit: Vec<(FrontierEntry, Authority, bool)>,

@@ -350,6 +350,7 @@ fn prepare(settings: &NodeSettings, job: &str, shards: Vec<u32>) -> Result<Engin
     let max_pages = config.scope.max_pages;
     let state = StoreState::shared(store, info, Sharing::new(partition), max_pages)
         .map_err(|e| e.to_string())?
-        .with_holder(settings.holder.clone());
+        .with_holder(settings.holder.clone())
+        .keeping_archives(config.archive.store_bodies);
     Ok(engine.attach(Box::new(state), Box::new(JsonlSink::new(std::io::sink()))))
 }

@@ -227,6 +227,16 @@ pub trait Store: Send {
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError>;
 
+    /// Up to `limit` of `job`'s stored WARC records (kept for jobs crawled
+    /// with `--store-bodies`), each result's in one piece, in the order
+    /// the results finished, after position `after`: (position, bytes).
+    fn archives(
+        &mut self,
+        job: JobId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
+
     /// Calls `wake` (from another thread) whenever other processes leave
     /// work for the claimed shards of `job` or find it complete, so that
     /// a poll need not wait for its interval. The default never calls it:

@@ -9,6 +9,10 @@
 //!   done (2).
 //! - `results`: one row per finished URL with its record, appended in the
 //!   order results were stored (`seq`).
+//! - `archives`: for jobs crawled with `--store-bodies`, a result's WARC
+//!   records (request, response with headers and body as received,
+//!   metadata; encoded as the crawl writes them, gzip members or plain),
+//!   under the result's `seq`.
 //!
 //! How the two meet differs:
 //! - PostgreSQL: finishing a page marks its `urls` row done with the
@@ -33,7 +37,7 @@
 //!   - Version 1 files (the PostgreSQL layout) are migrated on open.
 
 /// The schema version of PostgreSQL databases this build writes.
-pub const PG_VERSION: i64 = 2;
+pub const PG_VERSION: i64 = 3;
 
 /// The schema version of SQLite files this build writes.
 pub const SQLITE_VERSION: i64 = 2;
@@ -67,6 +71,11 @@ const TABLES: &[&str] = &[
         state SMALLINT NOT NULL,
         seq BIGINT)",
     "CREATE INDEX IF NOT EXISTS urls_queued ON urls (job, auth, depth) WHERE state = 0",
+    "CREATE TABLE IF NOT EXISTS archives (
+        job BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        data {blob} NOT NULL,
+        PRIMARY KEY (job, seq))",
 ];
 
 /// PostgreSQL finds a key's row through a unique index, and keeps a
@@ -81,6 +90,9 @@ const PG_TABLES: &[&str] = &[
         PRIMARY KEY (job, seq))",
 ];
 
+/// PostgreSQL version 3 adds the `archives` table (made by the tables'
+/// statements, which run on every migration).
+///
 /// PostgreSQL version 2: one job written by many processes at once, each
 /// holding shards of it (see [`crate::postgres`]). Run once, on a new
 /// database or one of version 1, under the migration lock:

@@ -68,6 +68,36 @@ fn feed(deflate: &mut Compress, mut input: &[u8], last: bool, out: &mut Vec<u8>)
     }
 }
 
+/// Records encoded for one file (gzip members, or plain when the data
+/// does not begin with the gzip magic) as another wants them: `level`
+/// `Some` for a member per record, `None` for plain. `None` back when the
+/// data does not read as whole records.
+pub fn reencode(data: &[u8], level: Option<u32>) -> Option<std::borrow::Cow<'_, [u8]>> {
+    use std::borrow::Cow;
+    use std::io::Read;
+    let gzipped = data.starts_with(&HEADER[..2]);
+    match (gzipped, level) {
+        (true, Some(_)) | (false, None) => Some(Cow::Borrowed(data)),
+        (true, None) => {
+            let mut plain = Vec::with_capacity(data.len() * 4);
+            flate2::read::MultiGzDecoder::new(data)
+                .read_to_end(&mut plain)
+                .ok()?;
+            Some(Cow::Owned(plain))
+        }
+        (false, Some(level)) => {
+            let mut out = Vec::with_capacity(data.len() / 2);
+            let mut at = 0;
+            while at < data.len() {
+                let (_, used) = crate::scan::parse(&data[at..])?;
+                member(&[&data[at..at + used]], level, &mut out);
+                at += used;
+            }
+            Some(Cow::Owned(out))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Read;
@@ -104,5 +134,31 @@ mod tests {
             want.extend(whole);
         }
         assert_eq!(gunzip(&all), want, "members concatenate");
+    }
+
+    #[test]
+    fn records_move_between_plain_and_gzip_and_junk_is_refused() {
+        let records: Vec<crate::Record> = ["a", "b"]
+            .iter()
+            .map(|b| {
+                crate::Record::new(crate::RecordType::Metadata, chrono::Utc::now())
+                    .block(vec![bytes::Bytes::from(b.to_string())])
+            })
+            .collect();
+        let plain = crate::writer::encode(&records, None);
+        let gz = crate::writer::encode(&records, Some(1));
+        assert_eq!(&*reencode(&plain, None).unwrap(), &plain[..]);
+        assert_eq!(&*reencode(&gz, Some(6)).unwrap(), &gz[..]);
+        assert_eq!(&*reencode(&gz, None).unwrap(), &plain[..]);
+        let members = reencode(&plain, Some(1)).unwrap();
+        assert_eq!(gunzip(&members), plain);
+        let path = std::env::temp_dir().join(format!("ck-reencode-{}.warc.gz", std::process::id()));
+        std::fs::write(&path, &members).unwrap();
+        let scanned = crate::scan::scan_file(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(scanned.records.len(), 2, "a member per record");
+        assert_eq!(scanned.valid_len, scanned.file_len);
+        assert!(reencode(b"not warc", Some(1)).is_none());
+        assert!(reencode(&gz[..gz.len() - 3], None).is_none());
     }
 }

@@ -348,6 +348,9 @@ fn finish(
     if let Some(first) = claimed.values().min() {
         batch.first_position.get_or_insert(*first as u64);
     }
+    if batch.keep_archives {
+        keep_archives(tx, job, batch, &index, &claimed)?;
+    }
     // Done already: by an attempt of this batch whose commit was not confirmed?
     let done_before: Vec<Vec<u8>> = order
         .iter()
@@ -376,6 +379,33 @@ fn finish(
         if index.get(&f.key) == Some(&i) {
             batch.recorded[i] = claimed.contains_key(&f.key) || ours_before.contains(&f.key);
         }
+    }
+    Ok(())
+}
+
+/// Stores the WARC records of the URLs this batch gave a result.
+fn keep_archives(
+    tx: &mut Transaction<'_>,
+    job: i64,
+    batch: &Batch,
+    index: &HashMap<u128, usize>,
+    claimed: &HashMap<u128, i64>,
+) -> Result<(), StoreError> {
+    let (mut seqs, mut data): (Vec<i64>, Vec<&[u8]>) = (Vec::new(), Vec::new());
+    for (key, seq) in claimed {
+        let archive = &batch.finished[index[key]].archive;
+        if !archive.is_empty() {
+            seqs.push(*seq);
+            data.push(archive);
+        }
+    }
+    if !seqs.is_empty() {
+        tx.execute(
+            "INSERT INTO archives (job, seq, data) SELECT $1, s, d
+             FROM unnest($2::int8[], $3::bytea[]) AS t(s, d)",
+            &[&job, &seqs, &data],
+        )
+        .map_err(err)?;
     }
     Ok(())
 }

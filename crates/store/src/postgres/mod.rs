@@ -295,8 +295,10 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
         }
         Some(v) if v == schema::PG_VERSION => {}
         old => {
-            for s in schema::PG_TO_V2 {
-                tx.batch_execute(s).map_err(err)?;
+            if old.is_none_or(|v| v < 2) {
+                for s in schema::PG_TO_V2 {
+                    tx.batch_execute(s).map_err(err)?;
+                }
             }
             tx.execute("DELETE FROM crawlkeeper_version", &[])
                 .map_err(err)?;
@@ -403,7 +405,14 @@ impl Store for PgStore {
                 taken.push(key);
             }
             let mut tx = c.transaction().map_err(err)?;
-            for table in ["urls", "results", "authorities", "shards", "handoff"] {
+            for table in [
+                "urls",
+                "results",
+                "archives",
+                "authorities",
+                "shards",
+                "handoff",
+            ] {
                 tx.execute(&format!("DELETE FROM {table} WHERE job = $1"), &[&job.id.0])
                     .map_err(err)?;
             }
@@ -524,6 +533,7 @@ impl Store for PgStore {
                 .map_err(err)?;
             for sql in [
                 "DELETE FROM results WHERE job = $1",
+                "DELETE FROM archives WHERE job = $1",
                 "DELETE FROM handoff WHERE job = $1",
                 "UPDATE authorities SET state = NULL WHERE job = $1",
             ] {
@@ -553,6 +563,27 @@ impl Store for PgStore {
             }
         }
         Ok(())
+    }
+
+    fn archives(
+        &mut self,
+        job: JobId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        self.with(|c, _, _| {
+            let rows = c
+                .query(
+                    "SELECT seq, data FROM archives WHERE job = $1 AND seq > $2
+                     ORDER BY seq LIMIT $3",
+                    &[&job.0, &(after as i64), &(limit as i64)],
+                )
+                .map_err(err)?;
+            Ok(rows
+                .iter()
+                .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, Vec<u8>>(1)))
+                .collect())
+        })
     }
 
     fn results(

@@ -106,5 +106,16 @@ pub fn finish_urls(
     INSERT.execute(tx, &records, |(seq, url, failed, i), v| {
         v.extend([&job as &dyn ToSql, seq, url, failed, &finished[*i].json]);
     })?;
+    if batch.keep_archives {
+        let mut archive = tx
+            .prepare_cached("INSERT INTO archives (job, seq, data) VALUES (?1, ?2, ?3)")
+            .map_err(err)?;
+        for (seq, _, _, i) in &records {
+            let data = &finished[*i].archive;
+            if !data.is_empty() {
+                archive.execute(params![job, seq, data]).map_err(err)?;
+            }
+        }
+    }
     Ok(seq)
 }

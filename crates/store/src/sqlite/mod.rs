@@ -260,7 +260,14 @@ impl Store for SqliteStore {
         };
         self.lock_job(&job)?;
         let tx = self.conn.transaction().map_err(err)?;
-        for table in ["urls", "url_keys", "merged", "results", "authorities"] {
+        for table in [
+            "urls",
+            "url_keys",
+            "merged",
+            "results",
+            "archives",
+            "authorities",
+        ] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
         }
@@ -395,8 +402,10 @@ impl Store for SqliteStore {
                 params![state::QUEUED, job.id.0],
             )
             .map_err(err)?;
-        tx.execute("DELETE FROM results WHERE job = ?1", [job.id.0])
-            .map_err(err)?;
+        for table in ["results", "archives"] {
+            tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
+                .map_err(err)?;
+        }
         tx.execute(
             "UPDATE authorities SET state = NULL WHERE job = ?1",
             [job.id.0],
@@ -440,6 +449,26 @@ impl Store for SqliteStore {
                 Err(e)
             }
         }
+    }
+
+    fn archives(
+        &mut self,
+        job: JobId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, data FROM archives WHERE job = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![job.0, after as i64, limit as i64], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Vec<u8>>(1)?))
+            })
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
     }
 
     fn results(

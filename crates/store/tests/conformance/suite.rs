@@ -522,3 +522,59 @@ pub fn a_recrawl_queues_every_url_again_with_what_its_record_tells(b: &mut Backe
     let other = b.store.find_job("other").unwrap().unwrap();
     assert_eq!(other.counts.done, 1, "another job is left alone");
 }
+
+pub fn archives_are_kept_when_asked_once_per_result_and_go_with_the_job(b: &mut Backend) {
+    let job = b.store.open_job(&spec("kept")).unwrap();
+    let [x, y, z] = ["/x", "/y", "/z"].map(|p| entry("a.test", p, 1));
+    admit(b, job.id, &[x.clone(), y.clone(), z.clone()], true);
+    let finished = |e: &(FrontierEntry, Authority), archive: &[u8]| {
+        let mut f = FinishedUrl::new(e.0.key, record(&e.0, false));
+        f.archive = archive.to_vec();
+        f
+    };
+    let mut kept = Batch {
+        finished: vec![finished(&x, b"x records"), finished(&z, b"")],
+        keep_archives: true,
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut kept).unwrap();
+    let mut not_kept = Batch {
+        finished: vec![finished(&y, b"y records")],
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut not_kept).unwrap();
+    // Finished again (a replay): still one.
+    let mut again = Batch {
+        finished: vec![finished(&x, b"x again")],
+        keep_archives: true,
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut again).unwrap();
+    let results = b.store.results(job.id, None, 0, 10).unwrap();
+    let archives = b.store.archives(job.id, 0, 10).unwrap();
+    assert_eq!(archives, [(results[0].0, b"x records".to_vec())]);
+    assert!(
+        b.store
+            .archives(job.id, results[0].0, 10)
+            .unwrap()
+            .is_empty()
+    );
+    let job = b.store.find_job("kept").unwrap().unwrap();
+    b.store.recrawl(&job).unwrap();
+    assert!(
+        b.store.archives(job.id, 0, 10).unwrap().is_empty(),
+        "a new pass"
+    );
+    let mut kept = Batch {
+        finished: vec![finished(&x, b"x pass 2")],
+        keep_archives: true,
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut kept).unwrap();
+    assert!(b.store.delete_job("kept").unwrap());
+    let job = b.store.open_job(&spec("kept")).unwrap();
+    assert!(
+        b.store.archives(job.id, 0, 10).unwrap().is_empty(),
+        "deleted with the job"
+    );
+}
