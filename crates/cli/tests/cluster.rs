@@ -15,7 +15,8 @@ async fn a_killed_runners_shards_are_crawled_on_by_the_backup_with_nothing_lost_
     let nodes: Vec<_> = (1..=3).map(|i| c.node(i, &[])).collect();
     let formed = c.formed().await;
     assert_eq!(role(&formed, "crawler_3"), "backup-runner");
-    let (code, job, err) = c.submit(&[]).await;
+    // Pages kept in PostgreSQL, for one WARC export of every shard.
+    let (code, job, err) = c.submit(&["--store-bodies"]).await;
     assert_eq!(code, 0, "{err}");
     let job = job.trim().to_owned();
     assert_eq!(job.len(), 12, "the job's name is printed: {job:?}");
@@ -27,7 +28,7 @@ async fn a_killed_runners_shards_are_crawled_on_by_the_backup_with_nothing_lost_
     let killed_at = Instant::now();
     let before = c.requests_from(3);
     drop(victim);
-    let (code, _, err) = c.submit(&["--wait"]).await;
+    let (code, _, err) = c.submit(&["--store-bodies", "--wait"]).await;
     assert_eq!(code, 0, "the job completes: {err}");
     assert!(
         c.requests_from(3) > before,
@@ -49,6 +50,7 @@ async fn a_killed_runners_shards_are_crawled_on_by_the_backup_with_nothing_lost_
         .filter(|&h| c.site.shard_of(h) == 0)
         .count();
     c.check_complete(bound).await;
+    check_export(&c, &job).await;
     let s = c
         .wait_status("showing the fail-over", |s| {
             role(s, "crawler_1") == "dead-runner" && role(s, "crawler_3") == "runner"
@@ -70,6 +72,31 @@ async fn a_killed_runners_shards_are_crawled_on_by_the_backup_with_nothing_lost_
     );
     drop(back);
     drop(nodes);
+}
+
+/// `results --format warc` merges every shard's stored pages, the dead
+/// Runner's and its heir's, into files warcio accepts, each page once.
+async fn check_export(c: &Cluster, job: &str) {
+    let d = common::fresh_dir("cluster", "export");
+    let out = d.join("cluster.warc.gz");
+    let out = out.to_str().unwrap();
+    let (code, jsonl, err) = c.run(&["results", "--store", &c.site.url, job]).await;
+    assert_eq!(code, 0, "{err}");
+    let pages = common::records(&jsonl);
+    let args = [
+        "results",
+        "--store",
+        &c.site.url,
+        "--format",
+        "warc",
+        "--out",
+        out,
+        job,
+    ];
+    let (code, _, err) = c.run(&args).await;
+    assert_eq!(code, 0, "{err}");
+    let recs = common::warc::check_files(std::path::Path::new(out));
+    common::warc::check_pages(&recs, &pages);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
