@@ -293,7 +293,10 @@ pub struct CrawlArgs {
     /// WARC output.
     #[command(flatten)]
     pub warc: WarcArgs,
-    /// No progress logs and no summary.
+    /// What the crawl shows while it runs.
+    #[command(flatten)]
+    pub view: crate::args_view::ViewArgs,
+    /// No progress, no logs but errors, no summary.
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -328,7 +331,10 @@ pub struct DemoArgs {
     /// Replace an existing --out file that does not hold crawl records.
     #[arg(long)]
     pub overwrite: bool,
-    /// No progress logs and no summary.
+    /// What the crawl shows while it runs.
+    #[command(flatten)]
+    pub view: crate::args_view::ViewArgs,
+    /// No progress, no logs but errors, no summary.
     #[arg(long, short)]
     pub quiet: bool,
 }

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crawlkeeper_crawl::sink::FanOut;
 use crawlkeeper_crawl::state::{LEASE_BOUND, MemoryState, Sharing, StateError};
@@ -12,6 +13,9 @@ use crawlkeeper_model::{Partition, format_duration};
 use crawlkeeper_store::{Claim, JobInfo, JobSpec, Store, StoreError, this_process};
 
 use crate::args::{CrawlArgs, StoreArgs};
+use crate::args_view::ViewArgs;
+use crate::progress::{Progress, ProgressMode};
+use crate::serve::{Bound, CrawlSource};
 use crate::exit::{CliError, Outcome};
 use crate::output::{
     Part, Protected, check_existing, fresh_sink, is_stream, lock_existing, open_output,
@@ -28,6 +32,7 @@ use crate::warc_out::{archiver, warc_options};
 /// or any file is touched.
 pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
+    let bound = Bound::bind(&args.view.serve)?;
     let mut config = args.to_config();
     let warc = warc_options(&args.warc, &config);
     // What goes over the wire is kept only when it is archived.
@@ -83,7 +88,14 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
             sink = Box::new(FanOut(vec![sink, Box::new(archive)]));
         }
         let engine = engine.attach(Box::new(MemoryState::new()), sink);
-        return crawl(engine, args.quiet, false).await;
+        let run = Run {
+            title: spec.name.clone(),
+            view: &args.view,
+            bound,
+            quiet: args.quiet,
+            shard: false,
+        };
+        return crawl(engine, run).await;
     }
     let options = PrepareOptions {
         store: args.store.clone(),
@@ -117,12 +129,14 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         StoreState::new(store, job.id)
     }
     .keeping_archives(config.archive.store_bodies);
-    crawl(
-        engine.attach(Box::new(state), sink),
-        args.quiet,
-        job.shards > 1,
-    )
-    .await
+    let run = Run {
+        title: job.name.clone(),
+        view: &args.view,
+        bound,
+        quiet: args.quiet,
+        shard: job.shards > 1,
+    };
+    crawl(engine.attach(Box::new(state), sink), run).await
 }
 
 /// The shards this process crawls, ascending, once the sharding options
@@ -392,16 +406,52 @@ pub fn engine_error(e: EngineError) -> CliError {
     }
 }
 
-/// Runs a configured `engine` with its state and sink attached, and
-/// prints the summary unless `quiet`. A `shard` of a job judges no
-/// failure by its own hosts alone: the job's others may have answered.
-pub async fn crawl(engine: Engine, quiet: bool, shard: bool) -> Result<Outcome, CliError> {
+/// How a crawl is run and shown.
+pub struct Run<'a> {
+    /// The job's name, for the status page.
+    pub title: String,
+    /// Progress, metrics, status page.
+    pub view: &'a ViewArgs,
+    /// The metrics and status addresses, bound.
+    pub bound: Bound,
+    /// No progress and no summary.
+    pub quiet: bool,
+    /// A shard of a job judges no failure by its own hosts alone: the
+    /// job's others may have answered.
+    pub shard: bool,
+}
+
+/// Runs a configured `engine` with its state and sink attached, showing
+/// its progress and serving its metrics and status as `run` says, and
+/// prints the summary unless quiet.
+pub async fn crawl(mut engine: Engine, run: Run<'_>) -> Result<Outcome, CliError> {
+    let (quiet, shard) = (run.quiet, run.shard);
     let run_timeout = engine.config().engine.run_timeout;
     let shutdown = Shutdown::install().map_err(|e| CliError::Fatal(e.into()))?;
-    let summary = engine
-        .run(shutdown.requested())
-        .await
-        .map_err(engine_error)?;
+    let mode = if quiet {
+        ProgressMode::Off
+    } else {
+        run.view.progress
+    };
+    let watched = mode != ProgressMode::Off || !run.bound.is_empty();
+    let live = watched.then(|| engine.live());
+    let progress = live
+        .clone()
+        .filter(|_| mode != ProgressMode::Off)
+        .map(|rx| Progress::start(mode, run.view.progress_every, rx));
+    let servers = match live {
+        Some(rx) if !run.bound.is_empty() => run.bound.serve(Arc::new(CrawlSource {
+            name: run.title.clone(),
+            live: rx,
+        }))?,
+        _ => Vec::new(),
+    };
+    let summary = engine.run(shutdown.requested()).await;
+    if let Some(p) = progress {
+        p.finish().await;
+    }
+    drop(servers);
+    let summary = summary.map_err(engine_error)?;
     if !quiet {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "{summary}");

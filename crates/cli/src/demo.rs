@@ -9,7 +9,8 @@ use crawlkeeper_testsite::{SiteConfig, TestSite};
 use url::Url;
 
 use crate::args::DemoArgs;
-use crate::crawl_cmd::{crawl, engine_error};
+use crate::crawl_cmd::{Run, crawl, engine_error};
+use crate::serve::Bound;
 use crate::exit::{CliError, Outcome};
 use crate::output::{check_replaceable, fresh_sink};
 
@@ -42,7 +43,17 @@ pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {
     let sink = fresh_sink(args.out.as_deref())?;
     // The demo keeps its state in memory: there is nothing to resume.
     let engine = engine.attach(Box::new(MemoryState::new()), sink);
-    let outcome = crawl(engine, args.quiet, false).await?;
+    let outcome = crawl(
+        engine,
+        Run {
+            title: "demo".to_owned(),
+            view: &args.view,
+            bound: Bound::bind(&args.view.serve)?,
+            quiet: args.quiet,
+            shard: false,
+        },
+    )
+    .await?;
     if !args.quiet {
         eprintln!("the site received {} requests", site.log().len());
     }

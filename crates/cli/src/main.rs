@@ -3,14 +3,17 @@
 
 mod args;
 mod args_cluster;
+mod args_view;
 mod cluster;
 mod crawl_cmd;
 mod demo;
 mod exit;
 mod node_cmd;
 mod output;
+mod progress;
 mod results_cmd;
 mod seeds;
+mod serve;
 mod signals;
 mod state;
 mod status_cmd;
@@ -46,7 +49,8 @@ fn main() -> ExitCode {
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter)),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(progress::LogWriter)
+        .with_ansi(progress::colours())
         .init();
     // Reading a store is synchronous work (the PostgreSQL client runs its own
     // runtime): those commands run outside the async runtime.

@@ -18,6 +18,7 @@
 //! | [`sink`] | where records go (JSON Lines, memory, several) |
 //! | [`sitemap`] | sitemaps read as hostile input, and an authority's URLs from them |
 //! | [`state`] | durable crawl state: the port a store implements, the worker that commits |
+//! | [`live`] | a snapshot of the running crawl: counts, rates, hosts (progress view, metrics, status page) |
 //! | [`summary`] | per-authority counts and the end-of-run table |
 //!
 //! A library user adds a processor by implementing [`Extractor`] or
@@ -31,6 +32,7 @@ pub mod engine;
 pub mod extract;
 pub mod fetch;
 pub mod guard;
+pub mod live;
 pub mod normalize;
 pub mod pipeline;
 pub mod politeness;

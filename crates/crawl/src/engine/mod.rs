@@ -10,6 +10,7 @@ mod admission;
 mod depth_queue;
 mod frontier;
 mod lease;
+mod live;
 mod records;
 mod slot;
 mod tasks;
@@ -103,6 +104,8 @@ pub struct Engine {
     polls: Polls,
     /// What the crawl is told from outside, if anything may tell it.
     control: Option<tokio::sync::mpsc::UnboundedReceiver<Control>>,
+    /// Where the live snapshot goes, when it is watched.
+    live: Option<live::Publisher>,
 }
 
 /// Where the crawl stands with the polls of a shared job.
@@ -209,6 +212,7 @@ impl Engine {
             verifying: false,
             polls: Polls::default(),
             control: None,
+            live: None,
         })
     }
 
@@ -228,6 +232,14 @@ impl Engine {
             p.archiver = Some(Arc::new(archiver));
         }
         self
+    }
+
+    /// A snapshot of the running crawl, made a few times a second (and
+    /// once more when the run ends).
+    pub fn live(&mut self) -> tokio::sync::watch::Receiver<Arc<crate::live::LiveCrawl>> {
+        let (publisher, rx) = live::Publisher::new();
+        self.live = Some(publisher);
+        rx
     }
 
     /// The crawl's configuration.
@@ -292,6 +304,9 @@ impl Engine {
                     );
                 }
                 self.frontier.restore(&resumed);
+                if let Some(live) = &mut self.live {
+                    live.done_before = resumed.counts.done;
+                }
             }
             Some(Reply::Failed(e)) => return Err(e.into()),
             _ => return Err(StateError::Fatal("state worker stopped".into()).into()),
@@ -307,6 +322,8 @@ impl Engine {
         }
         let mut tasks: JoinSet<TaskOutput> = JoinSet::new();
         let mut progress = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
+        let mut live_tick = tokio::time::interval(live::LIVE_EVERY);
+        let watched = self.live.is_some();
         tokio::pin!(shutdown);
         let stop = loop {
             let now = Instant::now();
@@ -372,6 +389,9 @@ impl Engine {
                     }
                 }
                 _ = progress.tick() => self.log_progress(started),
+                _ = live_tick.tick(), if watched => {
+                    self.publish_live(started, tasks.len(), &store.commits, true);
+                }
             }
             // Take every event that is already there before deciding again.
             while let Ok(reply) = store.rx.try_recv() {
@@ -401,6 +421,7 @@ impl Engine {
             tasks.abort_all();
         }
         self.close(&mut store).await?;
+        self.publish_live(started, 0, &store.commits, false);
         let authorities: BTreeMap<Authority, AuthorityStats> = self
             .stats
             .iter()
@@ -576,6 +597,9 @@ impl Engine {
     /// Counts a record that is on its way to the store.
     fn record(&mut self, slot: Slot, record: &CrawlRecord) {
         self.stats_of(slot).add(record);
+        if let Some(live) = &mut self.live {
+            live.observe(record);
+        }
         self.done += 1;
         self.committing += 1;
     }

@@ -19,7 +19,9 @@ pub use crawlkeeper_model::state::{Batch, Resumed};
 
 pub use group::GroupPolicy;
 pub use memory::MemoryState;
-pub use worker::{AdmitItem, Command, Polled, Reply, StateHandle, entry_of, job_of, spawn_worker};
+pub use worker::{
+    AdmitItem, Command, CommitStats, Polled, Reply, StateHandle, entry_of, job_of, spawn_worker,
+};
 
 /// Durable state of one crawl job. Implemented by the store crate for
 /// SQLite and PostgreSQL, and by [`MemoryState`].

@@ -5,6 +5,7 @@
 //! after they are durable, and answers the engine.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -127,7 +128,30 @@ pub struct StateHandle {
     pub tx: Sender<Command>,
     /// Replies from the worker.
     pub rx: UnboundedReceiver<Reply>,
+    /// What the worker's commits cost, counted as they happen.
+    pub commits: Arc<CommitStats>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Commits of the crawl state: how many, how long they took, how many
+/// finished URLs they carried.
+#[derive(Debug, Default)]
+pub struct CommitStats {
+    /// Transactions committed.
+    pub commits: AtomicU64,
+    /// Their time, in nanoseconds.
+    pub nanos: AtomicU64,
+    /// Finished URLs they carried.
+    pub pages: AtomicU64,
+}
+
+impl CommitStats {
+    fn add(&self, pages: usize, took: std::time::Duration) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.pages.fetch_add(pages as u64, Ordering::Relaxed);
+    }
 }
 
 impl Drop for StateHandle {
@@ -151,14 +175,17 @@ pub fn spawn_worker(
     let (tx, commands) = channel();
     let (replies, rx) = unbounded_channel();
     let policy = GroupPolicy::new(state.commit_wait(), group_target);
+    let commits = Arc::new(CommitStats::default());
+    let counted = commits.clone();
     let thread = std::thread::Builder::new()
         .name("crawl-state".into())
-        .spawn(move || run(state, sink, policy, commands, replies))
+        .spawn(move || run(state, sink, policy, commands, replies, &counted))
         // Spawning a thread only fails when the OS is out of resources.
         .expect("the state thread starts");
     StateHandle {
         tx,
         rx,
+        commits,
         thread: Some(thread),
     }
 }
@@ -238,6 +265,7 @@ fn run(
     mut policy: GroupPolicy,
     commands: Receiver<Command>,
     replies: UnboundedSender<Reply>,
+    commits: &CommitStats,
 ) {
     let mut began = Instant::now();
     let resumed = with_retry(|| {
@@ -322,6 +350,7 @@ fn run(
             }) {
                 Ok(()) => {
                     if transact {
+                        commits.add(batch.finished.len(), began.elapsed());
                         let _ = replies.send(Reply::Confirmed(began));
                     }
                 }

@@ -13,6 +13,7 @@ mod tests;
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -40,7 +41,7 @@ pub struct SqliteStore {
     memo: Memo,
     /// A job's newest keys held in memory before they are merged.
     merge_at: usize,
-    locks: Vec<(String, File)>,
+    locks: Vec<(String, JobLock)>,
 }
 
 pub(crate) fn err(e: rusqlite::Error) -> StoreError {
@@ -216,6 +217,48 @@ fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, Stri
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
 }
 
+/// A job's lock: an exclusive `flock` on a file beside the state file
+/// (`crawlkeeper.db.<job>.lock`), which is removed when the lock is let
+/// go, so the files do not pile up in the user's directory (one left by a
+/// process killed with `kill -9` goes at the end of the job's next run).
+struct JobLock {
+    path: PathBuf,
+    _file: File,
+}
+
+impl JobLock {
+    /// Takes the lock at `path`; `None` when another process holds it.
+    /// A file removed by its holder between our open and our lock is
+    /// another's now: opened again until the locked file is the one at
+    /// the path.
+    fn take(path: PathBuf) -> Result<Option<Self>, StoreError> {
+        loop {
+            let file = File::create(&path).map_err(|e| {
+                StoreError::Backend(format!("cannot create lock file {}: {e}", path.display()))
+            })?;
+            // SAFETY: flock on a descriptor we own; released when the file
+            // closes, including when the process dies.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if rc != 0 {
+                return Ok(None);
+            }
+            let ours = file.metadata().ok().map(|m| (m.dev(), m.ino()));
+            let there = std::fs::metadata(&path).ok().map(|m| (m.dev(), m.ino()));
+            if ours.is_some() && ours == there {
+                return Ok(Some(Self { path, _file: file }));
+            }
+        }
+    }
+}
+
+impl Drop for JobLock {
+    fn drop(&mut self) {
+        // Removed while still locked: a process that opened it meanwhile
+        // finds, once it has the lock, that it is no longer at the path.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 impl Store for SqliteStore {
     fn open_job(&mut self, spec: &JobSpec) -> Result<JobInfo, StoreError> {
         if spec.shards != 1 {
@@ -297,19 +340,8 @@ impl Store for SqliteStore {
             return Ok(());
         }
         let lock_path = PathBuf::from(format!("{}.{}.lock", self.path.display(), job.name));
-        let file = File::create(&lock_path).map_err(|e| {
-            StoreError::Backend(format!(
-                "cannot create lock file {}: {e}",
-                lock_path.display()
-            ))
-        })?;
-        // SAFETY: flock on a descriptor we own; released when the file closes,
-        // including when the process dies.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            return Err(StoreError::Locked(job.name.clone()));
-        }
-        self.locks.push((job.name.clone(), file));
+        let lock = JobLock::take(lock_path)?.ok_or_else(|| StoreError::Locked(job.name.clone()))?;
+        self.locks.push((job.name.clone(), lock));
         Ok(())
     }
 

@@ -1,0 +1,50 @@
+//! Options of what a running crawl shows: the progress on stderr, the
+//! metrics and the status page.
+
+use std::time::Duration;
+
+use clap::Args;
+use crawlkeeper_model::parse_duration;
+
+use crate::progress::ProgressMode;
+
+/// How a running crawl shows its progress.
+#[derive(Args, Debug, Clone)]
+pub struct ViewArgs {
+    /// Progress on stderr: `auto` (a live line on a terminal, nothing
+    /// otherwise), `plain` (a status line every --progress-every) or `off`.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    pub progress: ProgressMode,
+    /// How often `--progress plain` prints its line.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = duration)]
+    pub progress_every: Duration,
+    /// Metrics and the status page.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s) {
+        Ok(d) if d.is_zero() => Err("must be more than zero".to_owned()),
+        other => other.map_err(|e| e.to_string()),
+    }
+}
+
+/// Where the metrics and the status page are served (`crawl` and `node`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ServeArgs {
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9898).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Serve the status page at http://ADDR/ and its JSON at /api/status.
+    #[arg(long, value_name = "ADDR")]
+    pub status: Option<std::net::SocketAddr>,
+    /// The token the status page (and the metrics on the same address)
+    /// asks for: `?token=…` or `Authorization: Bearer …`.
+    #[arg(long, value_name = "TOKEN", env = "CRAWLKEEPER_STATUS_TOKEN", hide_env_values = true)]
+    pub status_token: Option<String>,
+    /// Allow --metrics and --status on addresses other machines reach
+    /// (the status page then needs --status-token).
+    #[arg(long)]
+    pub listen_public: bool,
+}

@@ -1,0 +1,220 @@
+//! The engine's live snapshot ([`crate::live::LiveCrawl`]): counts kept as
+//! records are made, and the frontier's hosts read a few times a second.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crawlkeeper_model::CrawlRecord;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::Engine;
+use super::slot::AuthoritySlot;
+use crate::live::{HOST_ROWS, Histogram, HostCounts, HostRow, LiveCrawl, RESPONSE_BUCKETS};
+use crate::state::CommitStats;
+
+/// How often the snapshot is made.
+pub(super) const LIVE_EVERY: Duration = Duration::from_millis(250);
+/// Rates are over this long.
+const RATE_WINDOW: Duration = Duration::from_secs(5);
+
+/// Counts the engine keeps for its snapshots, and where it sends them.
+pub(super) struct Publisher {
+    tx: watch::Sender<Arc<LiveCrawl>>,
+    pub done_before: u64,
+    status: BTreeMap<String, u64>,
+    errors: BTreeMap<String, u64>,
+    bytes: u64,
+    /// Observations per bucket (not cumulative); the last is `+Inf`.
+    buckets: [u64; RESPONSE_BUCKETS.len() + 1],
+    sum: f64,
+    /// (when, URLs done, bytes) of recent snapshots, for the rates.
+    window: VecDeque<(Instant, u64, u64)>,
+}
+
+impl Publisher {
+    pub fn new() -> (Self, watch::Receiver<Arc<LiveCrawl>>) {
+        let (tx, rx) = watch::channel(Arc::new(LiveCrawl::default()));
+        let publisher = Self {
+            tx,
+            done_before: 0,
+            status: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            bytes: 0,
+            buckets: [0; RESPONSE_BUCKETS.len() + 1],
+            sum: 0.0,
+            window: VecDeque::new(),
+        };
+        (publisher, rx)
+    }
+
+    /// Counts one record.
+    pub fn observe(&mut self, r: &CrawlRecord) {
+        if let Some(e) = &r.error {
+            let kind = serde_json::to_value(e.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            *self.errors.entry(kind).or_default() += 1;
+            if e.kind.is_robots() || e.kind == crawlkeeper_model::ErrorKind::Skipped {
+                return;
+            }
+        }
+        let class = match r.status {
+            Some(s) => format!("{}xx", (s / 100).clamp(1, 5)),
+            None => "none".to_owned(),
+        };
+        *self.status.entry(class).or_default() += 1;
+        self.bytes += r.bytes;
+        if let Some(ms) = r.response_ms {
+            let secs = ms as f64 / 1000.0;
+            let i = RESPONSE_BUCKETS
+                .iter()
+                .position(|b| secs <= *b)
+                .unwrap_or(RESPONSE_BUCKETS.len());
+            self.buckets[i] += 1;
+            self.sum += secs;
+        }
+    }
+
+    fn histogram(&self) -> Histogram {
+        let mut cumulative = 0;
+        let buckets = RESPONSE_BUCKETS
+            .iter()
+            .zip(self.buckets)
+            .map(|(b, n)| {
+                cumulative += n;
+                (*b, cumulative)
+            })
+            .collect();
+        Histogram {
+            buckets,
+            sum: self.sum,
+            count: self.buckets.iter().sum(),
+        }
+    }
+
+    /// Rates over the window, with this snapshot's figures.
+    fn rates(&mut self, now: Instant, done: u64) -> (f64, f64) {
+        self.window.push_back((now, done, self.bytes));
+        while self
+            .window
+            .front()
+            .is_some_and(|(t, _, _)| now.duration_since(*t) > RATE_WINDOW)
+        {
+            self.window.pop_front();
+        }
+        let &(t0, d0, b0) = self.window.front().expect("pushed above");
+        let secs = now.duration_since(t0).as_secs_f64();
+        if secs <= 0.0 {
+            return (0.0, 0.0);
+        }
+        (
+            (done - d0) as f64 / secs,
+            (self.bytes - b0) as f64 / secs,
+        )
+    }
+}
+
+impl Engine {
+    /// Makes and sends the snapshot, when one is watched.
+    pub(super) fn publish_live(
+        &mut self,
+        started: Instant,
+        in_flight: usize,
+        commits: &CommitStats,
+        running: bool,
+    ) {
+        let now = Instant::now();
+        let Some(mut live) = self.live.take() else {
+            return;
+        };
+        let (pages_per_second, bytes_per_second) = live.rates(now, self.done);
+        let mut hosts = HostCounts::default();
+        let mut rows = Vec::new();
+        let (mut queued_memory, mut queued_store) = (0, 0);
+        for (slot, s) in self.frontier.slots.iter().enumerate() {
+            if s.foreign {
+                continue;
+            }
+            let held: usize = s.held.iter().map(|(_, b, _)| b.len()).sum();
+            let memory = (s.queue.len() + s.retries.len() + held) as u64;
+            queued_memory += memory;
+            queued_store += s.stored;
+            let state = host_state(s, memory + s.stored, now);
+            match state {
+                "active" => hosts.active += 1,
+                "ready" => hosts.ready += 1,
+                "waiting" => hosts.waiting += 1,
+                "backing_off" => hosts.backing_off += 1,
+                "abandoned" => hosts.abandoned += 1,
+                _ => hosts.idle += 1,
+            }
+            let stats = self.stats.get(slot).cloned().unwrap_or_default();
+            let delay = s
+                .timing
+                .crawl_delay
+                .unwrap_or(s.timing.adaptive)
+                .max(self.config.politeness.delay);
+            rows.push(HostRow {
+                authority: s.authority.to_string(),
+                state,
+                requests: stats.requests,
+                errors: stats.errors,
+                queued: memory + s.stored,
+                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                failures: s.consecutive_failures,
+                mean_response_ms: stats.mean_response_ms(),
+            });
+        }
+        rows.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.authority.cmp(&b.authority)));
+        rows.truncate(HOST_ROWS);
+        let totals = self.stats.iter().fold((0, 0), |(r, t), s| (r + s.requests, t + s.retries));
+        let snapshot = LiveCrawl {
+            elapsed_seconds: now.duration_since(started).as_secs_f64(),
+            running,
+            done: self.done,
+            done_before: live.done_before,
+            queued_memory,
+            queued_store,
+            in_flight: in_flight as u64,
+            max_pages: self.config.scope.max_pages,
+            pages_per_second,
+            bytes_per_second,
+            requests: totals.0,
+            status: live.status.clone(),
+            errors: live.errors.clone(),
+            retries: totals.1,
+            bytes: live.bytes,
+            response_seconds: live.histogram(),
+            commits: commits.commits.load(Ordering::Relaxed),
+            commit_seconds: commits.nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            committed_pages: commits.pages.load(Ordering::Relaxed),
+            hosts,
+            host_table: rows,
+        };
+        live.tx.send_replace(Arc::new(snapshot));
+        self.live = Some(live);
+    }
+}
+
+/// What a host does now.
+fn host_state(s: &AuthoritySlot, queued: u64, now: Instant) -> &'static str {
+    if s.abandoned {
+        "abandoned"
+    } else if s.in_flight > 0 {
+        "active"
+    } else if queued == 0 {
+        "idle"
+    } else if s.not_before.is_some_and(|t| t > now) {
+        if s.consecutive_failures > 0 || (s.queue.len() == 0 && !s.retries.is_empty()) {
+            "backing_off"
+        } else {
+            "waiting"
+        }
+    } else {
+        "ready"
+    }
+}

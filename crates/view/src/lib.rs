@@ -1,0 +1,17 @@
+//! What a running crawl and a cluster node show their operators, from the
+//! same binary: Prometheus metrics in the text format (`/metrics`), a
+//! self-contained status page (`/`) and its JSON API (`/api/status`).
+//! Read-only; bound to loopback unless the operator says otherwise, and
+//! then behind a token.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`prom`] | the Prometheus text format, and a crawl's metrics in it |
+//! | [`server`] | the HTTP server: routes, the token, the bind rules |
+//! | [`page`] | the status page (HTML, CSS and script in one file) |
+
+pub mod page;
+pub mod prom;
+pub mod server;
+
+pub use server::{BindError, Listen, Source, serve};

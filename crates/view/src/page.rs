@@ -1,0 +1,27 @@
+//! The status page: one self-contained HTML file (its style and script
+//! inline, nothing fetched from elsewhere) that asks `/api/status` every
+//! second and draws what it gets. The JSON it reads:
+//!
+//! - `title`, `subtitle`: the header; `running`: false once finished;
+//! - `crawls`: `[{name, live}]`, each `live` a
+//!   [`crawlkeeper_crawl::live::LiveCrawl`]: figures and the host table;
+//! - `cluster`: a node's view of its cluster (members with role, heart
+//!   and shards, the GroupState lists, each job's shards), or absent;
+//!   `cluster_error` when it could not be read.
+
+/// The page.
+pub const PAGE: &str = include_str!("page.html");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_fetches_nothing_from_elsewhere() {
+        for outside in ["http://", "https://", "//cdn", "src=\"", "<link"] {
+            assert!(!PAGE.contains(outside), "the page refers to {outside}");
+        }
+        assert!(PAGE.contains("/api/status"));
+        assert!(PAGE.contains("name=\"viewport\""), "readable on a phone");
+    }
+}
