@@ -31,7 +31,7 @@ fn duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Where the metrics and the status page are served (`crawl` and `node`).
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9898).
     #[arg(long, value_name = "ADDR")]
@@ -41,10 +41,20 @@ pub struct ServeArgs {
     pub status: Option<std::net::SocketAddr>,
     /// The token the status page (and the metrics on the same address)
     /// asks for: `?token=…` or `Authorization: Bearer …`.
-    #[arg(long, value_name = "TOKEN", env = "CRAWLKEEPER_STATUS_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "CRAWLKEEPER_STATUS_TOKEN",
+        hide_env_values = true
+    )]
     pub status_token: Option<String>,
     /// Allow --metrics and --status on addresses other machines reach
     /// (the status page then needs --status-token).
     #[arg(long)]
     pub listen_public: bool,
+    /// Keep serving the final figures this long after the crawl ends, for
+    /// a last scrape (Ctrl-C ends it early).
+    #[arg(long, default_value = "0s", value_name = "DURATION",
+          value_parser = |s: &str| parse_duration(s).map_err(|e| e.to_string()))]
+    pub linger: Duration,
 }

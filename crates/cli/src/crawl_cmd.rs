@@ -14,14 +14,14 @@ use crawlkeeper_store::{Claim, JobInfo, JobSpec, Store, StoreError, this_process
 
 use crate::args::{CrawlArgs, StoreArgs};
 use crate::args_view::ViewArgs;
-use crate::progress::{Progress, ProgressMode};
-use crate::serve::{Bound, CrawlSource};
 use crate::exit::{CliError, Outcome};
 use crate::output::{
     Part, Protected, check_existing, fresh_sink, is_stream, lock_existing, open_output,
     refuse_protected, state_files,
 };
+use crate::progress::{Progress, ProgressMode};
 use crate::seeds::{read_seeds, seed_files, stdin};
+use crate::serve::{Bound, CrawlSource};
 use crate::signals::Shutdown;
 use crate::state::{fatal, open_store};
 use crate::warc_out::{archiver, warc_options};
@@ -450,7 +450,15 @@ pub async fn crawl(mut engine: Engine, run: Run<'_>) -> Result<Outcome, CliError
     if let Some(p) = progress {
         p.finish().await;
     }
-    drop(servers);
+    if !servers.is_empty() && !run.view.serve.linger.is_zero() && shutdown.received().is_none() {
+        tokio::select! {
+            () = tokio::time::sleep(run.view.serve.linger) => {}
+            () = shutdown.requested() => {}
+        }
+    }
+    for server in servers {
+        server.abort();
+    }
     let summary = summary.map_err(engine_error)?;
     if !quiet {
         let mut err = std::io::stderr().lock();

@@ -10,9 +10,9 @@ use url::Url;
 
 use crate::args::DemoArgs;
 use crate::crawl_cmd::{Run, crawl, engine_error};
-use crate::serve::Bound;
 use crate::exit::{CliError, Outcome};
 use crate::output::{check_replaceable, fresh_sink};
+use crate::serve::Bound;
 
 /// Runs `crawlkeeper demo`.
 pub async fn run(args: DemoArgs) -> Result<Outcome, CliError> {

@@ -74,7 +74,11 @@ pub struct Progress {
 
 impl Progress {
     /// Shows `live` as `mode` says (plain lines every `every`).
-    pub fn start(mode: ProgressMode, every: Duration, live: watch::Receiver<Arc<LiveCrawl>>) -> Self {
+    pub fn start(
+        mode: ProgressMode,
+        every: Duration,
+        live: watch::Receiver<Arc<LiveCrawl>>,
+    ) -> Self {
         let stop = Arc::new(tokio::sync::Notify::new());
         let task = match mode {
             ProgressMode::Off => None,
@@ -117,7 +121,11 @@ async fn draw(mut live: watch::Receiver<Arc<LiveCrawl>>, stop: Arc<tokio::sync::
 }
 
 /// Prints a plain status line every `every` until stopped.
-async fn plain(live: watch::Receiver<Arc<LiveCrawl>>, every: Duration, stop: Arc<tokio::sync::Notify>) {
+async fn plain(
+    live: watch::Receiver<Arc<LiveCrawl>>,
+    every: Duration,
+    stop: Arc<tokio::sync::Notify>,
+) {
     let mut tick = tokio::time::interval(every);
     tick.tick().await;
     loop {
@@ -161,7 +169,7 @@ fn bytes(per_second: f64) -> String {
 
 /// `1:02:03` or `2:03`.
 fn clock(seconds: f64) -> String {
-    let s = seconds.max(0.0).min(1e9) as u64;
+    let s = seconds.clamp(0.0, 1e9) as u64;
     if s >= 3600 {
         format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
     } else {
@@ -189,8 +197,14 @@ mod tests {
         s.errors.insert("robots_denied".into(), 5);
         s.hosts.active = 3;
         let l = line(&s);
-        assert!(l.starts_with("50 done, 50 queued, 2 errors | 10 pages/s, 2.5 MB/s"), "{l}");
-        assert!(l.contains("hosts 3 active") && l.ends_with("1:02:05"), "{l}");
+        assert!(
+            l.starts_with("50 done, 50 queued, 2 errors | 10 pages/s, 2.5 MB/s"),
+            "{l}"
+        );
+        assert!(
+            l.contains("hosts 3 active") && l.ends_with("1:02:05"),
+            "{l}"
+        );
         s.max_pages = Some(100);
         assert!(line(&s).ends_with("about 0:05 left"), "{}", line(&s));
     }

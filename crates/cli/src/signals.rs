@@ -44,6 +44,14 @@ impl Shutdown {
         self.notify.notified().await;
     }
 
+    /// The signal that asked for a stop, if one did.
+    pub fn received(&self) -> Option<i32> {
+        match self.received.load(Ordering::SeqCst) {
+            0 => None,
+            n => Some(n),
+        }
+    }
+
     /// The signal that asked for the stop (2 or 15), 2 if none did.
     pub fn signal(&self) -> i32 {
         match self.received.load(Ordering::SeqCst) {

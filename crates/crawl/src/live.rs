@@ -138,7 +138,9 @@ impl LiveCrawl {
     /// Seconds left at the current rate when a page limit bounds the run.
     pub fn eta_seconds(&self) -> Option<f64> {
         let max = self.max_pages?;
-        let left = max.saturating_sub(self.done_total()).min(self.queued() + self.in_flight);
+        let left = max
+            .saturating_sub(self.done_total())
+            .min(self.queued() + self.in_flight);
         (self.pages_per_second > 0.0).then(|| left as f64 / self.pages_per_second)
     }
 }

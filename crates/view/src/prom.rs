@@ -91,7 +91,9 @@ fn number(v: f64) -> String {
 }
 
 fn escape_value(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn escape_help(v: &str) -> String {
@@ -190,8 +192,16 @@ pub fn crawl(text: &mut Text, s: &LiveCrawl) {
         Gauge,
         "URLs admitted and not started, queued in memory or left in the store.",
     );
-    text.sample("crawlkeeper_frontier_urls", &[("where", "memory")], s.queued_memory as f64);
-    text.sample("crawlkeeper_frontier_urls", &[("where", "store")], s.queued_store as f64);
+    text.sample(
+        "crawlkeeper_frontier_urls",
+        &[("where", "memory")],
+        s.queued_memory as f64,
+    );
+    text.sample(
+        "crawlkeeper_frontier_urls",
+        &[("where", "store")],
+        s.queued_store as f64,
+    );
     text.family("crawlkeeper_hosts", Gauge, "Hosts by what they do now.");
     for (state, n) in [
         ("active", s.hosts.active),
@@ -242,7 +252,10 @@ mod tests {
             },
         );
         let page = t.finish();
-        assert!(page.contains("# HELP x_total Help with \\\\ and\\nnewline.\n"), "{page}");
+        assert!(
+            page.contains("# HELP x_total Help with \\\\ and\\nnewline.\n"),
+            "{page}"
+        );
         assert!(page.contains("x_total{a=\"q\\\"uote\\\\\"} 3\n"), "{page}");
         assert!(page.contains("h_seconds_bucket{le=\"0.5\"} 1\n"));
         assert!(page.contains("h_seconds_bucket{le=\"+Inf\"} 3\n"));

@@ -47,9 +47,7 @@ pub struct Listen {
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
     /// Outside loopback without the operator's say-so.
-    #[error(
-        "{flag} {addr} is not a loopback address; add --listen-public to serve other machines"
-    )]
+    #[error("{flag} {addr} is not a loopback address; add --listen-public to serve other machines")]
     NotLoopback {
         /// The option.
         flag: &'static str,
@@ -144,7 +142,10 @@ fn answer(listen: &Listen, source: &dyn Source, req: &Request<Incoming>) -> Resp
     if let Some(token) = &listen.token
         && !carries(req, token)
     {
-        return plain(StatusCode::UNAUTHORIZED, "a token is needed: ?token=… or Authorization: Bearer …\n");
+        return plain(
+            StatusCode::UNAUTHORIZED,
+            "a token is needed: ?token=… or Authorization: Bearer …\n",
+        );
     }
     match req.uri().path() {
         "/metrics" if listen.metrics => typed(
@@ -170,10 +171,10 @@ fn carries(req: &Request<Incoming>, token: &str) -> bool {
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let query = req.uri().query().and_then(|q| {
-        q.split('&')
-            .find_map(|kv| kv.strip_prefix("token="))
-    });
+    let query = req
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("token=")));
     [bearer, query]
         .into_iter()
         .flatten()
@@ -195,7 +196,10 @@ fn typed(status: StatusCode, content_type: &'static str, body: String) -> Respon
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
     h.insert(
         "content-security-policy",
@@ -230,7 +234,10 @@ mod tests {
         assert!(listen("[::1]:9898", true, None).check(false).is_ok());
         assert!(matches!(
             listen("0.0.0.0:9898", false, None).check(false),
-            Err(BindError::NotLoopback { flag: "--metrics", .. })
+            Err(BindError::NotLoopback {
+                flag: "--metrics",
+                ..
+            })
         ));
         assert!(listen("0.0.0.0:9898", false, None).check(true).is_ok());
         assert!(matches!(
@@ -241,7 +248,11 @@ mod tests {
             listen("10.0.0.1:80", true, Some("")).check(true),
             Err(BindError::NoToken(_))
         ));
-        assert!(listen("10.0.0.1:80", true, Some("s3cret")).check(true).is_ok());
+        assert!(
+            listen("10.0.0.1:80", true, Some("s3cret"))
+                .check(true)
+                .is_ok()
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses its own share
 
 pub mod cluster;
+pub mod http;
 pub mod pg;
 pub mod sharded;
 pub mod warc;

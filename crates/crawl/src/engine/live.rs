@@ -111,10 +111,7 @@ impl Publisher {
         if secs <= 0.0 {
             return (0.0, 0.0);
         }
-        (
-            (done - d0) as f64 / secs,
-            (self.bytes - b0) as f64 / secs,
-        )
+        ((done - d0) as f64 / secs, (self.bytes - b0) as f64 / secs)
     }
 }
 
@@ -169,9 +166,16 @@ impl Engine {
                 mean_response_ms: stats.mean_response_ms(),
             });
         }
-        rows.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.authority.cmp(&b.authority)));
+        rows.sort_by(|a, b| {
+            b.requests
+                .cmp(&a.requests)
+                .then(a.authority.cmp(&b.authority))
+        });
         rows.truncate(HOST_ROWS);
-        let totals = self.stats.iter().fold((0, 0), |(r, t), s| (r + s.requests, t + s.retries));
+        let totals = self
+            .stats
+            .iter()
+            .fold((0, 0), |(r, t), s| (r + s.requests, t + s.retries));
         let snapshot = LiveCrawl {
             elapsed_seconds: now.duration_since(started).as_secs_f64(),
             running,
@@ -209,7 +213,7 @@ fn host_state(s: &AuthoritySlot, queued: u64, now: Instant) -> &'static str {
     } else if queued == 0 {
         "idle"
     } else if s.not_before.is_some_and(|t| t > now) {
-        if s.consecutive_failures > 0 || (s.queue.len() == 0 && !s.retries.is_empty()) {
+        if s.consecutive_failures > 0 || (s.queue.is_empty() && !s.retries.is_empty()) {
             "backing_off"
         } else {
             "waiting"
