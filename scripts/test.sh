@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. Installs and starts what the tests need
 # (PostgreSQL on 127.0.0.1:5432, a standalone ZooKeeper on a free loopback
-# port, stopped at the end, and warcio from PyPI); fails when any test fails.
+# port, stopped at the end, warcio from PyPI, Debian's chromium for the
+# browser tests); fails when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,17 @@ if ! command -v warcio >/dev/null 2>&1; then
   export PATH="$HOME/.local/bin:$PATH"
 fi
 warcio --help >/dev/null
+
+echo "== Chromium (headless, for the status page's browser tests)"
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+if ! command -v chromium >/dev/null 2>&1; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
+fi
+chromium --version
+
+echo "== script (util-linux: a pseudo-terminal for the progress view's tests)"
+command -v script >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq bsdutils >/dev/null
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

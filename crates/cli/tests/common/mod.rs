@@ -1,6 +1,7 @@
 //! Helpers shared by the binary's end-to-end tests.
 #![allow(dead_code)] // each test binary uses its own share
 
+pub mod browser;
 pub mod cluster;
 pub mod http;
 pub mod pg;
