@@ -60,6 +60,9 @@ pub struct NodeArgs {
     /// How long to wait for the expected members before electing anyway.
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = duration)]
     pub formation_timeout: Duration,
+    /// Metrics and the status page of this node.
+    #[command(flatten)]
+    pub serve: crate::args_view::ServeArgs,
 }
 
 /// Options of `crawlkeeper submit`.

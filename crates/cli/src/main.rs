@@ -9,6 +9,7 @@ mod crawl_cmd;
 mod demo;
 mod exit;
 mod node_cmd;
+mod node_view;
 mod output;
 mod progress;
 mod results_cmd;

@@ -16,6 +16,8 @@ use crawlkeeper_store::this_process;
 use crate::args_cluster::NodeArgs;
 use crate::cluster::{connect_zk, open_store};
 use crate::exit::{CliError, Outcome};
+use crate::node_view::NodeSource;
+use crate::serve::Bound;
 use crate::signals::Shutdown;
 
 /// Runs `crawlkeeper node` until it is asked to stop.
@@ -32,6 +34,7 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
     .map_err(|e| CliError::Usage(e.to_string()))?;
     crawlkeeper_cluster::Layout::new(&args.cluster.group)
         .map_err(|e| CliError::Usage(format!("--group {}: {e}", args.cluster.group)))?;
+    let bound = Bound::bind(&args.serve)?;
     // The store is reached (and its schema brought up to date) first.
     crawlkeeper_node::release(open_store(&args.cluster).await?);
     let zk = connect_zk(&args.cluster).await?;
@@ -61,6 +64,7 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
         max_workers: args.max_workers,
         local_address: args.bind_address,
     });
+    let view = runner.view();
     let first = std::sync::Mutex::new(Some(zk));
     let zookeeper = args.cluster.zookeeper.clone();
     let session_timeout = args.cluster.session_timeout;
@@ -80,6 +84,11 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
         .await
         .map_err(|e| CliError::Fatal(anyhow::anyhow!("node {name} could not join: {e}")))?;
     tracing::info!(node = %name, group = %args.cluster.group, "joined");
+    let _servers = if bound.is_empty() {
+        Vec::new()
+    } else {
+        bound.serve(NodeSource::start(name.to_string(), &args.cluster, view))?
+    };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.requested().await;

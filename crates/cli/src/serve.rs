@@ -92,7 +92,7 @@ impl Source for CrawlSource {
     fn metrics(&self) -> String {
         let live = self.live.borrow().clone();
         let mut text = Text::new();
-        prom::crawl(&mut text, &live);
+        prom::crawls(&mut text, &[(self.name.clone(), live)]);
         text.finish()
     }
 }

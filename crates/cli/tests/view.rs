@@ -174,8 +174,13 @@ fn scrape(text: &str) -> BTreeMap<String, f64> {
                 | prometheus_parse::Value::Untyped(v) => v,
                 _ => return None,
             };
-            let mut labels: Vec<String> =
-                s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            // One crawl: its job's label left out of the key.
+            let mut labels: Vec<String> = s
+                .labels
+                .iter()
+                .filter(|(k, _)| k.as_str() != "crawl_job")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             labels.sort();
             Some((format!("{}{{{}}}", s.metric, labels.join(",")), value))
         })
@@ -209,6 +214,7 @@ async fn metrics_move_during_the_crawl_and_agree_with_the_records_at_its_end() {
         scrape(t).get("crawlkeeper_crawl_running{}") == Some(&0.0)
     })
     .await;
+    assert!(end.contains("crawl_job=\""), "each sample names its job");
     let end = scrape(&end);
     common::signal(&child, "-INT");
     let (code, err) = run_child(child).await;

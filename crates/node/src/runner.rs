@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crawlkeeper_cluster::node::{ItemOutcome, TaskRunner};
@@ -26,6 +27,7 @@ use tokio::sync::{mpsc, watch};
 use url::Url;
 
 use crate::item::ShardItem;
+use crate::view::NodeView;
 
 /// What a node brings to every job it crawls.
 #[derive(Debug, Clone)]
@@ -75,6 +77,7 @@ pub struct CrawlRunner {
     jobs: Jobs,
     next_run: std::sync::atomic::AtomicU64,
     halt: watch::Sender<bool>,
+    view: Arc<NodeView>,
 }
 
 impl CrawlRunner {
@@ -85,7 +88,13 @@ impl CrawlRunner {
             jobs: Jobs::default(),
             next_run: std::sync::atomic::AtomicU64::new(0),
             halt: watch::channel(false).0,
+            view: Arc::default(),
         }
+    }
+
+    /// What this node's engines show (for its status page and metrics).
+    pub fn view(&self) -> Arc<NodeView> {
+        self.view.clone()
     }
 
     /// The job names and shards crawled here now.
@@ -108,7 +117,11 @@ impl CrawlRunner {
             if *r.stop.borrow() {
                 return (r.end.clone(), None);
             }
-            if r.shards.insert(shard.shard) && r.started {
+            let new = r.shards.insert(shard.shard);
+            if new {
+                self.view.shards_started.fetch_add(1, Relaxed);
+            }
+            if new && r.started {
                 let _ = r.control.send(Control::TakeShards(vec![shard.shard]));
             }
             r.waiting += 1;
@@ -119,9 +132,8 @@ impl CrawlRunner {
             };
             return (r.end.clone(), Some(interest));
         }
-        let run = self
-            .next_run
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let run = self.next_run.fetch_add(1, Relaxed);
+        self.view.shards_started.fetch_add(1, Relaxed);
         let (control, controls) = mpsc::unbounded_channel();
         let (ended, end) = watch::channel(None);
         let (stop, stopped) = watch::channel(false);
@@ -144,6 +156,7 @@ impl CrawlRunner {
             run,
             halt: self.halt.subscribe(),
             stopped,
+            view: self.view.clone(),
         };
         tokio::spawn(drive.run(controls, ended));
         let interest = Interest {
@@ -232,6 +245,7 @@ struct Drive {
     run: u64,
     halt: watch::Receiver<bool>,
     stopped: watch::Receiver<bool>,
+    view: Arc<NodeView>,
 }
 
 impl Drive {
@@ -258,6 +272,7 @@ impl Drive {
             tokio::task::spawn_blocking(move || prepare(&settings, &job, shards.clone())).await;
         let outcome = match prepared {
             Ok(Ok(mut engine)) => {
+                self.view.watch(&self.job, engine.live());
                 let to_engine = engine.controls();
                 tokio::spawn(async move {
                     while let Some(c) = controls.recv().await {
@@ -290,7 +305,15 @@ impl Drive {
         match &outcome {
             Ended::Complete => tracing::info!(job = %self.job, "job complete"),
             Ended::Stopped => tracing::info!(job = %self.job, "stopped crawling the job"),
-            Ended::Failed(why) => tracing::warn!(job = %self.job, %why, "job failed here"),
+            Ended::Failed(why) => {
+                let count = if why.starts_with("fenced") {
+                    &self.view.fenced
+                } else {
+                    &self.view.failed
+                };
+                count.fetch_add(1, Relaxed);
+                tracing::warn!(job = %self.job, %why, "job failed here");
+            }
         }
         let mut jobs = lock(&self.jobs);
         if jobs.get(&self.job).is_some_and(|r| r.run == self.run) {

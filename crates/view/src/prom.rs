@@ -1,7 +1,7 @@
 //! The Prometheus text exposition format (version 0.0.4), written by
 //! hand: `# HELP` and `# TYPE` once per family, label values escaped,
 //! histograms as cumulative `_bucket`s with `_sum` and `_count`. And the
-//! metrics of a crawl from its live snapshot.
+//! metrics of crawls from their live snapshots.
 
 use std::fmt::Write;
 
@@ -61,17 +61,32 @@ impl Text {
         self.family(name, kind, help).sample(name, &[], value)
     }
 
-    /// A histogram family.
+    /// A histogram family of one histogram.
     pub fn histogram(&mut self, name: &str, help: &str, h: &Histogram) -> &mut Self {
         let _ = writeln!(self.out, "# HELP {name} {}", escape_help(help));
         let _ = writeln!(self.out, "# TYPE {name} histogram");
+        self.histogram_samples(name, &[], h)
+    }
+
+    /// The samples of one histogram with `labels`, in the family begun last.
+    pub fn histogram_samples(
+        &mut self,
+        name: &str,
+        labels: &[(&str, &str)],
+        h: &Histogram,
+    ) -> &mut Self {
         let bucket = format!("{name}_bucket");
         for (le, n) in &h.buckets {
-            self.sample(&bucket, &[("le", &number(*le))], *n as f64);
+            let le = number(*le);
+            let mut all = labels.to_vec();
+            all.push(("le", &le));
+            self.sample(&bucket, &all, *n as f64);
         }
-        self.sample(&bucket, &[("le", "+Inf")], h.count as f64);
-        self.sample(&format!("{name}_sum"), &[], h.sum);
-        self.sample(&format!("{name}_count"), &[], h.count as f64)
+        let mut all = labels.to_vec();
+        all.push(("le", "+Inf"));
+        self.sample(&bucket, &all, h.count as f64);
+        self.sample(&format!("{name}_sum"), labels, h.sum);
+        self.sample(&format!("{name}_count"), labels, h.count as f64)
     }
 
     /// The page.
@@ -100,137 +115,184 @@ fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }
 
-/// The metrics of a crawl, from its snapshot; `labels` go on every
-/// sample (a node names its job).
-pub fn crawl(text: &mut Text, s: &LiveCrawl) {
-    use Kind::{Counter, Gauge};
-    text.single(
-        "crawlkeeper_crawl_running",
-        Gauge,
-        "1 while the crawl runs, 0 once it has ended.",
-        f64::from(u8::from(s.running)),
-    );
-    text.single(
-        "crawlkeeper_crawl_elapsed_seconds",
-        Gauge,
-        "Time since this run of the crawl began.",
-        s.elapsed_seconds,
-    );
-    text.single(
-        "crawlkeeper_pages_done_total",
-        Counter,
-        "URLs finished by this run (a record made).",
-        s.done as f64,
-    );
-    text.single(
-        "crawlkeeper_pages_done_before",
-        Gauge,
-        "URLs finished by earlier runs of the job (resumed).",
-        s.done_before as f64,
-    );
-    text.single(
-        "crawlkeeper_pages_per_second",
-        Gauge,
-        "URLs finished per second over the last seconds.",
-        s.pages_per_second,
-    );
-    text.family(
-        "crawlkeeper_requests_total",
-        Counter,
-        "Requests sent (robots.txt excluded), by status class; none: no response.",
-    );
-    for class in ["1xx", "2xx", "3xx", "4xx", "5xx", "none"] {
-        let n = s.status.get(class).copied().unwrap_or(0);
-        text.sample("crawlkeeper_requests_total", &[("status", class)], n as f64);
+/// Samples of one family for one crawl: (labels, value).
+type Samples = Vec<(Vec<(&'static str, String)>, f64)>;
+
+/// One metric family of a crawl's snapshot.
+struct Family {
+    name: &'static str,
+    kind: Kind,
+    help: &'static str,
+    samples: fn(&LiveCrawl) -> Samples,
+}
+
+fn one(v: f64) -> Samples {
+    vec![(Vec::new(), v)]
+}
+
+fn error_kind(s: &LiveCrawl, k: &str) -> f64 {
+    s.errors.get(k).copied().unwrap_or(0) as f64
+}
+
+const FAMILIES: &[Family] = &[
+    Family {
+        name: "crawlkeeper_crawl_running",
+        kind: Kind::Gauge,
+        help: "1 while the crawl runs, 0 once it has ended.",
+        samples: |s| one(f64::from(u8::from(s.running))),
+    },
+    Family {
+        name: "crawlkeeper_crawl_elapsed_seconds",
+        kind: Kind::Gauge,
+        help: "Time since this run of the crawl began.",
+        samples: |s| one(s.elapsed_seconds),
+    },
+    Family {
+        name: "crawlkeeper_pages_done_total",
+        kind: Kind::Counter,
+        help: "URLs finished by this run (a record made).",
+        samples: |s| one(s.done as f64),
+    },
+    Family {
+        name: "crawlkeeper_pages_done_before",
+        kind: Kind::Gauge,
+        help: "URLs finished by earlier runs of the job (resumed).",
+        samples: |s| one(s.done_before as f64),
+    },
+    Family {
+        name: "crawlkeeper_pages_per_second",
+        kind: Kind::Gauge,
+        help: "URLs finished per second over the last seconds.",
+        samples: |s| one(s.pages_per_second),
+    },
+    Family {
+        name: "crawlkeeper_requests_total",
+        kind: Kind::Counter,
+        help: "Requests sent (robots.txt excluded), by status class; none: no response.",
+        samples: |s| {
+            ["1xx", "2xx", "3xx", "4xx", "5xx", "none"]
+                .iter()
+                .map(|c| {
+                    let n = s.status.get(*c).copied().unwrap_or(0);
+                    (vec![("status", (*c).to_owned())], n as f64)
+                })
+                .collect()
+        },
+    },
+    Family {
+        name: "crawlkeeper_errors_total",
+        kind: Kind::Counter,
+        help: "Records with an error, by kind (robots_denied, skipped and blocked_address included).",
+        samples: |s| {
+            s.errors
+                .iter()
+                .map(|(k, n)| (vec![("kind", k.clone())], *n as f64))
+                .collect()
+        },
+    },
+    Family {
+        name: "crawlkeeper_robots_denied_total",
+        kind: Kind::Counter,
+        help: "URLs not requested because robots.txt disallows them (or could not be fetched).",
+        samples: |s| one(error_kind(s, "robots_denied") + error_kind(s, "robots_unavailable")),
+    },
+    Family {
+        name: "crawlkeeper_blocked_total",
+        kind: Kind::Counter,
+        help: "URLs not requested because the SSRF guard refused their address.",
+        samples: |s| one(error_kind(s, "blocked_address")),
+    },
+    Family {
+        name: "crawlkeeper_retries_total",
+        kind: Kind::Counter,
+        help: "Requests retried after a retryable failure.",
+        samples: |s| one(s.retries as f64),
+    },
+    Family {
+        name: "crawlkeeper_response_body_bytes_total",
+        kind: Kind::Counter,
+        help: "Body bytes received, decoded.",
+        samples: |s| one(s.bytes as f64),
+    },
+    Family {
+        name: "crawlkeeper_requests_in_flight",
+        kind: Kind::Gauge,
+        help: "Requests being made now, robots.txt included.",
+        samples: |s| one(s.in_flight as f64),
+    },
+    Family {
+        name: "crawlkeeper_frontier_urls",
+        kind: Kind::Gauge,
+        help: "URLs admitted and not started, queued in memory or left in the store.",
+        samples: |s| {
+            vec![
+                (vec![("where", "memory".to_owned())], s.queued_memory as f64),
+                (vec![("where", "store".to_owned())], s.queued_store as f64),
+            ]
+        },
+    },
+    Family {
+        name: "crawlkeeper_hosts",
+        kind: Kind::Gauge,
+        help: "Hosts by what they do now.",
+        samples: |s| {
+            let h = &s.hosts;
+            [
+                ("active", h.active),
+                ("ready", h.ready),
+                ("waiting", h.waiting),
+                ("backing_off", h.backing_off),
+                ("abandoned", h.abandoned),
+                ("idle", h.idle),
+            ]
+            .iter()
+            .map(|(k, n)| (vec![("state", (*k).to_owned())], *n as f64))
+            .collect()
+        },
+    },
+    Family {
+        name: "crawlkeeper_store_commits_total",
+        kind: Kind::Counter,
+        help: "Transactions of the crawl state committed.",
+        samples: |s| one(s.commits as f64),
+    },
+    Family {
+        name: "crawlkeeper_store_commit_seconds_total",
+        kind: Kind::Counter,
+        help: "Time spent committing the crawl state.",
+        samples: |s| one(s.commit_seconds),
+    },
+    Family {
+        name: "crawlkeeper_store_committed_pages_total",
+        kind: Kind::Counter,
+        help: "Finished URLs committed (over commits: the mean batch size).",
+        samples: |s| one(s.committed_pages as f64),
+    },
+];
+
+/// The metrics of crawls (a node may run several jobs), from their
+/// snapshots: each sample carries its job as `crawl_job` (`job` is the
+/// label Prometheus gives the scrape itself).
+pub fn crawls(text: &mut Text, crawls: &[(String, std::sync::Arc<LiveCrawl>)]) {
+    for f in FAMILIES {
+        text.family(f.name, f.kind, f.help);
+        for (job, live) in crawls {
+            for (labels, value) in (f.samples)(live) {
+                let mut all: Vec<(&str, &str)> = vec![("crawl_job", job)];
+                all.extend(labels.iter().map(|(k, v)| (*k, v.as_str())));
+                text.sample(f.name, &all, value);
+            }
+        }
     }
-    text.family(
-        "crawlkeeper_errors_total",
-        Counter,
-        "Records with an error, by kind (robots_denied, skipped and blocked_address included).",
+    let name = "crawlkeeper_response_duration_seconds";
+    let _ = writeln!(
+        text.out,
+        "# HELP {name} Time from sending a request to the end of its body."
     );
-    for (kind, n) in &s.errors {
-        text.sample("crawlkeeper_errors_total", &[("kind", kind)], *n as f64);
+    let _ = writeln!(text.out, "# TYPE {name} histogram");
+    for (job, live) in crawls {
+        text.histogram_samples(name, &[("crawl_job", job)], &live.response_seconds);
     }
-    let kind = |k: &str| s.errors.get(k).copied().unwrap_or(0) as f64;
-    text.single(
-        "crawlkeeper_robots_denied_total",
-        Counter,
-        "URLs not requested because robots.txt disallows them (or could not be fetched).",
-        kind("robots_denied") + kind("robots_unavailable"),
-    );
-    text.single(
-        "crawlkeeper_blocked_total",
-        Counter,
-        "URLs not requested because the SSRF guard refused their address.",
-        kind("blocked_address"),
-    );
-    text.single(
-        "crawlkeeper_retries_total",
-        Counter,
-        "Requests retried after a retryable failure.",
-        s.retries as f64,
-    );
-    text.single(
-        "crawlkeeper_response_body_bytes_total",
-        Counter,
-        "Body bytes received, decoded.",
-        s.bytes as f64,
-    );
-    text.histogram(
-        "crawlkeeper_response_duration_seconds",
-        "Time from sending a request to the end of its body.",
-        &s.response_seconds,
-    );
-    text.single(
-        "crawlkeeper_requests_in_flight",
-        Gauge,
-        "Requests being made now, robots.txt included.",
-        s.in_flight as f64,
-    );
-    text.family(
-        "crawlkeeper_frontier_urls",
-        Gauge,
-        "URLs admitted and not started, queued in memory or left in the store.",
-    );
-    text.sample(
-        "crawlkeeper_frontier_urls",
-        &[("where", "memory")],
-        s.queued_memory as f64,
-    );
-    text.sample(
-        "crawlkeeper_frontier_urls",
-        &[("where", "store")],
-        s.queued_store as f64,
-    );
-    text.family("crawlkeeper_hosts", Gauge, "Hosts by what they do now.");
-    for (state, n) in [
-        ("active", s.hosts.active),
-        ("ready", s.hosts.ready),
-        ("waiting", s.hosts.waiting),
-        ("backing_off", s.hosts.backing_off),
-        ("abandoned", s.hosts.abandoned),
-        ("idle", s.hosts.idle),
-    ] {
-        text.sample("crawlkeeper_hosts", &[("state", state)], n as f64);
-    }
-    text.single(
-        "crawlkeeper_store_commits_total",
-        Counter,
-        "Transactions of the crawl state committed.",
-        s.commits as f64,
-    );
-    text.single(
-        "crawlkeeper_store_commit_seconds_total",
-        Counter,
-        "Time spent committing the crawl state.",
-        s.commit_seconds,
-    );
-    text.single(
-        "crawlkeeper_store_committed_pages_total",
-        Counter,
-        "Finished URLs committed (over commits: the mean batch size).",
-        s.committed_pages as f64,
-    );
 }
 
 #[cfg(test)]

@@ -1,0 +1,179 @@
+//! What `node --metrics/--status` serves: the node's engines (as a crawl
+//! shows them), its shard events, and the cluster as this node sees it
+//! (the same view as `crawlkeeper status`, refreshed in the background on
+//! a ZooKeeper session of its own).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crawlkeeper_node::status::{ClusterStatus, status};
+use crawlkeeper_node::view::NodeView;
+use crawlkeeper_view::Source;
+use crawlkeeper_view::prom::{self, Kind, Text};
+use serde_json::json;
+
+use crate::args_cluster::ClusterArgs;
+use crate::cluster::{connect_zk, open_store};
+
+/// The cluster as last seen, or why it could not be.
+type Seen = Arc<Mutex<Result<ClusterStatus, String>>>;
+
+/// A node's status page and metrics.
+pub struct NodeSource {
+    name: String,
+    group: String,
+    view: Arc<NodeView>,
+    seen: Seen,
+}
+
+impl NodeSource {
+    /// The source of node `name`, looking at its cluster every second or
+    /// so from now on.
+    pub fn start(name: String, cluster: &ClusterArgs, view: Arc<NodeView>) -> Arc<Self> {
+        let seen: Seen = Arc::new(Mutex::new(Err("not looked at yet".to_owned())));
+        let (args, into) = (cluster.clone(), seen.clone());
+        tokio::spawn(async move {
+            let zk = loop {
+                match connect_zk(&args).await {
+                    Ok(zk) => break zk,
+                    Err(e) => *lock(&into) = Err(e.to_string()),
+                }
+            };
+            loop {
+                let look = match open_store(&args).await {
+                    Ok(store) => status(&zk, &args.group, store, Duration::from_secs(1))
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                let failed = look.is_err();
+                *lock(&into) = look;
+                if failed {
+                    // Not in a tight loop while ZooKeeper or the store is away.
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        });
+        Arc::new(Self {
+            name,
+            group: cluster.group.clone(),
+            view,
+            seen,
+        })
+    }
+
+    fn role(&self, s: &ClusterStatus) -> String {
+        s.members
+            .iter()
+            .find(|m| m.name == self.name)
+            .and_then(|m| serde_json::to_value(&m.state).ok())
+            .and_then(|v| v["role"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| "unknown".to_owned())
+    }
+}
+
+fn lock(seen: &Seen) -> std::sync::MutexGuard<'_, Result<ClusterStatus, String>> {
+    seen.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Source for NodeSource {
+    fn status(&self) -> serde_json::Value {
+        let crawls: Vec<_> = self
+            .view
+            .crawls()
+            .into_iter()
+            .map(|(job, live)| json!({ "name": format!("Job {job} on this node"), "live": &*live }))
+            .collect();
+        let seen = lock(&self.seen);
+        let (cluster, error) = match &*seen {
+            Ok(s) => (serde_json::to_value(s).ok(), None),
+            Err(e) => (None, Some(e.clone())),
+        };
+        let role = seen.as_ref().map(|s| self.role(s)).unwrap_or_default();
+        json!({
+            "title": format!("crawlkeeper: node {} of {}", self.name, self.group),
+            "subtitle": format!("role {role} · crawlkeeper {}", env!("CARGO_PKG_VERSION")),
+            "running": true,
+            "crawls": crawls,
+            "cluster": cluster,
+            "cluster_error": error,
+        })
+    }
+
+    fn metrics(&self) -> String {
+        let mut text = Text::new();
+        prom::crawls(&mut text, &self.view.crawls());
+        let seen = lock(&self.seen);
+        if let Ok(s) = &*seen {
+            let role = self.role(s);
+            text.family(
+                "crawlkeeper_node_role",
+                Kind::Gauge,
+                "1 for this node's role in its group.",
+            )
+            .sample("crawlkeeper_node_role", &[("role", &role)], 1.0);
+            text.family(
+                "crawlkeeper_cluster_member_heart",
+                Kind::Gauge,
+                "1 for each member's heart as this node sees it (beating, silent, gone), with its role.",
+            );
+            for m in &s.members {
+                let pulse = serde_json::to_value(m.pulse).ok();
+                let pulse = pulse.as_ref().and_then(|v| v.as_str()).unwrap_or("unknown");
+                let role = serde_json::to_value(&m.state)
+                    .ok()
+                    .and_then(|v| v["role"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                text.sample(
+                    "crawlkeeper_cluster_member_heart",
+                    &[("member", &m.name), ("heart", pulse), ("role", &role)],
+                    1.0,
+                );
+            }
+            let held = s
+                .members
+                .iter()
+                .find(|m| m.name == self.name)
+                .map_or(0, |m| m.shards.len());
+            text.single(
+                "crawlkeeper_node_shards_held",
+                Kind::Gauge,
+                "Shards this node's task holds unfinished.",
+                held as f64,
+            );
+            let dead = s.group_state.as_ref().map_or(0, |g| g.fail_runner.len());
+            text.single(
+                "crawlkeeper_cluster_dead_runners",
+                Kind::Gauge,
+                "Runners the group has judged dead (GroupState fail_runner).",
+                dead as f64,
+            );
+        }
+        text.single(
+            "crawlkeeper_node_status_up",
+            Kind::Gauge,
+            "1 when this node's last look at ZooKeeper and the store succeeded.",
+            f64::from(u8::from(seen.is_ok())),
+        );
+        text.single(
+            "crawlkeeper_node_shards_started_total",
+            Kind::Counter,
+            "Shards this node began to crawl, fail-overs to it included.",
+            self.view.shards_started.load(Relaxed) as f64,
+        );
+        text.single(
+            "crawlkeeper_node_fenced_total",
+            Kind::Counter,
+            "Engines of this node stopped because another node took their shards.",
+            self.view.fenced.load(Relaxed) as f64,
+        );
+        text.single(
+            "crawlkeeper_node_failed_total",
+            Kind::Counter,
+            "Engines of this node that ended with another failure.",
+            self.view.failed.load(Relaxed) as f64,
+        );
+        text.finish()
+    }
+}
