@@ -157,6 +157,12 @@ impl Source for NodeSource {
             f64::from(u8::from(seen.is_ok())),
         );
         text.single(
+            "crawlkeeper_zookeeper_operations_total",
+            Kind::Counter,
+            "Requests this process sent to ZooKeeper (its status page's own included).",
+            crawlkeeper_cluster::zk::operations() as f64,
+        );
+        text.single(
             "crawlkeeper_node_shards_started_total",
             Kind::Counter,
             "Shards this node began to crawl, fail-overs to it included.",

@@ -44,6 +44,18 @@ async fn a_nodes_page_shows_the_members_roles_and_a_dead_runner_after_a_kill() {
         .filter_map(|s| s.labels.get("role").map(str::to_owned))
         .collect();
     assert_eq!(roles, ["backup-runner"], "{text}");
+    let zk_ops = parsed
+        .samples
+        .iter()
+        .find(|s| s.metric == "crawlkeeper_zookeeper_operations_total")
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v) => v,
+            _ => 0.0,
+        });
+    assert!(
+        zk_ops.is_some_and(|v| v > 0.0),
+        "ZooKeeper requests counted"
+    );
 
     let page = dom(&profile, &url).await;
     for member in ["crawler_1", "crawler_2", "crawler_3"] {

@@ -206,6 +206,7 @@ impl ZkCoordinator {
         if now != SessionState::Connected {
             return Err(down(now));
         }
+        OPERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tokio::select! {
             r = request => r.map_err(|e| error(e, path)),
             s = state.wait_for(|s| *s != SessionState::Connected) => {
@@ -221,6 +222,15 @@ impl ZkCoordinator {
             .clone()
             .ok_or(CoordError::Closed)
     }
+}
+
+/// Requests sent to ZooKeeper by this process, every session included.
+static OPERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Requests this process sent to ZooKeeper so far (a `multi` is one), for
+/// its metrics.
+pub fn operations() -> u64 {
+    OPERATIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Coordinator for ZkCoordinator {

@@ -1,12 +1,12 @@
 //! The engine's live snapshot ([`crate::live::LiveCrawl`]): counts kept as
 //! records are made, and the frontier's hosts read a few times a second.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crawlkeeper_model::CrawlRecord;
+use crawlkeeper_model::{CrawlRecord, ErrorKind};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -24,8 +24,9 @@ const RATE_WINDOW: Duration = Duration::from_secs(5);
 pub(super) struct Publisher {
     tx: watch::Sender<Arc<LiveCrawl>>,
     pub done_before: u64,
-    status: BTreeMap<String, u64>,
-    errors: BTreeMap<String, u64>,
+    /// Responses by class: `1xx` … `5xx`, then none.
+    status: [u64; 6],
+    errors: HashMap<ErrorKind, u64>,
     bytes: u64,
     /// Observations per bucket (not cumulative); the last is `+Inf`.
     buckets: [u64; RESPONSE_BUCKETS.len() + 1],
@@ -40,8 +41,8 @@ impl Publisher {
         let publisher = Self {
             tx,
             done_before: 0,
-            status: BTreeMap::new(),
-            errors: BTreeMap::new(),
+            status: [0; 6],
+            errors: HashMap::new(),
             bytes: 0,
             buckets: [0; RESPONSE_BUCKETS.len() + 1],
             sum: 0.0,
@@ -53,20 +54,16 @@ impl Publisher {
     /// Counts one record.
     pub fn observe(&mut self, r: &CrawlRecord) {
         if let Some(e) = &r.error {
-            let kind = serde_json::to_value(e.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            *self.errors.entry(kind).or_default() += 1;
-            if e.kind.is_robots() || e.kind == crawlkeeper_model::ErrorKind::Skipped {
+            *self.errors.entry(e.kind).or_default() += 1;
+            if e.kind.is_robots() || e.kind == ErrorKind::Skipped {
                 return;
             }
         }
         let class = match r.status {
-            Some(s) => format!("{}xx", (s / 100).clamp(1, 5)),
-            None => "none".to_owned(),
+            Some(s) => usize::from((s / 100).clamp(1, 5)) - 1,
+            None => 5,
         };
-        *self.status.entry(class).or_default() += 1;
+        self.status[class] += 1;
         self.bytes += r.bytes;
         if let Some(ms) = r.response_ms {
             let secs = ms as f64 / 1000.0;
@@ -77,6 +74,29 @@ impl Publisher {
             self.buckets[i] += 1;
             self.sum += secs;
         }
+    }
+
+    /// Responses by class, named.
+    fn status(&self) -> BTreeMap<String, u64> {
+        ["1xx", "2xx", "3xx", "4xx", "5xx", "none"]
+            .iter()
+            .zip(self.status)
+            .map(|(k, n)| ((*k).to_owned(), n))
+            .collect()
+    }
+
+    /// Errors by kind, named as in records.
+    fn errors(&self) -> BTreeMap<String, u64> {
+        self.errors
+            .iter()
+            .map(|(kind, n)| {
+                let name = serde_json::to_value(kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                (name, *n)
+            })
+            .collect()
     }
 
     fn histogram(&self) -> Histogram {
@@ -188,8 +208,8 @@ impl Engine {
             pages_per_second,
             bytes_per_second,
             requests: totals.0,
-            status: live.status.clone(),
-            errors: live.errors.clone(),
+            status: live.status(),
+            errors: live.errors(),
             retries: totals.1,
             bytes: live.bytes,
             response_seconds: live.histogram(),
