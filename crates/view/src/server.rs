@@ -15,7 +15,7 @@ use hyper::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tracing::debug;
@@ -124,7 +124,10 @@ pub fn serve(
                     let response = answer(&listen, source.as_ref(), &req);
                     async move { Ok::<_, Infallible>(response) }
                 });
+                // A client that sends its head slowly is let go.
                 if let Err(e) = http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(std::time::Duration::from_secs(10))
                     .serve_connection(TokioIo::new(stream), service)
                     .await
                 {

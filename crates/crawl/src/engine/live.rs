@@ -150,8 +150,10 @@ impl Engine {
         };
         let (pages_per_second, bytes_per_second) = live.rates(now, self.done);
         let mut hosts = HostCounts::default();
-        let mut rows = Vec::new();
         let (mut queued_memory, mut queued_store) = (0, 0);
+        // (requests, slot, state, queued) of every host; rows are made for
+        // the busiest only, so a crawl of many hosts costs little here.
+        let mut ranked = Vec::with_capacity(self.frontier.slots.len());
         for (slot, s) in self.frontier.slots.iter().enumerate() {
             if s.foreign {
                 continue;
@@ -169,29 +171,39 @@ impl Engine {
                 "abandoned" => hosts.abandoned += 1,
                 _ => hosts.idle += 1,
             }
-            let stats = self.stats.get(slot).cloned().unwrap_or_default();
-            let delay = s
-                .timing
-                .crawl_delay
-                .unwrap_or(s.timing.adaptive)
-                .max(self.config.politeness.delay);
-            rows.push(HostRow {
-                authority: s.authority.to_string(),
-                state,
-                requests: stats.requests,
-                errors: stats.errors,
-                queued: memory + s.stored,
-                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                failures: s.consecutive_failures,
-                mean_response_ms: stats.mean_response_ms(),
-            });
+            let requests = self.stats.get(slot).map_or(0, |st| st.requests);
+            ranked.push((requests, slot, state, memory + s.stored));
         }
-        rows.sort_by(|a, b| {
-            b.requests
-                .cmp(&a.requests)
-                .then(a.authority.cmp(&b.authority))
-        });
-        rows.truncate(HOST_ROWS);
+        let busiest = |a: &(u64, usize, &str, u64), b: &(u64, usize, &str, u64)| {
+            b.0.cmp(&a.0).then(a.1.cmp(&b.1))
+        };
+        if ranked.len() > HOST_ROWS {
+            ranked.select_nth_unstable_by(HOST_ROWS, busiest);
+            ranked.truncate(HOST_ROWS);
+        }
+        ranked.sort_by(busiest);
+        let rows = ranked
+            .into_iter()
+            .map(|(_, slot, state, queued)| {
+                let s = &self.frontier.slots[slot];
+                let stats = self.stats.get(slot).cloned().unwrap_or_default();
+                let delay = s
+                    .timing
+                    .crawl_delay
+                    .unwrap_or(s.timing.adaptive)
+                    .max(self.config.politeness.delay);
+                HostRow {
+                    authority: s.authority.to_string(),
+                    state,
+                    requests: stats.requests,
+                    errors: stats.errors,
+                    queued,
+                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    failures: s.consecutive_failures,
+                    mean_response_ms: stats.mean_response_ms(),
+                }
+            })
+            .collect();
         let totals = self
             .stats
             .iter()
@@ -240,5 +252,57 @@ fn host_state(s: &AuthoritySlot, queued: u64, now: Instant) -> &'static str {
         }
     } else {
         "ready"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crawlkeeper_model::RecordError;
+
+    use super::*;
+
+    fn record(status: Option<u16>, ms: u64, error: Option<ErrorKind>) -> CrawlRecord {
+        let mut r: CrawlRecord = serde_json::from_str(
+            r#"{"url":"http://a.test/","final_url":"http://a.test/","status":null,"depth":0,
+            "parent":null,"authority":"http://a.test:80","fetched_at":"2026-11-25T00:00:00.000Z",
+            "response_ms":null,"content_type":null,"bytes":10,"title":null,"links":0,
+            "truncated":false,"error":null}"#,
+        )
+        .unwrap();
+        r.status = status;
+        r.response_ms = Some(ms);
+        r.error = error.map(|k| RecordError::new(k, "x"));
+        r
+    }
+
+    #[test]
+    fn records_are_counted_by_class_kind_and_bucket() {
+        let (mut p, _rx) = Publisher::new();
+        p.observe(&record(Some(200), 3, None));
+        p.observe(&record(Some(404), 40, None));
+        p.observe(&record(None, 2_000, Some(ErrorKind::Timeout)));
+        p.observe(&record(None, 0, Some(ErrorKind::RobotsDenied)));
+        let status = p.status();
+        assert_eq!((status["2xx"], status["4xx"], status["none"]), (1, 1, 1));
+        let errors = p.errors();
+        assert_eq!((errors["timeout"], errors["robots_denied"]), (1, 1));
+        let h = p.histogram();
+        assert_eq!(h.count, 3, "a URL robots.txt refused was not requested");
+        assert_eq!(h.buckets[0], (0.005, 1));
+        assert_eq!(h.buckets.last().unwrap().1, 3);
+        assert_eq!(p.bytes, 30);
+    }
+
+    #[test]
+    fn rates_are_over_the_window() {
+        let (mut p, _rx) = Publisher::new();
+        let t = Instant::now();
+        assert_eq!(p.rates(t, 0), (0.0, 0.0));
+        p.bytes = 1_000;
+        let (pages, bytes) = p.rates(t + Duration::from_secs(2), 100);
+        assert_eq!((pages, bytes), (50.0, 500.0));
+        // Ten seconds on, the first look has left the window.
+        let (pages, _) = p.rates(t + Duration::from_secs(12), 100);
+        assert_eq!(pages, 0.0);
     }
 }
