@@ -244,6 +244,7 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     let recrawl = match &existing {
         None if options.recrawl => return Err(no_earlier_crawl(spec, &options.store)),
         Some(job) if options.recrawl && job.counts.pending() == 0 => {
+            check_recrawl(store.as_mut(), job, options)?;
             existing = None;
             true
         }
@@ -370,6 +371,36 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         None => sink,
     };
     Ok((store, job, sink))
+}
+
+/// Refuses, unless `--overwrite`, a re-crawl that would replace what the
+/// earlier pass left: its WARC files at the `--warc` path, or the page
+/// bodies it kept in the store (`--store-bodies`), which the revisits of
+/// the new pass refer to.
+fn check_recrawl(
+    store: &mut dyn Store,
+    job: &JobInfo,
+    options: &PrepareOptions,
+) -> Result<(), CliError> {
+    if options.overwrite {
+        return Ok(());
+    }
+    if let Some(path) = options.warc.as_ref().and_then(|w| w.first_kept(&job.name)) {
+        return Err(CliError::Usage(format!(
+            "--recrawl: '{}' holds the earlier pass of job {}; give the new pass another \
+             --warc path (or --overwrite to replace it)",
+            path.display(),
+            job.name
+        )));
+    }
+    if !store.archives(job.id, 0, 1).map_err(fatal)?.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--recrawl: job {} kept its pages in the store (--store-bodies), which a new pass \
+             replaces; export them first (results --format warc), then add --overwrite",
+            job.name
+        )));
+    }
+    Ok(())
 }
 
 /// `--recrawl` of a job the store has never crawled.

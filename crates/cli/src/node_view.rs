@@ -34,25 +34,30 @@ impl NodeSource {
         let seen: Seen = Arc::new(Mutex::new(Err("not looked at yet".to_owned())));
         let (args, into) = (cluster.clone(), seen.clone());
         tokio::spawn(async move {
-            let zk = loop {
-                match connect_zk(&args).await {
-                    Ok(zk) => break zk,
-                    Err(e) => *lock(&into) = Err(e.to_string()),
-                }
-            };
+            // A session of its own, opened again after any failure (an
+            // expired session stays expired).
+            let mut zk = None;
             loop {
-                let look = match open_store(&args).await {
-                    Ok(store) => status(&zk, &args.group, store, Duration::from_secs(1))
-                        .await
-                        .map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
-                };
-                let failed = look.is_err();
-                *lock(&into) = look;
-                if failed {
-                    // Not in a tight loop while ZooKeeper or the store is away.
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                if zk.is_none() {
+                    match connect_zk(&args).await {
+                        Ok(c) => zk = Some(c),
+                        Err(e) => *lock(&into) = Err(e.to_string()),
+                    }
                 }
+                if let Some(c) = &zk {
+                    let look = match open_store(&args).await {
+                        Ok(store) => status(c, &args.group, store, Duration::from_secs(1))
+                            .await
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    if look.is_err() {
+                        zk = None;
+                    }
+                    *lock(&into) = look;
+                }
+                // A look every two seconds or so is plenty for a page.
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
         Arc::new(Self {

@@ -78,22 +78,26 @@ async fn a_token_guards_the_page_when_one_is_set() {
         "--linger",
         "60s",
     ])
-    .env("CRAWLKEEPER_STATUS_TOKEN", "s3cret")
+    .env("CRAWLKEEPER_STATUS_TOKEN", "s3+cr/et=")
     .arg(site.url(0, "/"));
     let mut child = c.spawn().unwrap();
     site.log().wait_for(1).await;
     let status = |path: &str| tokio::task::block_in_place(|| get(addr, path).map(|r| r.0));
-    let mut up = status("/api/status?token=s3cret");
+    let mut up = status("/api/status?token=s3%2Bcr%2Fet%3D");
     let end = tokio::time::Instant::now() + Duration::from_secs(30);
     while up.is_none() && tokio::time::Instant::now() < end {
         tokio::task::yield_now().await;
-        up = status("/api/status?token=s3cret");
+        up = status("/api/status?token=s3%2Bcr%2Fet%3D");
     }
     assert_eq!(up, Some(200));
     assert_eq!(status("/api/status"), Some(401));
-    assert_eq!(status("/api/status?token=s3cre"), Some(401));
+    assert_eq!(status("/api/status?token=s3%2Bcr%2Fet"), Some(401));
     assert_eq!(status("/?token=wrong"), Some(401));
-    let page = dom(&d.join("chromium"), &format!("http://{addr}/?token=s3cret")).await;
+    let page = dom(
+        &d.join("chromium"),
+        &format!("http://{addr}/?token=s3%2Bcr%2Fet%3D"),
+    )
+    .await;
     assert!(
         card(&page, "Pages done").is_some(),
         "the page reads the API with its token"

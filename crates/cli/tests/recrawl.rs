@@ -60,6 +60,17 @@ async fn a_recrawl_asks_conditionally_and_fetches_only_what_changed() {
     let (code, err) = run(loud(&d, &seed, &["--recrawl", "--out", "first.jsonl"])).await;
     assert_eq!(code, 2, "{err}");
     assert_eq!(records(&d.join("first.jsonl")).len(), first.len());
+    let before = std::fs::read(d.join("first.warc.gz")).unwrap();
+    let again = ["--recrawl", "--out", "x.jsonl", "--warc", "first.warc.gz"];
+    let (code, err) = run(loud(&d, &seed, &again)).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("earlier pass"), "{err}");
+    assert_eq!(
+        std::fs::read(d.join("first.warc.gz")).unwrap(),
+        before,
+        "kept as it was"
+    );
+    assert_eq!(site.log().len(), requests, "nothing fetched");
 
     let second_pass = [
         "--recrawl",
@@ -106,7 +117,10 @@ async fn a_recrawl_asks_conditionally_and_fetches_only_what_changed() {
         "a recrawl moves far fewer bytes: {recrawl_bytes} vs {bytes}"
     );
 
-    // The archive: a revisit for each 304, warcio-valid.
+    // The archive: a revisit for each 304, warcio-valid, pointing at the
+    // first pass's response.
+    let first_recs = check_files(&d.join("first.warc.gz"));
+    let first_responses = by_uri(&first_recs, "response");
     let recs = check_files(&d.join("second.warc.gz"));
     let revisits = by_uri(&recs, "revisit");
     assert_eq!(revisits.len(), unchanged.len());
@@ -117,7 +131,12 @@ async fn a_recrawl_asks_conditionally_and_fetches_only_what_changed() {
             Some("http://netpreserve.org/warc/1.1/revisit/server-not-modified")
         );
         assert_eq!(v.get("WARC-Refers-To-Target-URI"), Some(r.url.as_str()));
-        assert!(v.get("WARC-Refers-To-Date").is_some());
+        let original = &first_responses[&r.url][0];
+        assert_eq!(
+            v.get("WARC-Refers-To-Date"),
+            Some(original.date.as_str()),
+            "the revisit names the original's date exactly"
+        );
         assert!(v.block.starts_with(b"HTTP/1.1 304"));
     }
     let requests_sent = by_uri(&recs, "request");

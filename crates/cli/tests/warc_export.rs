@@ -119,6 +119,12 @@ async fn a_job_killed_and_resumed_exports_each_page_once() {
     let (code, err) = export(&d, &["--out", "job.warc.gz"]).await;
     assert_eq!(code, 0, "{err}");
     check_pages(&check_files(&d.join("job.warc.gz")), &pages);
+    // A re-crawl would replace the kept pages: only when the user says so.
+    let requests = site.log().len();
+    let (code, err) = run(crawl(&d, &seed, &["--recrawl"])).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("results --format warc"), "{err}");
+    assert_eq!(site.log().len(), requests, "nothing fetched");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

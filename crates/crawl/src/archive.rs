@@ -134,6 +134,10 @@ fn exchange_of(url: &str, r: &FetchResponse) -> Option<HttpExchange> {
     })
 }
 
+/// `t` to the millisecond: the precision of a record's `fetched_at`, so
+/// that a revisit's `WARC-Refers-To-Date` (made from it in a later pass)
+/// is the original's `WARC-Date` exactly.
 fn utc(t: SystemTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from(t)
+    let exact = DateTime::<Utc>::from(t);
+    DateTime::from_timestamp_millis(exact.timestamp_millis()).unwrap_or(exact)
 }

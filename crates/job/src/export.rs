@@ -16,8 +16,10 @@ use crawlkeeper_warc::writer::{WarcWriter, encode, existing_files};
 use crate::output::OutputError;
 use crate::warc::{WarcOptions, no_response};
 
-/// Rows read from the store at a time.
+/// Results read from the store at a time.
 const PAGE: usize = 2_000;
+/// Stored archives read at a time: a page's records may be megabytes.
+const ARCHIVES: usize = 32;
 
 /// What an export wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,6 +76,7 @@ pub fn export_warc(
     let mut done = Exported::default();
     let (mut results, mut archives) = (VecDeque::new(), VecDeque::new());
     let (mut after_result, mut after_archive) = (0, 0);
+    let mut exhausted = false;
     loop {
         if results.is_empty() {
             results.extend(store.results(job.id, None, after_result, PAGE)?);
@@ -85,8 +88,11 @@ pub fn export_warc(
         done.results += 1;
         // The archives come in the same order; one is this result's or later.
         let archive = loop {
-            if archives.is_empty() {
-                archives.extend(store.archives(job.id, after_archive, PAGE)?);
+            if archives.is_empty() && !exhausted {
+                let page = store.archives(job.id, after_archive, ARCHIVES)?;
+                // Fewer than asked: none is left after them.
+                exhausted = page.len() < ARCHIVES;
+                archives.extend(page);
             }
             match archives.front() {
                 Some(&(s, _)) if s < seq => {

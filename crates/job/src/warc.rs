@@ -54,6 +54,16 @@ impl WarcOptions {
         }
     }
 
+    /// The first file of `job`'s output at this path that is not empty,
+    /// if any.
+    pub fn first_kept(&self, job: &str) -> Option<PathBuf> {
+        let config = self.config(job);
+        existing_files(&config)
+            .into_iter()
+            .map(|n| config.path_of(n))
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+    }
+
     /// The gzip level records must be encoded with (`None`: plain WARC).
     pub fn encoding(&self) -> Option<u32> {
         self.config("").gzip().then_some(self.gzip_level)

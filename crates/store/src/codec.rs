@@ -60,16 +60,24 @@ pub fn chain_from(text: Option<String>) -> Result<(Vec<String>, Option<Known>), 
 /// redirect chain as it was, and what its record (`record`, JSON) tells
 /// the next request (validators, date, `lastmod`).
 pub fn requeued_chain(chain: Option<String>, record: &str) -> Result<Option<String>, StoreError> {
-    let (redirect_chain, _) = chain_from(chain)?;
+    let (redirect_chain, before) = chain_from(chain)?;
     let record: CrawlRecord = serde_json::from_str(record)
         .map_err(|e| StoreError::Corrupt(format!("stored record: {e}")))?;
+    // A passing failure (no answer, 429, 5xx) says nothing of the page:
+    // what an earlier pass knew still holds.
+    let passing = matches!(record.status, None | Some(429 | 500..=599));
+    let known = match Known::of_record(&record) {
+        Some(k) if k.validates() => Some(k),
+        fresh if passing => before.or(fresh),
+        fresh => fresh,
+    };
     Ok(chain_text(&FrontierEntry {
         key: 0,
         url: String::new(),
         depth: 0,
         parent: None,
         redirect_chain,
-        known: Known::of_record(&record),
+        known,
     }))
 }
 
@@ -134,5 +142,40 @@ mod tests {
         assert_eq!(chain_text(&plain), None);
         assert!(chain_from(Some("not json".into())).is_err());
         assert!(chain_from(Some("{\"chain\": 1}".into())).is_err());
+    }
+
+    #[test]
+    fn a_passing_failure_keeps_what_an_earlier_pass_knew() {
+        let known = Known {
+            etag: Some("\"v1\"".into()),
+            captured_at: Some("2026-11-01T00:00:00.000Z".into()),
+            ..Known::default()
+        };
+        let chain = chain_text(&FrontierEntry {
+            key: 1,
+            url: "http://a.test/".into(),
+            depth: 0,
+            parent: None,
+            redirect_chain: Vec::new(),
+            known: Some(known.clone()),
+        });
+        let record = |status: &str| {
+            format!(
+                r#"{{"url":"http://a.test/","final_url":"http://a.test/","status":{status},"depth":0,
+                "parent":null,"authority":"http://a.test:80","fetched_at":"2026-11-25T00:00:00.000Z",
+                "response_ms":1,"content_type":null,"bytes":0,"title":null,"links":0,
+                "truncated":false,"error":null}}"#
+            )
+        };
+        for passing in ["null", "503", "429"] {
+            let next = requeued_chain(chain.clone(), &record(passing)).unwrap();
+            assert_eq!(
+                chain_from(next).unwrap().1,
+                Some(known.clone()),
+                "{passing}"
+            );
+        }
+        let gone = requeued_chain(chain.clone(), &record("404")).unwrap();
+        assert_eq!(chain_from(gone).unwrap().1, None, "a 404 validates nothing");
     }
 }

@@ -168,7 +168,7 @@ const FAMILIES: &[Family] = &[
     Family {
         name: "crawlkeeper_requests_total",
         kind: Kind::Counter,
-        help: "Requests sent (robots.txt excluded), by status class; none: no response.",
+        help: "URLs requested (robots.txt excluded), by the status class of their last attempt; none: no response (failed, or refused by the SSRF guard).",
         samples: |s| {
             ["1xx", "2xx", "3xx", "4xx", "5xx", "none"]
                 .iter()

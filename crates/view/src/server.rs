@@ -22,6 +22,9 @@ use tracing::debug;
 
 use crate::page::PAGE;
 
+/// Connections served at once.
+const MAX_CONNECTIONS: usize = 32;
+
 /// What the server shows.
 pub trait Source: Send + Sync + 'static {
     /// The JSON of `/api/status`.
@@ -113,13 +116,26 @@ pub fn serve(
 ) -> std::io::Result<JoinHandle<()>> {
     let listener = TcpListener::from_std(bound)?;
     let listen = Arc::new(listen);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     Ok(tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            // Connections share the process's descriptors with the crawl:
+            // a few at a time, the others wait in the kernel's queue.
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of descriptors, most likely: not in a tight loop.
+                    debug!(error = %e, "status server cannot accept");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
             };
             let (listen, source) = (listen.clone(), source.clone());
             tokio::spawn(async move {
+                let _slot = slot;
                 let service = service_fn(move |req| {
                     let response = answer(&listen, source.as_ref(), &req);
                     async move { Ok::<_, Infallible>(response) }
@@ -128,6 +144,7 @@ pub fn serve(
                 if let Err(e) = http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(std::time::Duration::from_secs(10))
+                    .max_buf_size(64 * 1024)
                     .serve_connection(TokioIo::new(stream), service)
                     .await
                 {
@@ -174,14 +191,35 @@ fn carries(req: &Request<Incoming>, token: &str) -> bool {
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    if bearer.is_some_and(|given| same(given.as_bytes(), token.as_bytes())) {
+        return true;
+    }
     let query = req
         .uri()
         .query()
         .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("token=")));
-    [bearer, query]
-        .into_iter()
-        .flatten()
-        .any(|given| same(given.as_bytes(), token.as_bytes()))
+    query.is_some_and(|given| same(&percent_decoded(given), token.as_bytes()))
+}
+
+/// A query value with `%XX` escapes and `+` decoded.
+fn percent_decoded(v: &str) -> Vec<u8> {
+    let b = v.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let (Some(Some(h)), Some(Some(l))) =
+                (b.get(i + 1).map(|c| hex(*c)), b.get(i + 2).map(|c| hex(*c)))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(if b[i] == b'+' { b' ' } else { b[i] });
+        i += 1;
+    }
+    out
 }
 
 /// Equal bytes, in a time that depends on the lengths only.
@@ -256,6 +294,15 @@ mod tests {
                 .check(true)
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn query_tokens_are_percent_decoded() {
+        assert_eq!(percent_decoded("a%2Bb%3D%3D"), b"a+b==");
+        assert_eq!(percent_decoded("a+b"), b"a b");
+        assert_eq!(percent_decoded("%zz%4"), b"%zz%4");
+        assert_eq!(percent_decoded("%"), b"%");
+        assert_eq!(percent_decoded("%41"), b"A");
     }
 
     #[test]

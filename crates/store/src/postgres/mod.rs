@@ -55,6 +55,9 @@ pub struct PgStore {
     listeners: Vec<listen::Listener>,
 }
 
+/// Finished URLs rewritten at a time by a re-crawl.
+const RECRAWL_CHUNK: i32 = 10_000;
+
 fn err(e: postgres::Error) -> StoreError {
     let lost = e.is_closed()
         || e.code().is_none_or(|c| {
@@ -506,25 +509,33 @@ impl Store for PgStore {
             if let Some(lease) = leases.get(&job.id.0) {
                 lease::fence(&mut tx, cache, job.id.0, lease)?;
             }
-            let rows = tx
-                .query(
+            // Read through a portal and rewritten a chunk at a time: a job
+            // of millions of URLs is never in memory (or in one message).
+            let portal = tx
+                .bind(
                     "SELECT u.id, u.chain, r.record FROM urls u
                      JOIN results r ON r.job = u.job AND r.seq = u.seq WHERE u.job = $1",
                     &[&job.id.0],
                 )
                 .map_err(err)?;
-            let mut ids = Vec::with_capacity(rows.len());
-            let mut chains = Vec::with_capacity(rows.len());
-            for r in rows {
-                ids.push(r.get::<_, i64>(0));
-                chains.push(requeued_chain(r.get(1), r.get(2))?);
+            loop {
+                let rows = tx.query_portal(&portal, RECRAWL_CHUNK).map_err(err)?;
+                if rows.is_empty() {
+                    break;
+                }
+                let mut ids = Vec::with_capacity(rows.len());
+                let mut chains = Vec::with_capacity(rows.len());
+                for r in rows {
+                    ids.push(r.get::<_, i64>(0));
+                    chains.push(requeued_chain(r.get(1), r.get(2))?);
+                }
+                tx.execute(
+                    "UPDATE urls u SET chain = v.c FROM unnest($1::bigint[], $2::text[]) AS v(i, c)
+                     WHERE u.id = v.i",
+                    &[&ids, &chains],
+                )
+                .map_err(err)?;
             }
-            tx.execute(
-                "UPDATE urls u SET chain = v.c FROM unnest($1::bigint[], $2::text[]) AS v(i, c)
-                 WHERE u.id = v.i",
-                &[&ids, &chains],
-            )
-            .map_err(err)?;
             let queued = tx
                 .execute(
                     "UPDATE urls SET state = 0, seq = NULL WHERE job = $1",
