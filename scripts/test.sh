@@ -22,14 +22,15 @@ trap 'scripts/zookeeper.sh stop "$zk_dir"' EXIT
 export CRAWLKEEPER_TEST_ZOOKEEPER=${zk% *}
 echo "ZooKeeper at $CRAWLKEEPER_TEST_ZOOKEEPER"
 
-echo "== Python tools (warcio, to check the WARC files the tests write)"
-if ! command -v warcio >/dev/null 2>&1; then
-  python3 -m pip install --quiet --user warcio 2>/dev/null \
-    || python3 -m pip install --quiet --user --break-system-packages warcio \
-    || python3 -m pip install --quiet warcio
-  export PATH="$HOME/.local/bin:$PATH"
+echo "== Python tools (warcio and cdxj-indexer, to check the WARC files and indexes the tests write)"
+export PATH="$HOME/.local/bin:$PATH"
+if ! command -v warcio >/dev/null 2>&1 || ! command -v cdxj-indexer >/dev/null 2>&1; then
+  python3 -m pip install --quiet --user warcio cdxj-indexer 2>/dev/null \
+    || python3 -m pip install --quiet --user --break-system-packages warcio cdxj-indexer \
+    || python3 -m pip install --quiet warcio cdxj-indexer
 fi
 warcio --help >/dev/null
+cdxj-indexer --help >/dev/null
 
 echo "== Chromium (headless, for the status page's browser tests)"
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

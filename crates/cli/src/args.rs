@@ -100,6 +100,9 @@ pub struct ResultsArgs {
     /// How WARC files are written (--format warc).
     #[command(flatten)]
     pub warc: WarcFileArgs,
+    /// With --format warc: a CDXJ index beside each file written.
+    #[arg(long)]
+    pub cdx: bool,
 }
 
 /// Options of `crawlkeeper jobs`.
@@ -319,6 +322,10 @@ pub struct WarcArgs {
     /// revisit record (headers only).
     #[arg(long)]
     pub warc_dedup: bool,
+    /// At the end of the run, write a CDXJ index (as pywb reads it) beside
+    /// each WARC file: crawl.warc.gz → crawl.cdxj.
+    #[arg(long, requires = "warc")]
+    pub cdx: bool,
 }
 
 /// Options of `crawlkeeper demo`.

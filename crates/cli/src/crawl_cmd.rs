@@ -95,8 +95,11 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
             quiet: args.quiet,
             shard: false,
         };
-        return crawl(engine, run).await;
+        let outcome = crawl(engine, run).await?;
+        index_warc(&warc, &spec.name, args.warc.cdx)?;
+        return Ok(outcome);
     }
+    let warc_index = warc.clone();
     let options = PrepareOptions {
         store: args.store.clone(),
         out: args.out.clone(),
@@ -136,7 +139,9 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         quiet: args.quiet,
         shard: job.shards > 1,
     };
-    crawl(engine.attach(Box::new(state), sink), run).await
+    let outcome = crawl(engine.attach(Box::new(state), sink), run).await?;
+    index_warc(&warc_index, &job.name, args.warc.cdx)?;
+    Ok(outcome)
 }
 
 /// The shards this process crawls, ascending, once the sharding options
@@ -371,6 +376,17 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
         None => sink,
     };
     Ok((store, job, sink))
+}
+
+/// `--cdx`: the job's WARC files indexed once the run is over (after a
+/// `kill -9`, the next run's end writes them).
+fn index_warc(warc: &Option<WarcOptions>, job: &str, cdx: bool) -> Result<(), CliError> {
+    if let (Some(w), true) = (warc, cdx) {
+        for index in w.index(job)? {
+            tracing::info!(index = %index.display(), "CDXJ index written");
+        }
+    }
+    Ok(())
 }
 
 /// Refuses, unless `--overwrite`, a re-crawl that would replace what the

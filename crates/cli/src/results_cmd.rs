@@ -87,6 +87,9 @@ fn export(store: &mut dyn Store, job: &JobInfo, args: &ResultsArgs) -> Result<Ou
         done.archived,
         done.no_response
     );
+    if args.cdx {
+        options.index(&job.name)?;
+    }
     if done.missing > 0 {
         eprintln!(
             "job {}: {} results left out: fetched in a run without --store-bodies",

@@ -78,6 +78,7 @@ async fn a_recrawl_asks_conditionally_and_fetches_only_what_changed() {
         "second.jsonl",
         "--warc",
         "second.warc.gz",
+        "--cdx",
     ];
     let (code, err) = run(loud(&d, &seed, &second_pass)).await;
     assert_eq!(code, 0, "{err}");
@@ -122,6 +123,7 @@ async fn a_recrawl_asks_conditionally_and_fetches_only_what_changed() {
     let first_recs = check_files(&d.join("first.warc.gz"));
     let first_responses = by_uri(&first_recs, "response");
     let recs = check_files(&d.join("second.warc.gz"));
+    check_cdx(&d.join("second.warc.gz"));
     let revisits = by_uri(&recs, "revisit");
     assert_eq!(revisits.len(), unchanged.len());
     for r in &unchanged {

@@ -25,6 +25,7 @@ async fn a_crawl_of_the_showcase_archives_every_exchange_and_warcio_checks_it() 
     let extra = [
         "--warc",
         "crawl.warc.gz",
+        "--cdx",
         "--max-body",
         "200000",
         "--request-timeout",
@@ -39,6 +40,7 @@ async fn a_crawl_of_the_showcase_archives_every_exchange_and_warcio_checks_it() 
     let pages = records(&d.join("out.jsonl"));
     let recs = check_files(&d.join("crawl.warc.gz"));
     check_pages(&recs, &pages);
+    check_cdx(&d.join("crawl.warc.gz"));
     let status = |s: u16| pages.iter().any(|p| p.status == Some(s));
     assert!(
         status(301) && status(404) && status(200) && status(429),

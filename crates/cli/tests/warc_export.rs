@@ -41,13 +41,14 @@ async fn stored_pages_export_as_valid_warc_the_same_as_the_live_file() {
     assert!(matches!(code, 0 | 1), "{err}");
     let pages = records(&d.join("out.jsonl"));
 
-    let (code, err) = export(&d, &["--out", "export.warc.gz"]).await;
+    let (code, err) = export(&d, &["--out", "export.warc.gz", "--cdx"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(
         err.contains(&format!("{} results exported", pages.len())),
         "{err}"
     );
     let exported = check_files(&d.join("export.warc.gz"));
+    check_cdx(&d.join("export.warc.gz"));
     check_pages(&exported, &pages);
     // The same records as the live file, robots.txt aside.
     let live = check_files(&d.join("live.warc.gz"));

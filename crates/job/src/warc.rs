@@ -64,6 +64,21 @@ impl WarcOptions {
             .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
     }
 
+    /// Writes a CDXJ index beside each of `job`'s WARC files at this path
+    /// (see [`crawlkeeper_warc::cdxj`]); returns the indexes written.
+    pub fn index(&self, job: &str) -> Result<Vec<PathBuf>, OutputError> {
+        let config = self.config(job);
+        let mut written = Vec::new();
+        for n in existing_files(&config) {
+            let warc = config.path_of(n);
+            let index = crawlkeeper_warc::cdxj::index_path(&warc);
+            crawlkeeper_warc::cdxj::write_index(&warc, &index)
+                .map_err(|e| OutputError::Foreign(e.to_string()))?;
+            written.push(index);
+        }
+        Ok(written)
+    }
+
     /// The gzip level records must be encoded with (`None`: plain WARC).
     pub fn encoding(&self) -> Option<u32> {
         self.config("").gzip().then_some(self.gzip_level)

@@ -14,8 +14,10 @@
 //! | [`record`] | a record: its type, named fields and block; serialised |
 //! | [`http`] | the records of an HTTP exchange and of a page's metadata |
 //! | [`writer`] | files: gzip members, rotation, a `warcinfo` at the head of each |
+//! | [`cdxj`] | CDXJ indexes of WARC files, as pywb reads them |
 //! | [`scan`] | reading records back; the end of the last whole one |
 
+pub mod cdxj;
 pub mod digest;
 pub mod gzip;
 pub mod http;

@@ -104,16 +104,23 @@ impl<R: BufRead> BufRead for Counting<R> {
 /// first bytes say so, plain otherwise) up to the first that is cut or
 /// does not parse.
 pub fn scan_file(path: &Path) -> Result<Scanned, ScanError> {
-    scan(path, true)
+    scan(path, usize::MAX)
+}
+
+/// [`scan_file`] keeping the first `head` bytes of each block (enough for
+/// an HTTP head): for indexing a large file.
+pub fn scan_heads(path: &Path, head: usize) -> Result<Scanned, ScanError> {
+    scan(path, head)
 }
 
 /// [`scan_file`] keeping no block (each record's `block` is empty): for
 /// finding where whole records end in a large file.
 pub fn scan_index(path: &Path) -> Result<Scanned, ScanError> {
-    scan(path, false)
+    scan(path, 0)
 }
 
-fn scan(path: &Path, keep_blocks: bool) -> Result<Scanned, ScanError> {
+/// Scans `path`, keeping at most `keep` bytes of each block.
+fn scan(path: &Path, keep: usize) -> Result<Scanned, ScanError> {
     let io_err = |source| ScanError::Io {
         path: path.display().to_string(),
         source,
@@ -152,9 +159,8 @@ fn scan(path: &Path, keep_blocks: bool) -> Result<Scanned, ScanError> {
         };
         match record {
             Some(mut r) => {
-                if !keep_blocks {
-                    r.block = Vec::new();
-                }
+                r.block.truncate(keep);
+                r.block.shrink_to_fit();
                 r.offset = start;
                 r.length = reader.pos - start;
                 scanned.valid_len = reader.pos;

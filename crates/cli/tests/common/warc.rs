@@ -186,3 +186,41 @@ pub fn check_pages(recs: &[ScannedRecord], pages: &[CrawlRecord]) {
         "nothing else archived"
     );
 }
+
+/// The CDXJ index `--cdx` wrote beside each file at `path` equals what
+/// `cdxj-indexer --sort` (webrecorder's indexer, from PyPI) makes of it.
+pub fn check_cdx(path: &Path) {
+    for f in files(path) {
+        let index = crawlkeeper_warc::cdxj::index_path(&f);
+        let ours = std::fs::read_to_string(&index)
+            .unwrap_or_else(|e| panic!("no index {}: {e}", index.display()));
+        let out = std::process::Command::new("cdxj-indexer")
+            .arg("--sort")
+            .arg(&f)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cdxj-indexer is needed (scripts/test.sh installs it): {e}")
+            });
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs = String::from_utf8_lossy(&out.stdout);
+        assert!(!ours.is_empty(), "{} has lines", index.display());
+        assert!(
+            ours == theirs,
+            "{} differs from cdxj-indexer's:\n{}",
+            index.display(),
+            ours.lines()
+                .zip(theirs.lines())
+                .find(|(a, b)| a != b)
+                .map(|(a, b)| format!("ours:   {a}\ntheirs: {b}"))
+                .unwrap_or_else(|| format!(
+                    "{} lines vs {}",
+                    ours.lines().count(),
+                    theirs.lines().count()
+                ))
+        );
+    }
+}
