@@ -13,6 +13,29 @@ use common::browser::{card, dom, screenshot};
 use common::http::{free_addr, get};
 use common::warc::dir;
 
+/// `crawl --follow --quiet --no-state --status ADDR EXTRA SEEDS` in `dir`.
+fn status_crawl(
+    dir: &std::path::Path,
+    addr: std::net::SocketAddr,
+    extra: &[&str],
+    seeds: &[String],
+) -> tokio::process::Command {
+    let a = addr.to_string();
+    let mut c = common::command_in(dir, &[]);
+    c.args([
+        "crawl",
+        "--follow",
+        "--quiet",
+        "--no-state",
+        "--out",
+        "out.jsonl",
+    ])
+    .args(["--status", &a])
+    .args(extra)
+    .args(seeds);
+    c
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_status_page_of_a_crawl_shows_its_hosts_and_moving_figures() {
     let mut config = SiteConfig::uniform(2, 400);
@@ -22,20 +45,8 @@ async fn the_status_page_of_a_crawl_shows_its_hosts_and_moving_figures() {
     let site = TestSite::start(config).await.unwrap();
     let d = dir("browser-crawl");
     let addr = free_addr();
-    let a = addr.to_string();
-    let mut c = common::command_in(&d, &[]);
-    c.args([
-        "crawl",
-        "--follow",
-        "--quiet",
-        "--no-state",
-        "--out",
-        "out.jsonl",
-        "--status",
-        &a,
-    ])
-    .args([site.url(0, "/"), site.url(1, "/")]);
-    let mut child = c.spawn().unwrap();
+    let seeds = [site.url(0, "/"), site.url(1, "/")];
+    let mut child = status_crawl(&d, addr, &[], &seeds).spawn().unwrap();
     site.log().wait_for(10).await;
     let url = format!("http://{addr}/");
     let profile = d.join("chromium");
@@ -64,22 +75,8 @@ async fn a_token_guards_the_page_when_one_is_set() {
     let site = TestSite::start(SiteConfig::uniform(1, 300)).await.unwrap();
     let d = dir("browser-token");
     let addr = free_addr();
-    let a = addr.to_string();
-    let mut c = common::command_in(&d, &[]);
-    c.args([
-        "crawl",
-        "--follow",
-        "--quiet",
-        "--no-state",
-        "--out",
-        "out.jsonl",
-        "--status",
-        &a,
-        "--linger",
-        "60s",
-    ])
-    .env("CRAWLKEEPER_STATUS_TOKEN", "s3+cr/et=")
-    .arg(site.url(0, "/"));
+    let mut c = status_crawl(&d, addr, &["--linger", "60s"], &[site.url(0, "/")]);
+    c.env("CRAWLKEEPER_STATUS_TOKEN", "s3+cr/et=");
     let mut child = c.spawn().unwrap();
     site.log().wait_for(1).await;
     let status = |path: &str| tokio::task::block_in_place(|| get(addr, path).map(|r| r.0));

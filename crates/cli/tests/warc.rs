@@ -18,21 +18,9 @@ use common::warc::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crawl_of_the_showcase_archives_every_exchange_and_warcio_checks_it() {
-    let mut config = SiteConfig::showcase();
-    config.slow = Duration::from_secs(5);
-    let site = TestSite::start(config).await.unwrap();
+    let site = showcase().await;
     let d = dir("showcase");
-    let extra = [
-        "--warc",
-        "crawl.warc.gz",
-        "--cdx",
-        "--max-body",
-        "200000",
-        "--request-timeout",
-        "2s",
-        "--retries",
-        "0",
-    ];
+    let extra = [&["--warc", "crawl.warc.gz", "--cdx"][..], &SHOWCASE_LIMITS].concat();
     let mut c = crawl(&d, &site.url(0, "/"), &extra);
     c.arg(site.url(0, "/busy"));
     let (code, err) = run(c).await;
@@ -175,9 +163,7 @@ async fn plain_warc_dedup_and_refusals() {
     assert!(!d3.join("late.warc").exists());
 
     // With --warc-dedup, a payload archived before becomes a revisit.
-    let mut config = SiteConfig::showcase();
-    config.slow = Duration::from_secs(5);
-    let showcase = TestSite::start(config).await.unwrap();
+    let again = showcase().await;
     let d = dir("dedup");
     let extra = [
         "--warc",
@@ -188,7 +174,7 @@ async fn plain_warc_dedup_and_refusals() {
         "--retries",
         "0",
     ];
-    let (code, err) = run(crawl(&d, &showcase.url(0, "/"), &extra)).await;
+    let (code, err) = run(crawl(&d, &again.url(0, "/"), &extra)).await;
     assert!(matches!(code, 0 | 1), "{err}");
     let recs = check_files(&d.join("d.warc.gz"));
     let revisits: Vec<_> = recs.iter().filter(|r| r.kind == "revisit").collect();
@@ -211,9 +197,7 @@ async fn plain_warc_dedup_and_refusals() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sitemaps_lead_to_pages_no_link_reaches_and_are_archived() {
-    let mut config = SiteConfig::showcase();
-    config.slow = Duration::from_secs(5);
-    let site = TestSite::start(config).await.unwrap();
+    let site = showcase().await;
     let only: Vec<String> = [
         "/only-in-sitemap",
         "/only-in-gz-sitemap",

@@ -22,21 +22,13 @@ async fn export(dir: &std::path::Path, args: &[&str]) -> (i32, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stored_pages_export_as_valid_warc_the_same_as_the_live_file() {
-    let mut config = SiteConfig::showcase();
-    config.slow = Duration::from_secs(5);
-    let site = TestSite::start(config).await.unwrap();
+    let site = showcase().await;
     let d = dir("export");
     let extra = [
-        "--store-bodies",
-        "--warc",
-        "live.warc.gz",
-        "--max-body",
-        "200000",
-        "--request-timeout",
-        "2s",
-        "--retries",
-        "0",
-    ];
+        &["--store-bodies", "--warc", "live.warc.gz"][..],
+        &SHOWCASE_LIMITS,
+    ]
+    .concat();
     let (code, err) = run(crawl(&d, &site.url(0, "/"), &extra)).await;
     assert!(matches!(code, 0 | 1), "{err}");
     let pages = records(&d.join("out.jsonl"));

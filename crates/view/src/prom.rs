@@ -20,6 +20,8 @@ pub enum Kind {
     Counter,
     /// Goes up and down.
     Gauge,
+    /// Observations in buckets (`_bucket`, `_sum`, `_count`).
+    Histogram,
 }
 
 impl Text {
@@ -33,6 +35,7 @@ impl Text {
         let kind = match kind {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
         };
         let _ = writeln!(self.out, "# HELP {name} {}", escape_help(help));
         let _ = writeln!(self.out, "# TYPE {name} {kind}");
@@ -63,9 +66,8 @@ impl Text {
 
     /// A histogram family of one histogram.
     pub fn histogram(&mut self, name: &str, help: &str, h: &Histogram) -> &mut Self {
-        let _ = writeln!(self.out, "# HELP {name} {}", escape_help(help));
-        let _ = writeln!(self.out, "# TYPE {name} histogram");
-        self.histogram_samples(name, &[], h)
+        self.family(name, Kind::Histogram, help)
+            .histogram_samples(name, &[], h)
     }
 
     /// The samples of one histogram with `labels`, in the family begun last.
@@ -285,11 +287,11 @@ pub fn crawls(text: &mut Text, crawls: &[(String, std::sync::Arc<LiveCrawl>)]) {
         }
     }
     let name = "crawlkeeper_response_duration_seconds";
-    let _ = writeln!(
-        text.out,
-        "# HELP {name} Time from sending a request to the end of its body."
+    text.family(
+        name,
+        Kind::Histogram,
+        "Time from sending a request to the end of its body.",
     );
-    let _ = writeln!(text.out, "# TYPE {name} histogram");
     for (job, live) in crawls {
         text.histogram_samples(name, &[("crawl_job", job)], &live.response_seconds);
     }

@@ -38,6 +38,24 @@ pub fn records(path: &Path) -> Vec<CrawlRecord> {
         .collect()
 }
 
+/// The showcase site, its slow page answering within a crawl's limits.
+pub async fn showcase() -> crawlkeeper_testsite::TestSite {
+    let mut config = crawlkeeper_testsite::SiteConfig::showcase();
+    config.slow = Duration::from_secs(5);
+    crawlkeeper_testsite::TestSite::start(config).await.unwrap()
+}
+
+/// Crawl limits for the showcase: its huge page cut, its slow page timed
+/// out, nothing retried.
+pub const SHOWCASE_LIMITS: [&str; 6] = [
+    "--max-body",
+    "200000",
+    "--request-timeout",
+    "2s",
+    "--retries",
+    "0",
+];
+
 /// Runs `warcio <args>`: it must succeed.
 pub fn warcio(args: &[&str]) -> String {
     let out = std::process::Command::new("warcio")

@@ -305,4 +305,21 @@ mod tests {
         let (pages, _) = p.rates(t + Duration::from_secs(12), 100);
         assert_eq!(pages, 0.0);
     }
+
+    #[test]
+    fn hosts_are_told_apart_by_what_they_do_now() {
+        let now = Instant::now();
+        let authority = crawlkeeper_model::Authority::try_from("http://a.test".to_owned()).unwrap();
+        let mut s = AuthoritySlot::new(authority, true);
+        assert_eq!(host_state(&s, 0, now), "idle");
+        assert_eq!(host_state(&s, 3, now), "ready");
+        s.not_before = Some(now + Duration::from_secs(1));
+        assert_eq!(host_state(&s, 3, now), "waiting", "its politeness delay");
+        s.consecutive_failures = 2;
+        assert_eq!(host_state(&s, 3, now), "backing_off", "failures in a row");
+        s.in_flight = 1;
+        assert_eq!(host_state(&s, 3, now), "active");
+        s.abandoned = true;
+        assert_eq!(host_state(&s, 3, now), "abandoned");
+    }
 }
