@@ -81,6 +81,15 @@ async fn a_nodes_page_shows_the_members_roles_and_a_dead_runner_after_a_kill() {
         page.contains("role-dead-runner"),
         "a dead Runner is shown as such"
     );
+    // The backup took the dead Runner's shard over: its metrics count it.
+    wait_for(metrics, "/metrics", deadline, |t| {
+        t.lines().any(|l| {
+            l.strip_prefix("crawlkeeper_node_shards_started_total ")
+                .and_then(|v| v.parse::<f64>().ok())
+                .is_some_and(|v| v >= 1.0)
+        })
+    })
+    .await;
     let shot = screenshot(&profile, &url, "status-cluster").await;
     eprintln!("screenshot: {}", shot.display());
     drop(nodes);
