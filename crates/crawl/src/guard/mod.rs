@@ -71,6 +71,43 @@ impl Cidr {
     }
 }
 
+impl Cidr {
+    /// The IPv4 network an IPv4-mapped (`::ffff:a.b.c.d/len`) or NAT64
+    /// (`64:ff9b::a.b.c.d/len`) network of at least 96 bits stands for, so
+    /// that `--deny-net ::ffff:127.0.0.3/128` covers `127.0.0.3` as well as
+    /// its mapped spelling; any other network as it is.
+    fn unmapped(self) -> Self {
+        match self.addr {
+            IpAddr::V6(v6) if self.len >= 96 => {
+                let s = v6.segments();
+                let embeds = matches!(
+                    s,
+                    [0, 0, 0, 0, 0, 0xffff, _, _] | [0x64, 0xff9b, 0, 0, 0, 0, _, _]
+                );
+                if embeds {
+                    let o = v6.octets();
+                    Self::v4(Ipv4Addr::new(o[12], o[13], o[14], o[15]), self.len - 96)
+                } else {
+                    self
+                }
+            }
+            _ => self,
+        }
+    }
+}
+
+/// True for the addresses Linux connects to the host itself although no
+/// interface has them: `0.0.0.0/8` ("this network") and `::` (in any
+/// IPv4-embedding spelling). Never connected to, whatever the flags say:
+/// `--allow-private --deny-net 127.0.0.0/8` must not be bypassed through
+/// `http://0/`.
+pub fn is_unspecified(ip: IpAddr) -> bool {
+    match canonical(ip) {
+        IpAddr::V4(v4) => v4.octets()[0] == 0,
+        IpAddr::V6(v6) => v6.is_unspecified(),
+    }
+}
+
 fn prefix_eq(a: &[u8], b: &[u8], len: u8) -> bool {
     let len = usize::from(len);
     let (bytes, bits) = (len / 8, len % 8);
@@ -113,7 +150,7 @@ impl FromStr for Cidr {
                 .ok_or_else(bad)?,
             None => max,
         };
-        Ok(Self { addr, len })
+        Ok(Self { addr, len }.unmapped())
     }
 }
 
@@ -177,6 +214,9 @@ impl AddressPolicy {
     /// Whether a connection to `ip` may be made.
     pub fn check(&self, ip: IpAddr) -> Result<(), Blocked> {
         let blocked = |why: String| Err(Blocked { addr: ip, why });
+        if is_unspecified(ip) {
+            return blocked("an unspecified address (it reaches this host)".into());
+        }
         if let Some(net) = self.deny.iter().find(|n| n.contains(ip)) {
             return blocked(format!("in a denied network ({net})"));
         }
@@ -282,6 +322,62 @@ mod tests {
             p.check(ip("172.16.0.1")).is_err(),
             "a public seed opens nothing"
         );
+    }
+
+    #[test]
+    fn the_unspecified_address_is_never_connected_to() {
+        // Linux connects 0.0.0.0 and :: to the host itself: with
+        // --allow-private and loopback denied, they would reach it anyway.
+        let p = AddressPolicy::new(
+            vec![net("0.0.0.0/0"), net("::/0")],
+            vec![net("127.0.0.0/8"), net("::1/128")],
+            true,
+        );
+        for addr in [
+            "0.0.0.0",
+            "0.1.2.3",
+            "::",
+            "::ffff:0.0.0.0",
+            "::ffff:0.0.0.1",
+            "64:ff9b::",
+        ] {
+            let err = p.check(ip(addr)).unwrap_err();
+            assert!(err.to_string().contains("unspecified"), "{addr}: {err}");
+        }
+        assert!(p.check(ip("93.184.216.34")).is_ok());
+        assert!(
+            p.check(ip("10.0.0.1")).is_ok(),
+            "--allow-private still opens the rest"
+        );
+    }
+
+    #[test]
+    fn mapped_networks_cover_the_plain_address_and_the_other_way_round() {
+        let mapped = AddressPolicy::new(vec![], vec![net("::ffff:127.0.0.3/128")], true);
+        assert!(
+            mapped.check(ip("127.0.0.3")).is_err(),
+            "plain form of a mapped deny"
+        );
+        assert!(mapped.check(ip("::ffff:127.0.0.3")).is_err());
+        assert!(mapped.check(ip("127.0.0.2")).is_ok());
+        let wide = AddressPolicy::new(vec![], vec![net("::ffff:10.0.0.0/104")], true);
+        assert!(wide.check(ip("10.1.2.3")).is_err());
+        assert!(wide.check(ip("11.1.2.3")).is_ok());
+        let nat64 = AddressPolicy::new(vec![], vec![net("64:ff9b::7f00:3/128")], true);
+        assert!(nat64.check(ip("127.0.0.3")).is_err());
+        let plain = AddressPolicy::new(vec![], vec![net("127.0.0.3/32")], true);
+        assert!(
+            plain.check(ip("::ffff:127.0.0.3")).is_err(),
+            "mapped form of a plain deny"
+        );
+        let allow = AddressPolicy::new(vec![net("::ffff:10.9.0.0/112")], vec![], false);
+        assert!(
+            allow.check(ip("10.9.1.1")).is_ok(),
+            "mapped allow covers the plain form"
+        );
+        assert!(allow.check(ip("10.8.1.1")).is_err());
+        assert_eq!(net("::ffff:10.0.0.0/104").to_string(), "10.0.0.0/8");
+        assert_eq!(net("::/128").to_string(), "::/128", "`::` is IPv6's own");
     }
 
     #[test]

@@ -181,4 +181,37 @@ mod tests {
             "names wait for DNS"
         );
     }
+
+    #[test]
+    fn unspecified_addresses_are_refused_in_every_spelling_whatever_the_flags() {
+        // Literals only: nothing is connected to. Linux would connect
+        // these to the host itself, around `--deny-net 127.0.0.0/8`.
+        let deny = vec!["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
+        let r = GuardedResolver::new(AddressPolicy::new(vec![], deny, true), [], &[]);
+        for literal in [
+            "http://0.0.0.0:8080/",
+            "http://0:8080/",
+            "http://0x0/",
+            "http://0.0.0.1/",
+            "http://[::]:8080/",
+            "http://[::ffff:0.0.0.0]/",
+            "http://[::ffff:0:0]/",
+        ] {
+            let url = Url::parse(literal).unwrap();
+            assert!(
+                r.check_literal(&url).is_err(),
+                "{literal} -> {:?}",
+                url.host()
+            );
+        }
+        assert!(
+            r.admit("zero.test", vec![ip("0.0.0.0")]).is_err(),
+            "by name too"
+        );
+        assert!(r.admit("zero6.test", vec![ip("::")]).is_err());
+        assert!(
+            r.check_literal(&Url::parse("http://10.0.0.1/").unwrap())
+                .is_ok()
+        );
+    }
 }

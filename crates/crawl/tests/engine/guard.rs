@@ -103,6 +103,36 @@ async fn links_and_redirects_into_a_denied_network_are_recorded_not_fetched() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_denied_in_its_ipv4_mapped_form_covers_the_plain_address() {
+    // `--allow-private --deny-net ::ffff:127.0.0.3/128`: once the mapped
+    // spelling covered only `[::ffff:127.0.0.3]`, and 127.0.0.3 was fetched.
+    let inner = inner().await;
+    let secret = inner.url("/secret");
+    let mapped = format!("http://[::ffff:7f00:3]:{}/secret", inner.addr().port());
+    let seed = seed_site(vec![(
+        "/",
+        Script::html(format!(
+            "<a href='{secret}'>plain</a><a href='{mapped}'>mapped</a>"
+        )),
+    )])
+    .await;
+    let mut c = config(false);
+    c.fetch.allow_private = true;
+    c.fetch.deny_nets = vec!["::ffff:127.0.0.3/128".parse().unwrap()];
+    let (summary, records) = crawl(c, &[seed.url("/")]).await;
+    assert_eq!(
+        inner.requests(),
+        Vec::<String>::new(),
+        "nothing reached 127.0.0.3"
+    );
+    for url in [&secret, &mapped] {
+        let r = record_of(&records, url);
+        assert_eq!(error_kind(r), Some(ErrorKind::BlockedAddress), "{r:?}");
+    }
+    assert_eq!(summary.total().blocked, 2, "{summary}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_robots_txt_redirect_into_a_denied_network_is_not_followed() {
     let inner = inner().await;
     let target = inner.url("/robots-target.txt");
