@@ -109,7 +109,7 @@ impl Archiver {
 
 /// The copy a 304 to a re-crawl's conditional request confirmed.
 fn not_modified(record: &CrawlRecord) -> Option<Original> {
-    if record.status != Some(304) {
+    if record.status != Some(304) || record.error.is_some() {
         return None;
     }
     let date = DateTime::parse_from_rfc3339(record.unchanged_since.as_deref()?).ok()?;

@@ -237,6 +237,16 @@ impl Pipeline {
                 record.last_modified = record.last_modified.or_else(|| known.last_modified.clone());
                 record.unchanged_since = known.captured_at.clone();
             }
+            304 => {
+                // Nothing was asked conditionally: the answer confirms no
+                // copy, and its validators describe a body never seen.
+                record.etag = None;
+                record.last_modified = None;
+                record.error = Some(RecordError::new(
+                    ErrorKind::UnsolicitedNotModified,
+                    "304 Not Modified to a request that was not conditional",
+                ));
+            }
             300..=399 => self.redirect(job, r, &mut record, &mut discovered),
             200..=299 => self.links(job, r, &mut record, &mut discovered),
             429 | 500..=599 => {

@@ -41,7 +41,14 @@ impl Known {
     /// validators of a copy fetched in full (2xx) or confirmed unchanged
     /// (304), and the sitemap's `lastmod`. `None` when it tells nothing.
     pub fn of_record(r: &CrawlRecord) -> Option<Self> {
-        let validated = matches!(r.status, Some(200..=299 | 304)) && !r.truncated;
+        // A 304 confirms a copy only when it answered a conditional
+        // request (it then names the copy's date); an unsolicited one
+        // confirms nothing.
+        let validated = match r.status {
+            Some(200..=299) => !r.truncated,
+            Some(304) => r.unchanged_since.is_some(),
+            _ => false,
+        };
         let mut known = Self {
             lastmod: r.lastmod.clone(),
             ..Self::default()
@@ -115,6 +122,13 @@ mod tests {
         r.unchanged_since = Some("2026-11-01T00:00:00.000Z".into());
         let k = Known::of_record(&r).unwrap();
         assert_eq!(k.captured_at.as_deref(), Some("2026-11-01T00:00:00.000Z"));
+    }
+
+    #[test]
+    fn an_unsolicited_304_confirms_no_copy() {
+        let mut r = record(Some(304));
+        r.etag = Some("\"v1\"".into());
+        assert_eq!(Known::of_record(&r), None, "no date of a copy it confirmed");
     }
 
     #[test]

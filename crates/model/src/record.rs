@@ -108,6 +108,10 @@ pub enum ErrorKind {
     /// A bug in crawlkeeper or in a processor (a panic), caught and
     /// recorded for this URL instead of stopping the crawl.
     Internal,
+    /// A `304 Not Modified` to a request that was not conditional: there
+    /// is no copy it could confirm, so nothing of it is kept (no
+    /// validators, no revisit in the archive).
+    UnsolicitedNotModified,
 }
 
 impl CrawlRecord {

@@ -100,6 +100,32 @@ async fn pages_that_cost_the_parser_dearly_are_recorded_within_seconds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsolicited_304_is_an_error_and_confirms_no_copy() {
+    // Nothing conditional is asked on a first pass: a 304 there confirms
+    // nothing, and once left validators a re-crawl turned into a revisit
+    // of a copy never archived.
+    let headers = [
+        ("ETag", "\"v1\""),
+        ("Last-Modified", "Tue, 24 Nov 2026 00:00:00 GMT"),
+    ];
+    let server = server(vec![("/nm", Script::response(304, &headers, ""))]).await;
+    let records = list_crawl(&server, config(), &["/nm"]).await;
+    let r = only(&records, &server.url("/nm"));
+    assert_eq!(r.status, Some(304));
+    assert_eq!(
+        error_kind(r),
+        Some(ErrorKind::UnsolicitedNotModified),
+        "{r:?}"
+    );
+    assert_eq!((&r.etag, &r.last_modified), (&None, &None), "{r:?}");
+    assert_eq!(
+        crawlkeeper_model::Known::of_record(r),
+        None,
+        "nothing for a re-crawl to ask"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_past_its_parse_time_is_recorded_with_the_links_found() {
     let page = "<a href=/x>x</a>".repeat(200_000);
     let server = server(vec![("/many", Script::html(page))]).await;
