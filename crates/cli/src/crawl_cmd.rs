@@ -522,7 +522,11 @@ pub async fn crawl(mut engine: Engine, run: Run<'_>) -> Result<Outcome, CliError
         }
         StopReason::Interrupted => Outcome::Signal(shutdown.signal()),
         StopReason::Finished if summary.all_failed() && !shard => {
-            eprintln!("every authority failed; see the summary above");
+            if quiet {
+                eprintln!("every authority failed; each record says why");
+            } else {
+                eprintln!("every authority failed; see the summary above");
+            }
             Outcome::AllFailed
         }
         StopReason::Finished => Outcome::Finished,

@@ -41,10 +41,14 @@ fn main() -> ExitCode {
         Command::Results(_) | Command::Jobs(_) | Command::Status(_) => true,
         Command::Node(_) => false,
     };
+    // A per-URL failure belongs in its record and the summary: the log
+    // lines libraries write about one (rustls' platform verifier logs
+    // every certificate it refuses at ERROR) are not shown.
     let default_filter = if quiet {
-        "error"
+        "error,rustls_platform_verifier=off,rustls=off,hyper_util=off,reqwest=off"
     } else {
-        "warn,crawlkeeper_crawl=info,crawlkeeper=info,crawlkeeper_node=info,crawlkeeper_cluster=info"
+        "warn,crawlkeeper_crawl=info,crawlkeeper=info,crawlkeeper_node=info,crawlkeeper_cluster=info,\
+         rustls_platform_verifier=off,rustls=off,hyper_util=off,reqwest=off"
     };
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -142,6 +142,66 @@ async fn a_foreign_output_file_is_kept_unless_overwrite_is_given() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_certificate_is_in_the_record_and_quiet_means_quiet() {
+    // Once rustls' platform verifier wrote an ERROR line per refused
+    // certificate on stderr, --quiet or not.
+    let mut config = SiteConfig::uniform(1, 3);
+    config.tls = true;
+    let site = TestSite::start(config).await.unwrap();
+    let d = dir("untrusted-tls");
+    let seed = site.url(0, "/");
+    assert!(seed.starts_with("https://"), "{seed}");
+    let r = run_in(
+        &d,
+        &[
+            "crawl",
+            "--quiet",
+            "--ignore-robots",
+            "--retries",
+            "0",
+            "--out",
+            "out.jsonl",
+            &seed,
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(
+        r.stderr, "every authority failed; each record says why\n",
+        "--quiet: the exit's reason and nothing else"
+    );
+    assert_eq!(r.code, 1);
+    let out = std::fs::read_to_string(d.join("out.jsonl")).unwrap();
+    let recs = records(&out);
+    assert_eq!(recs.len(), 1, "{out}");
+    assert_eq!(
+        recs[0].error.as_ref().map(|e| e.kind),
+        Some(crawlkeeper_model::ErrorKind::Connect),
+        "{out}"
+    );
+    let r = run_in(
+        &d,
+        &[
+            "crawl",
+            "--fresh",
+            "--ignore-robots",
+            "--retries",
+            "0",
+            "--out",
+            "out.jsonl",
+            &seed,
+        ],
+        None,
+    )
+    .await;
+    assert!(
+        !r.stderr.contains("ERROR") && !r.stderr.contains("rustls"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dev_null_and_dev_stdout_are_outputs() {
     let site = TestSite::start(SiteConfig::uniform(1, 3)).await.unwrap();
     let d = dir("devices");
