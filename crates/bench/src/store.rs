@@ -86,6 +86,7 @@ pub(crate) fn record(e: &FrontierEntry, authority: &Authority) -> CrawlRecord {
         last_modified: None,
         lastmod: None,
         unchanged_since: None,
+        via: None,
     }
 }
 

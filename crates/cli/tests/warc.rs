@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crawlkeeper_model::{ErrorKind, Via};
 use crawlkeeper_testsite::{SiteConfig, TestSite};
 
 mod common;
@@ -261,15 +262,25 @@ async fn sitemaps_lead_to_pages_no_link_reaches_and_are_archived() {
     let recs = check_files(&d.join("s.warc.gz"));
     check_pages(&recs, &pages);
     let responses = by_uri(&recs, "response");
-    for file in [
-        "/sitemap.xml",
-        "/sitemap-pages.xml",
-        "/sitemap-more.xml.gz",
-        "/sitemap-robots.txt",
+    // Every sitemap file is a request with a record of its own: how many
+    // URLs it listed, and what could not be read.
+    for (file, listed, error) in [
+        ("/sitemap.xml", 3, None),
+        ("/sitemap-pages.xml", 3, None),
+        ("/sitemap-more.xml.gz", 1, None),
+        ("/sitemap-broken.xml", 1, Some(ErrorKind::Sitemap)),
+        ("/sitemap-robots.txt", 1, None),
     ] {
-        assert!(
-            responses.contains_key(&site.url(0, file)),
-            "{file} archived"
-        );
+        let url = site.url(0, file);
+        assert!(responses.contains_key(&url), "{file} archived");
+        let r = pages
+            .iter()
+            .find(|p| p.url == url)
+            .unwrap_or_else(|| panic!("no record of {file}"));
+        assert_eq!(r.via, Some(Via::Sitemap), "{r:?}");
+        assert_eq!((r.status, r.links), (Some(200), listed), "{r:?}");
+        assert_eq!(r.error.as_ref().map(|e| e.kind), error, "{r:?}");
     }
+    let sitemaps = pages.iter().filter(|p| p.via.is_some()).count();
+    assert_eq!(sitemaps, 5, "no other record is a sitemap's");
 }

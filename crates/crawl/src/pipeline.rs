@@ -36,6 +36,12 @@ pub struct Job {
 }
 
 impl Job {
+    /// How many sitemap indexes below the top one this sitemap file is;
+    /// `None` for a page.
+    pub fn sitemap_level(&self) -> Option<u8> {
+        self.known.as_deref().and_then(|k| k.sitemap)
+    }
+
     /// A seed job at depth 0.
     pub fn seed(url: Url) -> Self {
         Self {
@@ -118,41 +124,149 @@ impl Pipeline {
         self.sitemaps
     }
 
-    /// The jobs of URLs sitemaps listed (each with its sitemap file), at
-    /// depth 1, normalised and in scope, once each.
-    pub fn sitemap_jobs(&self, found: Vec<crate::sitemap::Listed>) -> Vec<Discovered> {
-        let mut seen: HashSet<u128> = HashSet::with_capacity(found.len());
-        found
+    /// The sitemap files `authority` names (robots.txt's `Sitemap:` lines
+    /// and `/sitemap.xml`), as requests at depth 1 that went through
+    /// scope like links, each with the robots.txt that named it as parent;
+    /// with the count of names skipped (too long, not http(s), too many).
+    pub fn sitemap_jobs(
+        &self,
+        authority: &Authority,
+        robots: &RobotsRules,
+    ) -> (Vec<Discovered>, usize) {
+        let (files, skipped) = crate::sitemap::named_by(authority, robots);
+        let parent: Arc<str> = Arc::from(authority.robots_url().as_str());
+        let known = Arc::new(Known::sitemap(0));
+        let mut seen = HashSet::new();
+        let jobs = files
             .into_iter()
-            .filter_map(|listed| {
-                let file = listed.file;
-                let url = self.normalizer.resolve(&file, &listed.loc).ok()?;
-                if self.scope.check(&Candidate {
-                    url: &url,
-                    depth: 1,
-                }) != Verdict::Accept
-                {
-                    return None;
-                }
-                let key = url_key(&url);
-                seen.insert(key).then(|| Discovered {
-                    key,
-                    job: Job {
-                        url,
-                        depth: 1,
-                        parent: Some(Arc::from(file.as_str())),
-                        redirect_chain: Vec::new(),
-                        attempts: 0,
-                        known: Known::lastmod(
-                            listed
-                                .lastmod
-                                .and_then(|l| crawlkeeper_model::known::validator(l.as_bytes())),
-                        )
-                        .map(Arc::new),
-                    },
-                })
+            .filter_map(|file| {
+                let url = self.normalizer.resolve(&file, file.as_str()).ok()?;
+                self.sitemap_job(url, &parent, &known, &mut seen)
             })
-            .collect()
+            .collect();
+        (jobs, skipped)
+    }
+
+    /// The job of a sitemap file at `url` if it is in scope (at depth 1,
+    /// like the pages it lists) and not in `seen` yet.
+    fn sitemap_job(
+        &self,
+        url: Url,
+        parent: &Arc<str>,
+        known: &Arc<Known>,
+        seen: &mut HashSet<u128>,
+    ) -> Option<Discovered> {
+        if self.scope.check(&Candidate {
+            url: &url,
+            depth: 1,
+        }) != Verdict::Accept
+        {
+            return None;
+        }
+        let key = url_key(&url);
+        seen.insert(key).then(|| Discovered {
+            key,
+            job: Job {
+                url,
+                depth: 1,
+                parent: Some(parent.clone()),
+                redirect_chain: Vec::new(),
+                attempts: 0,
+                known: Some(known.clone()),
+            },
+        })
+    }
+
+    /// Reads the sitemap file `job` fetched (off the async threads: up to
+    /// 50 MB of XML) into `processed`: the pages it lists at depth 1 and,
+    /// from an index less than [`sitemap::MAX_LEVEL`] deep, at most
+    /// [`sitemap::MAX_FILES`] further sitemap files, each through scope.
+    /// The record counts what was taken (`links`) and left
+    /// (`links_dropped`). Every listed URL shares one copy of the file's
+    /// URL as its parent: nothing per URL grows with what the server chose
+    /// beyond the URL itself.
+    ///
+    /// [`sitemap::MAX_LEVEL`]: crate::sitemap::MAX_LEVEL
+    /// [`sitemap::MAX_FILES`]: crate::sitemap::MAX_FILES
+    async fn read_sitemap(
+        &self,
+        job: &Job,
+        level: u8,
+        body: bytes::Bytes,
+        processed: &mut Processed,
+    ) {
+        use crate::sitemap::{MAX_FILES, MAX_LEVEL, Sitemap, SitemapError, parse};
+        let (map, error) = tokio::task::spawn_blocking(move || parse(&body))
+            .await
+            .unwrap_or_else(|e| {
+                (
+                    Sitemap::default(),
+                    Some(SitemapError::Xml(format!("reader stopped: {e}"))),
+                )
+            });
+        let record = &mut processed.record;
+        if let Some(e) = error
+            && record.error.is_none()
+        {
+            record.error = Some(RecordError::new(
+                ErrorKind::Sitemap,
+                format!("{e}; the URLs read before are kept"),
+            ));
+        }
+        let parent: Arc<str> = Arc::from(job.url.as_str());
+        let mut seen: HashSet<u128> = HashSet::with_capacity(map.urls.len());
+        let mut dropped = map.dropped;
+        let found = &mut processed.discovered;
+        for (loc, lastmod) in map.urls {
+            let Ok(url) = self.normalizer.resolve(&job.url, &loc) else {
+                dropped += 1;
+                continue;
+            };
+            if self.scope.check(&Candidate {
+                url: &url,
+                depth: 1,
+            }) != Verdict::Accept
+            {
+                continue;
+            }
+            let key = url_key(&url);
+            if !seen.insert(key) {
+                continue;
+            }
+            let known = Known::lastmod(
+                lastmod.and_then(|l| crawlkeeper_model::known::validator(l.as_bytes())),
+            );
+            found.push(Discovered {
+                key,
+                job: Job {
+                    url,
+                    depth: 1,
+                    parent: Some(parent.clone()),
+                    redirect_chain: Vec::new(),
+                    attempts: 0,
+                    known: known.map(Arc::new),
+                },
+            });
+        }
+        let listed = found.len();
+        let nested = Arc::new(Known::sitemap(level.saturating_add(1)));
+        let mut files = 0;
+        for loc in map.sitemaps {
+            if level >= MAX_LEVEL || files >= MAX_FILES {
+                dropped += 1;
+                continue;
+            }
+            let Ok(url) = self.normalizer.resolve(&job.url, &loc) else {
+                dropped += 1;
+                continue;
+            };
+            if let Some(d) = self.sitemap_job(url, &parent, &nested, &mut seen) {
+                files += 1;
+                found.push(d);
+            }
+        }
+        record.links = u32::try_from(listed + files).unwrap_or(u32::MAX);
+        record.links_dropped = u32::try_from(dropped).unwrap_or(u32::MAX);
     }
 
     /// The fetcher, for robots.txt requests.
@@ -197,6 +311,12 @@ impl Pipeline {
             }
             Ok(response) => {
                 let mut processed = self.interpret(job, record, &response);
+                if let Some(level) = job.sitemap_level()
+                    && (200..300).contains(&response.status)
+                {
+                    self.read_sitemap(job, level, response.body.clone(), &mut processed)
+                        .await;
+                }
                 // Made even for a response that may be retried: the last
                 // attempt's is the one kept (the others are dropped with it).
                 if let Some(archiver) = &self.archiver {
@@ -248,6 +368,8 @@ impl Pipeline {
                 ));
             }
             300..=399 => self.redirect(job, r, &mut record, &mut discovered),
+            // A sitemap file is read by `read_sitemap`, not as a page.
+            200..=299 if job.sitemap_level().is_some() => {}
             200..=299 => self.links(job, r, &mut record, &mut discovered),
             429 | 500..=599 => {
                 let after = r
@@ -439,6 +561,7 @@ pub(crate) fn blank_record(job: &Job) -> CrawlRecord {
         last_modified: None,
         lastmod: job.known.as_deref().and_then(|k| k.lastmod.clone()),
         unchanged_since: None,
+        via: job.sitemap_level().map(|_| crawlkeeper_model::Via::Sitemap),
     }
 }
 

@@ -4,7 +4,9 @@
 //! declaration is refused (so no entity of it is ever expanded: no
 //! "billion laughs"), at most [`MAX_URLS`] URLs and [`MAX_BYTES`] of
 //! (decompressed) text are read from one file, and a `loc` longer than
-//! [`MAX_LOC`] is skipped.
+//! [`MAX_LOC`] is skipped. Sitemap files are fetched by the engine as
+//! requests of their own (with a record each, `"via": "sitemap"`); this
+//! module only reads them and names the ones robots.txt points at.
 
 use std::io::Read;
 
@@ -213,99 +215,41 @@ fn room(len: usize, loc: &str, dropped: &mut usize) -> bool {
     ok
 }
 
-/// A URL a sitemap listed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
-    /// The sitemap file that listed it.
-    pub file: url::Url,
-    /// Its `loc`, as written.
-    pub loc: String,
-    /// Its `lastmod`, as written, if any.
-    pub lastmod: Option<String>,
-}
-
-/// Sitemap files read for one authority at most (indexes included).
+/// Sitemap files taken from one robots.txt, and from one sitemap index.
 pub const MAX_FILES: usize = 20;
-/// Index files followed this deep (an index of indexes, no deeper).
-const MAX_LEVEL: u32 = 2;
-/// URLs taken from the sitemaps of one authority at most.
-pub const MAX_AUTHORITY_URLS: usize = 2 * MAX_URLS;
+/// Sitemap indexes followed this deep (an index of indexes, no deeper).
+pub const MAX_LEVEL: u8 = 2;
 
-/// The URLs the sitemaps of an authority list: the `Sitemap:` lines of its
-/// robots.txt and its `/sitemap.xml`, with the indexes they lead to; each
-/// with the sitemap file that listed it and its `lastmod`. Files robots.txt disallows are
-/// not read; every request goes through the crawl's fetcher (the SSRF
-/// guard included); a failed or malformed file is logged and skipped.
-pub async fn discover(
-    fetcher: &dyn crate::Fetcher,
+/// The sitemap files an authority names: the `Sitemap:` lines of its
+/// robots.txt (the first [`MAX_FILES`] http(s) URLs of at most
+/// [`MAX_LOC`] bytes) and its `/sitemap.xml`, resolved against its
+/// robots.txt; with the count of lines skipped. Nothing is fetched here:
+/// each file becomes a request of its own authority, through scope, that
+/// authority's robots.txt, politeness and the network guard.
+pub fn named_by(
     authority: &crawlkeeper_model::Authority,
     robots: &crate::robots::RobotsRules,
-    archiver: Option<&crate::Archiver>,
-    archived: &mut Vec<u8>,
-) -> Vec<Listed> {
-    let mut queue: std::collections::VecDeque<(url::Url, u32)> = robots
-        .sitemaps()
-        .iter()
-        .filter_map(|s| authority.robots_url().join(s).ok())
-        .filter(|u| matches!(u.scheme(), "http" | "https"))
-        .map(|u| (u, 0))
-        .collect();
-    if let Ok(own) = authority.robots_url().join("/sitemap.xml") {
-        queue.push_back((own, 0));
-    }
-    let mut read: std::collections::HashSet<url::Url> = std::collections::HashSet::new();
-    let mut found = Vec::new();
-    while let Some((url, level)) = queue.pop_front() {
-        if read.len() >= MAX_FILES || found.len() >= MAX_AUTHORITY_URLS {
-            break;
-        }
-        if !read.insert(url.clone()) || robots.check(&url).is_err() {
-            continue;
-        }
-        let response = match fetcher.fetch(&url).await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::debug!(%url, error = %e, "sitemap unreachable");
-                continue;
-            }
-        };
-        if let Some(a) = archiver {
-            archived.extend(a.exchange(url.as_str(), &response));
-        }
-        if !(200..300).contains(&response.status) {
-            continue;
-        }
-        let body = response.body.clone();
-        let Ok((map, error)) = tokio::task::spawn_blocking(move || parse(&body)).await else {
-            continue;
-        };
-        if let Some(e) = error {
-            tracing::info!(%url, error = %e, "sitemap read in part");
-        }
-        if map.dropped > 0 {
-            tracing::info!(%url, dropped = map.dropped, "sitemap entries past the limits dropped");
-        }
-        for (loc, lastmod) in map.urls {
-            if found.len() >= MAX_AUTHORITY_URLS {
-                break;
-            }
-            found.push(Listed {
-                file: url.clone(),
-                loc,
-                lastmod,
-            });
-        }
-        if level < MAX_LEVEL {
-            for s in map.sitemaps {
-                if let Ok(next) = url.join(&s)
-                    && matches!(next.scheme(), "http" | "https")
-                {
-                    queue.push_back((next, level + 1));
-                }
-            }
+) -> (Vec<url::Url>, usize) {
+    let base = authority.robots_url();
+    let mut skipped = 0;
+    let mut files = Vec::new();
+    for line in robots.sitemaps() {
+        let usable = files.len() < MAX_FILES && line.len() <= MAX_LOC;
+        match base
+            .join(line)
+            .ok()
+            .filter(|u| usable && matches!(u.scheme(), "http" | "https"))
+        {
+            Some(url) => files.push(url),
+            None => skipped += 1,
         }
     }
-    found
+    if let Ok(own) = base.join("/sitemap.xml")
+        && !files.contains(&own)
+    {
+        files.push(own);
+    }
+    (files, skipped)
 }
 
 #[cfg(test)]

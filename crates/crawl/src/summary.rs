@@ -9,8 +9,10 @@ use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, RecordError};
 /// Counts for one authority.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuthorityStats {
-    /// Requests sent (robots.txt excluded).
+    /// Requests sent (robots.txt excluded, sitemap files included).
     pub requests: u64,
+    /// Of those, sitemap files (`"via": "sitemap"` records).
+    pub sitemaps: u64,
     /// Responses by status class.
     pub status_2xx: u64,
     /// 3xx responses.
@@ -58,6 +60,9 @@ impl AuthorityStats {
             }
         }
         self.requests += 1;
+        if r.via == Some(crawlkeeper_model::Via::Sitemap) {
+            self.sitemaps += 1;
+        }
         self.response_ms_total += r.response_ms.unwrap_or(0);
         match r.status {
             Some(200..=299) => self.status_2xx += 1,
@@ -99,6 +104,7 @@ impl AuthorityStats {
 
     fn merge(&mut self, o: &AuthorityStats) {
         self.requests += o.requests;
+        self.sitemaps += o.sitemaps;
         self.status_2xx += o.status_2xx;
         self.status_3xx += o.status_3xx;
         self.status_4xx += o.status_4xx;
@@ -224,10 +230,14 @@ impl fmt::Display for Summary {
                 )?;
             }
         }
+        let total = self.total();
+        if total.sitemaps > 0 {
+            writeln!(f, "sitemap files read: {}", total.sitemaps)?;
+        }
         write!(
             f,
             "{} requests in {:.1}s ({:.0}/s), {} still queued",
-            self.total().requests,
+            total.requests,
             self.elapsed.as_secs_f64(),
             self.rate(),
             self.pending

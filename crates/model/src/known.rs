@@ -26,9 +26,21 @@ pub struct Known {
     /// When the earlier copy was fetched (RFC 3339): what a 304 refers to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub captured_at: Option<String>,
+    /// The URL is a sitemap file, this many sitemap indexes below the one
+    /// robots.txt named (0: named by robots.txt or `/sitemap.xml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sitemap: Option<u8>,
 }
 
 impl Known {
+    /// A sitemap file `level` indexes below the top one.
+    pub fn sitemap(level: u8) -> Self {
+        Self {
+            sitemap: Some(level),
+            ..Self::default()
+        }
+    }
+
     /// What a sitemap said of a URL, if it said anything.
     pub fn lastmod(lastmod: Option<String>) -> Option<Self> {
         lastmod.map(|l| Self {
@@ -51,6 +63,9 @@ impl Known {
         };
         let mut known = Self {
             lastmod: r.lastmod.clone(),
+            // A sitemap is read as one again; how deep below an index it
+            // was is not on the record, so it counts as a top one.
+            sitemap: (r.via == Some(crate::Via::Sitemap)).then_some(0),
             ..Self::default()
         };
         if validated && (r.etag.is_some() || r.last_modified.is_some()) {

@@ -23,6 +23,6 @@ pub mod state;
 pub use authority::Authority;
 pub use duration::{DurationError, MAX_DURATION, format_duration, parse_duration};
 pub use known::Known;
-pub use record::{CrawlRecord, ErrorKind, RecordError};
+pub use record::{CrawlRecord, ErrorKind, RecordError, Via};
 pub use shard::{Partition, shard_of};
 pub use state::{AuthorityState, FinishedUrl, FrontierEntry, JobCounts, RobotsSnapshot};

@@ -58,6 +58,20 @@ pub struct CrawlRecord {
     /// server says is still current was fetched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unchanged_since: Option<String>,
+    /// What the URL is to the crawl when it is not a page: `sitemap` for
+    /// a sitemap file (its `links` count the URLs it listed). Absent for
+    /// pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
+}
+
+/// Why a URL that is not a page was requested.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// A sitemap file, named by robots.txt, at `/sitemap.xml`, or listed
+    /// by a sitemap index.
+    Sitemap,
 }
 
 /// What went wrong with one URL: a machine-readable kind and a message.
@@ -108,6 +122,10 @@ pub enum ErrorKind {
     /// A bug in crawlkeeper or in a processor (a panic), caught and
     /// recorded for this URL instead of stopping the crawl.
     Internal,
+    /// A sitemap file that could not be read whole (malformed XML, a
+    /// document type declaration, gzip that does not decode); the URLs
+    /// read before the fault are kept.
+    Sitemap,
     /// A `304 Not Modified` to a request that was not conditional: there
     /// is no copy it could confirm, so nothing of it is kept (no
     /// validators, no revisit in the archive).
@@ -165,6 +183,7 @@ mod tests {
             last_modified: None,
             lastmod: None,
             unchanged_since: None,
+            via: None,
         };
         let json = serde_json::to_value(&record).unwrap();
         for field in [

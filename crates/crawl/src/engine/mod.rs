@@ -23,7 +23,7 @@ use std::time::Duration;
 use crawlkeeper_model::{Authority, CrawlRecord, FinishedUrl};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until};
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 use url::Url;
 
 pub use frontier::{Frontier, FrontierLimits, RequestReport};
@@ -688,10 +688,10 @@ impl Engine {
                 self.frontier.robots_known(slot, rules, snapshot, now);
                 self.pending_saves.push(slot);
                 if !sitemapped.is_empty() {
-                    info!(
+                    debug!(
                         authority = %self.frontier.authority(slot),
-                        urls = sitemapped.len(),
-                        "sitemaps read"
+                        files = sitemapped.len(),
+                        "sitemap files named"
                     );
                     // At depth 1, as links of a seed.
                     self.frontier.offer_batch(slot, 0, sitemapped, None);

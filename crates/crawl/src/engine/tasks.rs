@@ -1,5 +1,6 @@
 //! The request tasks the engine spawns: an authority's robots.txt (and,
-//! with `--sitemaps`, its sitemaps), or one page through the pipeline.
+//! with `--sitemaps`, the sitemap files it names), or one request through
+//! the pipeline.
 //! Each owns nothing but its job and reports back a [`TaskOutput`]; a
 //! panic inside becomes an error for the URLs concerned, never a hang.
 
@@ -21,7 +22,8 @@ pub(super) enum TaskOutput {
         slot: Slot,
         rules: RobotsRules,
         snapshot: Option<RobotsSnapshot>,
-        /// URLs the authority's sitemaps list (with `--sitemaps`).
+        /// The sitemap files the authority names (with `--sitemaps`), as
+        /// requests of their own.
         sitemapped: Vec<Discovered>,
         /// Its WARC records, encoded (empty when not archiving).
         archive: Vec<u8>,
@@ -35,8 +37,8 @@ pub(super) enum TaskOutput {
     },
 }
 
-/// Fetches the robots.txt of `authority` (and its sitemaps, when the
-/// crawl reads them).
+/// Fetches the robots.txt of `authority` (and names its sitemap files,
+/// when the crawl reads them).
 pub(super) async fn robots(
     pipeline: Arc<Pipeline>,
     slot: Slot,
@@ -52,15 +54,11 @@ pub(super) async fn robots(
         )
         .await;
         let sitemapped = if pipeline.reads_sitemaps() && rules.permits_requests() {
-            let found = crate::sitemap::discover(
-                pipeline.fetcher(),
-                &authority,
-                &rules,
-                pipeline.archiver(),
-                &mut archive,
-            )
-            .await;
-            pipeline.sitemap_jobs(found)
+            let (files, skipped) = pipeline.sitemap_jobs(&authority, &rules);
+            if skipped > 0 {
+                tracing::info!(%authority, skipped, "robots.txt sitemap lines past the limits skipped");
+            }
+            files
         } else {
             Vec::new()
         };

@@ -45,6 +45,7 @@ fn record(e: &FrontierEntry, a: &Authority) -> CrawlRecord {
         last_modified: None,
         lastmod: None,
         unchanged_since: None,
+        via: None,
     }
 }
 

@@ -77,6 +77,7 @@ pub fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {
         last_modified: None,
         lastmod: None,
         unchanged_since: None,
+        via: None,
     }
 }
 
