@@ -184,7 +184,7 @@ async fn sitemaps_on_other_hosts_go_through_scope_and_their_own_robots_txt() {
     .await
     .unwrap();
     let robots = format!(
-        "User-agent: *\nAllow: /\nSitemap: {}\nSitemap: {}\nSitemap: /own.xml\n",
+        "User-agent: *\nAllow: /\nSitemap: {}\nSitemap: {}\nSitemap: /own.xml\nSitemap: /moved.xml\n",
         other.url("/private-sitemap.xml"),
         other.url("/open-sitemap.xml"),
     );
@@ -194,6 +194,11 @@ async fn sitemaps_on_other_hosts_go_through_scope_and_their_own_robots_txt() {
             ("/robots.txt", Script::response(200, &[], robots)),
             ("/", Script::html("<title>home</title>")),
             ("/own.xml", xml(urlset("/listed/", 2))),
+            (
+                "/moved.xml",
+                Script::response(301, &[("Location", "/new-home.xml")], ""),
+            ),
+            ("/new-home.xml", xml(urlset("/moved-listed/", 1))),
         ],
     )
     .await
@@ -234,9 +239,23 @@ async fn sitemaps_on_other_hosts_go_through_scope_and_their_own_robots_txt() {
         (Some(Via::Sitemap), Some(200), 2)
     );
     assert!(recs.iter().any(|r| r.url == seed_site.url("/listed/1")));
+    // A sitemap file that moved is read as one where it went.
+    let moved = recs
+        .iter()
+        .find(|r| r.url == seed_site.url("/new-home.xml"))
+        .expect("followed");
+    assert_eq!(
+        (moved.via, moved.links),
+        (Some(Via::Sitemap), 1),
+        "{moved:?}"
+    );
     assert!(
-        stderr.contains("sitemap files read: 2"),
-        "own.xml and /sitemap.xml: {stderr}"
+        recs.iter()
+            .any(|r| r.url == seed_site.url("/moved-listed/0"))
+    );
+    assert!(
+        stderr.contains("sitemap files read: 4"),
+        "own.xml, moved.xml, new-home.xml, /sitemap.xml: {stderr}"
     );
     every_request_has_a_record(&seed_site, &recs);
 

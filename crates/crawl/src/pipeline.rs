@@ -451,7 +451,10 @@ impl Pipeline {
                 parent: Some(here),
                 redirect_chain: chain,
                 attempts: 0,
-                known: None,
+                // A sitemap file that moved is still a sitemap file.
+                known: job
+                    .sitemap_level()
+                    .map(|level| Arc::new(Known::sitemap(level))),
             },
         });
     }

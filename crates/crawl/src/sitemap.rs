@@ -167,7 +167,7 @@ fn parse_xml(xml: &[u8]) -> (Sitemap, Option<SitemapError>) {
             // A reference in text: the five the XML standard defines and
             // character references are read; any other is kept as written
             // (no entity is ever expanded).
-            Event::GeneralRef(r) if here != In::Other => {
+            Event::GeneralRef(r) if here != In::Other && text.len() <= MAX_LOC => {
                 let name = String::from_utf8_lossy(r.as_ref()).into_owned();
                 match resolve_ref(&name) {
                     Some(c) => text.push(c),
