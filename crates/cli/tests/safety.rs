@@ -151,21 +151,21 @@ async fn a_refused_certificate_is_in_the_record_and_quiet_means_quiet() {
     let d = dir("untrusted-tls");
     let seed = site.url(0, "/");
     assert!(seed.starts_with("https://"), "{seed}");
-    let r = run_in(
-        &d,
-        &[
+    let crawl = |first: &'static str| {
+        let args = [
             "crawl",
-            "--quiet",
+            first,
             "--ignore-robots",
             "--retries",
             "0",
             "--out",
             "out.jsonl",
             &seed,
-        ],
-        None,
-    )
-    .await;
+        ];
+        let d = d.clone();
+        async move { run_in(&d, &args, None).await }
+    };
+    let r = crawl("--quiet").await;
     assert_eq!(
         r.stderr, "every authority failed; each record says why\n",
         "--quiet: the exit's reason and nothing else"
@@ -179,21 +179,7 @@ async fn a_refused_certificate_is_in_the_record_and_quiet_means_quiet() {
         Some(crawlkeeper_model::ErrorKind::Connect),
         "{out}"
     );
-    let r = run_in(
-        &d,
-        &[
-            "crawl",
-            "--fresh",
-            "--ignore-robots",
-            "--retries",
-            "0",
-            "--out",
-            "out.jsonl",
-            &seed,
-        ],
-        None,
-    )
-    .await;
+    let r = crawl("--fresh").await;
     assert!(
         !r.stderr.contains("ERROR") && !r.stderr.contains("rustls"),
         "{}",

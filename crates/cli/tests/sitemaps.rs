@@ -32,6 +32,10 @@ fn xml(body: Vec<u8>) -> Script {
 
 /// Runs `crawlkeeper ARGS` in `dir` to its end (bounded), and returns its
 /// exit code, stderr and peak resident memory in bytes (from `wait4`).
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which std does not know of"
+)]
 fn run_measured(dir: &Path, args: &[&str]) -> (i32, String, u64) {
     let err_path = dir.join("stderr.txt");
     let child = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))

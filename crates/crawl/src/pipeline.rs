@@ -141,19 +141,20 @@ impl Pipeline {
             .into_iter()
             .filter_map(|file| {
                 let url = self.normalizer.resolve(&file, file.as_str()).ok()?;
-                self.sitemap_job(url, &parent, &known, &mut seen)
+                self.listed_job(url, &parent, Some(known.clone()), &mut seen)
             })
             .collect();
         (jobs, skipped)
     }
 
-    /// The job of a sitemap file at `url` if it is in scope (at depth 1,
-    /// like the pages it lists) and not in `seen` yet.
-    fn sitemap_job(
+    /// The job of a URL a sitemap names (a listed page, or another
+    /// sitemap file when `known` says so) at depth 1, if it is in scope
+    /// and not in `seen` yet.
+    fn listed_job(
         &self,
         url: Url,
         parent: &Arc<str>,
-        known: &Arc<Known>,
+        known: Option<Arc<Known>>,
         seen: &mut HashSet<u128>,
     ) -> Option<Discovered> {
         if self.scope.check(&Candidate {
@@ -172,7 +173,7 @@ impl Pipeline {
                 parent: Some(parent.clone()),
                 redirect_chain: Vec::new(),
                 attempts: 0,
-                known: Some(known.clone()),
+                known,
             },
         })
     }
@@ -222,31 +223,9 @@ impl Pipeline {
                 dropped += 1;
                 continue;
             };
-            if self.scope.check(&Candidate {
-                url: &url,
-                depth: 1,
-            }) != Verdict::Accept
-            {
-                continue;
-            }
-            let key = url_key(&url);
-            if !seen.insert(key) {
-                continue;
-            }
-            let known = Known::lastmod(
-                lastmod.and_then(|l| crawlkeeper_model::known::validator(l.as_bytes())),
-            );
-            found.push(Discovered {
-                key,
-                job: Job {
-                    url,
-                    depth: 1,
-                    parent: Some(parent.clone()),
-                    redirect_chain: Vec::new(),
-                    attempts: 0,
-                    known: known.map(Arc::new),
-                },
-            });
+            let lastmod = lastmod.and_then(|l| crawlkeeper_model::known::validator(l.as_bytes()));
+            let known = Known::lastmod(lastmod).map(Arc::new);
+            found.extend(self.listed_job(url, &parent, known, &mut seen));
         }
         let listed = found.len();
         let nested = Arc::new(Known::sitemap(level.saturating_add(1)));
@@ -260,7 +239,7 @@ impl Pipeline {
                 dropped += 1;
                 continue;
             };
-            if let Some(d) = self.sitemap_job(url, &parent, &nested, &mut seen) {
+            if let Some(d) = self.listed_job(url, &parent, Some(nested.clone()), &mut seen) {
                 files += 1;
                 found.push(d);
             }
