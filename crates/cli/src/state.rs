@@ -28,7 +28,14 @@ pub fn open_store(args: &StoreArgs) -> Result<Box<dyn Store>, CliError> {
     check_location(args)?;
     let location = args.location();
     let shown = redact(&location);
-    crawlkeeper_store::open(&location).map_err(|e| {
+    // --state is a file whatever its name looks like (`host=a.db` too).
+    let opened = match &args.store {
+        None => {
+            crawlkeeper_store::SqliteStore::open(&args.state).map(|s| Box::new(s) as Box<dyn Store>)
+        }
+        Some(s) => crawlkeeper_store::open(s),
+    };
+    opened.map_err(|e| {
         let why = scrub(&e.to_string(), &location);
         match e {
             StoreError::Corrupt(_) | StoreError::Backend(_) => {

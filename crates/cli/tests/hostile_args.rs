@@ -138,6 +138,11 @@ async fn a_store_neither_postgres_nor_a_state_file_is_refused_unrepeated() {
     let r = run_in(&d, &["jobs", "--store", "kept.db"], None).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(files(&d), ["kept.db"]);
+    // --state is a file, even named like libpq words.
+    let odd = d.join("host=odd.db");
+    drop(crawlkeeper_store::SqliteStore::open(&odd).unwrap());
+    let r = run_in(&d, &["jobs", "--state", "host=odd.db"], None).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
 }
 
 /// Bad group names, each refused by every cluster command.
