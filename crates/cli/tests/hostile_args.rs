@@ -132,6 +132,25 @@ async fn a_store_neither_postgres_nor_a_state_file_is_refused_unrepeated() {
         }
         assert!(files(&d).is_empty(), "{:?}", files(&d));
     }
+    // A PostgreSQL location that does not read (a misspelt keyword, an
+    // unterminated quote) is the user's to fix: exit 2, hidden, no file.
+    for store in [
+        format!("hots=127.0.0.1 port=1 password={PW}"),
+        format!("host=127.0.0.1 port=1 password='{PW}"),
+    ] {
+        for command in ["jobs", "results"] {
+            let r = run_in(&d, &[command, "--store", &store], None).await;
+            assert_eq!(r.code, 2, "{}", r.stderr);
+            assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+            assert!(
+                r.stderr.contains("invalid connection string"),
+                "{}",
+                r.stderr
+            );
+            assert!(!r.stderr.contains(PW), "{}", r.stderr);
+        }
+    }
+    assert!(files(&d).is_empty(), "{:?}", files(&d));
     // An existing state file is still read through --store.
     let state = d.join("kept.db");
     drop(crawlkeeper_store::open(state.to_str().unwrap()).unwrap());

@@ -114,6 +114,15 @@ impl PgStore {
         {
             return Err(StoreError::Backend(format!("bad schema name {s:?}")));
         }
+        // A location that does not read is the user's to fix, not an
+        // outage to wait for (the driver's words name no value).
+        if let Err(e) = url.parse::<postgres::Config>() {
+            let why = match std::error::Error::source(&e) {
+                Some(cause) => format!("{e}: {cause}"),
+                None => e.to_string(),
+            };
+            return Err(StoreError::Backend(scrub(&why, url)));
+        }
         let mut store = Self {
             url: url.to_owned(),
             schema: schema.map(str::to_owned),
