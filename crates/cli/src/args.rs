@@ -43,7 +43,8 @@ pub struct StoreArgs {
     /// The SQLite state file.
     #[arg(long, value_name = "PATH", default_value = "crawlkeeper.db")]
     pub state: std::path::PathBuf,
-    /// A PostgreSQL database instead (postgres://user@host:port/db).
+    /// A PostgreSQL database instead: postgres://user@host:port/db, or
+    /// libpq words ('host=… dbname=… user=…'); or an existing state file.
     #[arg(long, value_name = "URL", conflicts_with = "state")]
     pub store: Option<String>,
 }

@@ -4,7 +4,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::Args;
+use crawlkeeper_cluster::GroupName;
 use crawlkeeper_crawl::config::DEFAULT_MAX_WORKERS;
+use crawlkeeper_model::cluster::NodeName;
 use crawlkeeper_model::parse_duration;
 
 use crate::args::JobArgs;
@@ -15,12 +17,14 @@ pub struct ClusterArgs {
     /// ZooKeeper: host:port[,host:port…][/chroot].
     #[arg(long, env = "CRAWLKEEPER_ZOOKEEPER", value_name = "CONNECT")]
     pub zookeeper: String,
-    /// The PostgreSQL database every node shares (postgres://user@host:port/db).
+    /// The PostgreSQL database every node shares: postgres://user@host:port/db,
+    /// or libpq words ('host=… dbname=… user=…').
     #[arg(long, env = "CRAWLKEEPER_STORE", value_name = "URL")]
     pub store: String,
-    /// The group (one cluster in the ZooKeeper tree).
+    /// The group (one cluster in the ZooKeeper tree): 1 to 64 of
+    /// `A-Z a-z 0-9 . _ -`, not `.` or `..`.
     #[arg(long, default_value = "default", value_name = "G")]
-    pub group: String,
+    pub group: GroupName,
     /// ZooKeeper's session timeout: a node whose session lapses is dead at once.
     #[arg(long, default_value = "4s", value_name = "DURATION", value_parser = duration)]
     pub session_timeout: Duration,
@@ -32,9 +36,10 @@ pub struct NodeArgs {
     /// Where the cluster is.
     #[command(flatten)]
     pub cluster: ClusterArgs,
-    /// This node's name, `<name>_<index>` or `<name>-<index>` (unique in the group).
+    /// This node's name, `<name>_<index>` or `<name>-<index>` (unique in the
+    /// group): 1 to 64 of `A-Z a-z 0-9 . _ -`.
     #[arg(long, value_name = "NAME")]
-    pub name: String,
+    pub name: NodeName,
     /// How many Runners the group elects (the same on every node).
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runners: u32,
@@ -77,10 +82,10 @@ pub struct SubmitArgs {
     /// What the crawl fetches, and how.
     #[command(flatten)]
     pub job: JobArgs,
-    /// Split the job's hosts into N shards (default: the number of
-    /// Runners now). Part of the job's identity.
+    /// Split the job's hosts into N shards, at most 1024 (default: the
+    /// number of Runners now). Part of the job's identity.
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(crawlkeeper_model::shard::MAX_SHARDS)))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crawlkeeper_node::submit::MAX_SHARDS)))]
     pub shards: Option<u32>,
     /// Wait until the job is complete: exit 0, or 1 if it failed.
     #[arg(long)]

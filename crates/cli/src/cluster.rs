@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crawlkeeper_cluster::ZkCoordinator;
 use crawlkeeper_store::Store;
-use crawlkeeper_store::location::redact;
+use crawlkeeper_store::location::is_postgres;
 
 use crate::args::StoreArgs;
 use crate::args_cluster::ClusterArgs;
@@ -14,17 +14,18 @@ use crate::exit::CliError;
 /// How long reaching ZooKeeper may take before the command gives up.
 const ZK_WAIT: Duration = Duration::from_secs(15);
 
-/// Refuses a store that is not PostgreSQL (exit 2).
+/// Refuses a store that is not PostgreSQL (exit 2), without repeating it
+/// (it may hold a password).
 pub fn check_store(args: &ClusterArgs) -> Result<(), CliError> {
-    let s = &args.store;
-    if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+    if is_postgres(&args.store) {
         return Ok(());
     }
-    Err(CliError::Usage(format!(
-        "--store '{}' is not a postgres:// URL: a cluster's nodes share one PostgreSQL database \
-         (a SQLite file is one machine's)",
-        redact(s)
-    )))
+    Err(CliError::Usage(
+        "--store is not a PostgreSQL database (a postgres:// or postgresql:// URL, or libpq \
+         key=value words such as 'host=db.example dbname=crawl'): a cluster's nodes share one \
+         (a SQLite file is one machine's)"
+            .to_owned(),
+    ))
 }
 
 /// Opens the cluster's store (on the blocking pool).

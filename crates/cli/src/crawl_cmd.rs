@@ -32,6 +32,9 @@ use crate::warc_out::{archiver, warc_options};
 /// or any file is touched.
 pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
+    if !args.no_state {
+        crate::state::check_location(&args.store)?;
+    }
     let bound = Bound::bind(&args.view.serve)?;
     let mut config = args.to_config();
     let warc = warc_options(&args.warc, &config);
@@ -199,7 +202,7 @@ fn shared_store(args: &CrawlArgs) -> bool {
             .store
             .store
             .as_deref()
-            .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+            .is_some_and(crawlkeeper_store::location::is_postgres)
 }
 
 /// What [`prepare`] needs from the arguments.

@@ -22,18 +22,14 @@ use crate::signals::Shutdown;
 
 /// Runs `crawlkeeper node` until it is asked to stop.
 pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
-    let name: NodeName = args
-        .name
-        .parse()
-        .map_err(|e| CliError::Usage(format!("--name {}: {e}", args.name)))?;
+    let name: NodeName = args.name.clone();
+    let group = args.cluster.group.as_str();
     let heartbeat = Heartbeat::new(
         args.update_time,
         args.update_timeout,
         args.heart_rhythm_timeout,
     )
     .map_err(|e| CliError::Usage(e.to_string()))?;
-    crawlkeeper_cluster::Layout::new(&args.cluster.group)
-        .map_err(|e| CliError::Usage(format!("--group {}: {e}", args.cluster.group)))?;
     let bound = Bound::bind(&args.serve)?;
     // The store is reached (and its schema brought up to date) first.
     crawlkeeper_node::release(open_store(&args.cluster).await?);
@@ -42,14 +38,12 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
         runners: args.runners,
         backups: args.backups,
     };
-    check_settings(&zk, &args.cluster.group, shape)
+    check_settings(&zk, group, shape)
         .await
         .map_err(join_error)?;
-    check_name(&zk, &args.cluster.group, &name)
-        .await
-        .map_err(join_error)?;
+    check_name(&zk, group, &name).await.map_err(join_error)?;
     let mut cfg = NodeConfig::new(
-        &args.cluster.group,
+        group,
         name.clone(),
         args.runners as usize,
         args.backups as usize,

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crawlkeeper_node::status::{ClusterStatus, status};
 use crawlkeeper_node::view::NodeView;
+use crawlkeeper_store::location::scrub;
 use crawlkeeper_view::Source;
 use crawlkeeper_view::prom::{self, Kind, Text};
 use serde_json::json;
@@ -41,12 +42,12 @@ impl NodeSource {
                 if zk.is_none() {
                     match connect_zk(&args).await {
                         Ok(c) => zk = Some(c),
-                        Err(e) => *lock(&into) = Err(e.to_string()),
+                        Err(e) => record(&into, Err(e.to_string()), &args.store),
                     }
                 }
                 if let Some(c) = &zk {
                     let look = match open_store(&args).await {
-                        Ok(store) => status(c, &args.group, store, Duration::from_secs(1))
+                        Ok(store) => status(c, args.group.as_str(), store, Duration::from_secs(1))
                             .await
                             .map_err(|e| e.to_string()),
                         Err(e) => Err(e.to_string()),
@@ -54,7 +55,7 @@ impl NodeSource {
                     if look.is_err() {
                         zk = None;
                     }
-                    *lock(&into) = look;
+                    record(&into, look, &args.store);
                 }
                 // A look every two seconds or so is plenty for a page.
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -62,7 +63,7 @@ impl NodeSource {
         });
         Arc::new(Self {
             name,
-            group: cluster.group.clone(),
+            group: cluster.group.to_string(),
             view,
             seen,
         })
@@ -76,6 +77,12 @@ impl NodeSource {
             .and_then(|v| v["role"].as_str().map(str::to_owned))
             .unwrap_or_else(|| "unknown".to_owned())
     }
+}
+
+/// Records a look; why it failed is shown on the status page, so it goes
+/// through the one redaction of the store's location first.
+fn record(seen: &Seen, look: Result<ClusterStatus, String>, store: &str) {
+    *lock(seen) = look.map_err(|e| scrub(&e, store));
 }
 
 fn lock(seen: &Seen) -> std::sync::MutexGuard<'_, Result<ClusterStatus, String>> {
@@ -186,5 +193,43 @@ impl Source for NodeSource {
             self.view.failed.load(Relaxed) as f64,
         );
         text.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_pages_error_field_never_shows_a_password() {
+        let seen: Seen = Arc::new(Mutex::new(Err(String::new())));
+        for (store, password) in [
+            ("postgres://u:S3cretPw@127.0.0.1:1/db", "S3cretPw"),
+            ("postgres://u@127.0.0.1:1/db?password=S3cretPw", "S3cretPw"),
+            (
+                "host=127.0.0.1 port=1 user=u password='S3cretPw x'",
+                "S3cretPw x",
+            ),
+        ] {
+            let said = format!("cannot open the crawl state at '{store}': {password} refused");
+            record(&seen, Err(said), store);
+            let source = NodeSource {
+                name: "n-1".into(),
+                group: "g".into(),
+                view: Arc::new(NodeView::default()),
+                seen: seen.clone(),
+            };
+            let page = source.status().to_string();
+            let error = source.status()["cluster_error"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(
+                error.starts_with("cannot open the crawl state at"),
+                "{error}"
+            );
+            assert!(!page.contains("S3cretPw"), "{page}");
+            assert!(!source.metrics().contains("S3cretPw"));
+        }
     }
 }

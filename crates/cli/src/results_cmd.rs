@@ -23,7 +23,8 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
         refuse_protected(out, &state_files(&args.store.state, None))?;
     }
     let mut store = open_existing_store(&args.store)?;
-    let job = pick_job(store.as_mut(), args.job.as_deref(), &args.store.location())?;
+    let shown = crawlkeeper_store::location::redact(&args.store.location());
+    let job = pick_job(store.as_mut(), args.job.as_deref(), &shown)?;
     if let (Some(out), None) = (&args.out, &args.store.store) {
         refuse_protected(out, &state_files(&args.store.state, Some(&job.name)))?;
     }
@@ -99,6 +100,7 @@ fn export(store: &mut dyn Store, job: &JobInfo, args: &ResultsArgs) -> Result<Ou
     Ok(Outcome::Finished)
 }
 
+/// The job named, or the only one; `location` is shown (redacted).
 fn pick_job(
     store: &mut dyn Store,
     name: Option<&str>,

@@ -1,17 +1,41 @@
 //! Which store the command uses, opened with messages fit for a user.
 
-use crawlkeeper_store::location::{redact, scrub};
+use crawlkeeper_store::location::{is_postgres, redact, scrub};
 use crawlkeeper_store::{Store, StoreError};
 
 use crate::args::StoreArgs;
 use crate::exit::CliError;
 
-/// Opens the store the arguments name (creating a SQLite file that does
-/// not exist). Messages show the location with its password hidden.
+/// Refuses a `--store` that is neither a PostgreSQL location nor an
+/// existing file (exit 2), without repeating it: it may hold a password,
+/// and a typo must never become a new SQLite file named after it.
+pub fn check_location(args: &StoreArgs) -> Result<(), CliError> {
+    match &args.store {
+        Some(s) if !is_postgres(s) && !std::path::Path::new(s).is_file() => Err(CliError::Usage(
+            "--store is neither a PostgreSQL database (a postgres:// or postgresql:// URL, or \
+             libpq key=value words such as 'host=db.example dbname=crawl') nor an existing \
+             state file (a new SQLite state file is --state PATH)"
+                .to_owned(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Opens the store the arguments name (creating a SQLite `--state` file
+/// that does not exist). Messages show the location with its password
+/// hidden.
 pub fn open_store(args: &StoreArgs) -> Result<Box<dyn Store>, CliError> {
+    check_location(args)?;
     let location = args.location();
     let shown = redact(&location);
-    crawlkeeper_store::open(&location).map_err(|e| {
+    // --state is a file whatever its name looks like (`host=a.db` too).
+    let opened = match &args.store {
+        None => {
+            crawlkeeper_store::SqliteStore::open(&args.state).map(|s| Box::new(s) as Box<dyn Store>)
+        }
+        Some(s) => crawlkeeper_store::open(s),
+    };
+    opened.map_err(|e| {
         let why = scrub(&e.to_string(), &location);
         match e {
             StoreError::Corrupt(_) | StoreError::Backend(_) => {

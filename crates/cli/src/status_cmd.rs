@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use crawlkeeper_node::status::status;
+use crawlkeeper_store::location::scrub;
 
 use crate::args_cluster::StatusArgs;
 use crate::cluster::{connect_zk, open_store};
@@ -16,9 +17,13 @@ pub async fn run(args: StatusArgs) -> Result<Outcome, CliError> {
     let shutdown = Shutdown::install().map_err(|e| CliError::Fatal(e.into()))?;
     loop {
         let store = open_store(&args.cluster).await?;
-        let look = status(&zk, &args.cluster.group, store, args.window);
+        let look = status(&zk, args.cluster.group.as_str(), store, args.window);
         let s = tokio::select! {
-            s = look => s.map_err(|e| CliError::Fatal(e.into()))?,
+            // Said once, without the password.
+            s = look => s.map_err(|e| CliError::Fatal(anyhow::anyhow!(
+                "{}",
+                scrub(&e.to_string(), &args.cluster.store)
+            )))?,
             () = shutdown.requested() => return Ok(Outcome::Finished),
         };
         let text = if args.json {

@@ -14,6 +14,7 @@ use crawlkeeper_node::ShardItem;
 use crawlkeeper_node::status::tasks_of;
 use crawlkeeper_node::submit::{complete, submit_job};
 use crawlkeeper_store::Store;
+use crawlkeeper_store::location::scrub;
 
 use crate::args_cluster::SubmitArgs;
 use crate::cluster::{check_store, connect_zk, open_store};
@@ -31,7 +32,7 @@ pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
     Engine::configure(config.clone(), seeds.clone(), &Registry::builtin()).map_err(engine_error)?;
     check_store(&args.cluster)?;
     let zk = connect_zk(&args.cluster).await?;
-    let layout = Layout::new(&args.cluster.group)
+    let layout = Layout::new(args.cluster.group.as_str())
         .map_err(|e| CliError::Usage(format!("--group {}: {e}", args.cluster.group)))?;
     let group = metadata::read::<GroupState>(&zk, &layout.group_state())
         .await
@@ -50,9 +51,15 @@ pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
         .max(1);
     let spec = job_spec(&config, &seeds, shards);
     let store = open_store(&args.cluster).await?;
-    let submitted = submit_job(&zk, &args.cluster.group, store, spec)
+    // Said once (not its chain of causes again), without the password.
+    let submitted = submit_job(&zk, args.cluster.group.as_str(), store, spec)
         .await
-        .map_err(|e| CliError::Fatal(e.into()))?;
+        .map_err(|e| {
+            CliError::Fatal(anyhow::anyhow!(
+                "job not submitted: {}",
+                scrub(&e.to_string(), &args.cluster.store)
+            ))
+        })?;
     let job = &submitted.job;
     println!("{}", job.name);
     if !args.quiet {

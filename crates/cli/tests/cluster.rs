@@ -153,7 +153,7 @@ async fn cluster_commands_refuse_bad_input_with_one_line() {
     ];
     let (code, _, err) = c.run(&sqlite).await;
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("not a postgres:// URL"), "{err}");
+    assert!(err.contains("not a PostgreSQL database"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 
     let node = c.node(1, &[]);

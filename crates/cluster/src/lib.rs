@@ -32,5 +32,5 @@ pub use error::{CoordError, ErrorClass};
 pub use lock::{Lock, LockGuard};
 pub use memory::{MemoryCoordinator, MemoryEnsemble};
 pub use metadata::MetaError;
-pub use path::{Layout, MAX_VALUE_BYTES};
+pub use path::{BadGroupName, GroupName, Layout, MAX_VALUE_BYTES};
 pub use zk::ZkCoordinator;

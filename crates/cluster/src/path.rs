@@ -3,9 +3,54 @@
 //! (`/crawlkeeper/<group>/node/<name>/{state,task,heartbeat}`,
 //! `/crawlkeeper/<group>/group/state`).
 
-use crawlkeeper_model::cluster::NodeName;
+use std::fmt;
+use std::str::FromStr;
+
+use crawlkeeper_model::cluster::{NodeName, name_problem};
 
 use crate::error::{CoordError, Result};
+
+/// A group's name: one segment of the coordinator's paths
+/// (`/crawlkeeper/<group>/…`), by the rule every name follows
+/// ([`name_problem`]: 1 to 64 bytes of `[A-Za-z0-9._-]`, not `.` or `..`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupName(String);
+
+/// A group name refused, and why (the name itself is not repeated: the
+/// caller shows it as it sees fit).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid group name: {0}")]
+pub struct BadGroupName(pub &'static str);
+
+impl GroupName {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for GroupName {
+    type Err = BadGroupName;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match name_problem(s) {
+            Some(why) => Err(BadGroupName(why)),
+            None => Ok(GroupName(s.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for GroupName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for GroupName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
 
 /// The largest value a node may hold. ZooKeeper refuses packets above
 /// about 1 MiB by dropping the connection; we refuse earlier, with a clear
@@ -85,15 +130,13 @@ pub struct Layout {
 
 impl Layout {
     /// The layout of `group` under `/crawlkeeper`.
+    /// A name that breaks the rule ([`GroupName`]) is refused.
     pub fn new(group: &str) -> Result<Self> {
         let root = format!("/crawlkeeper/{group}");
-        check(&root)?;
-        if group.contains('/') {
-            return Err(CoordError::InvalidPath {
-                path: root,
-                reason: "a group name cannot contain '/'",
-            });
+        if let Some(reason) = name_problem(group) {
+            return Err(CoordError::InvalidPath { path: root, reason });
         }
+        check(&root)?;
         Ok(Layout { root })
     }
 
@@ -195,8 +238,12 @@ mod tests {
             l.heartbeat(&n),
             "/crawlkeeper/sc-crawler-cluster/node/sc-crawler_1/heartbeat"
         );
-        assert!(Layout::new("a/b").is_err());
-        assert!(Layout::new("").is_err());
+        for bad in ["a/b", "", ".", "..", "../x", "a b", &"g".repeat(65)] {
+            assert!(Layout::new(bad).is_err(), "{bad:?}");
+            assert!(bad.parse::<GroupName>().is_err(), "{bad:?}");
+        }
+        let g: GroupName = "sc-crawler-cluster".parse().unwrap();
+        assert_eq!(Layout::new(g.as_str()).unwrap(), l);
     }
 
     #[test]

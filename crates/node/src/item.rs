@@ -21,9 +21,28 @@ pub struct ShardItem {
 #[error("task item {0} is not a shard of a crawl job (parameters job and shard expected)")]
 pub struct NotAShard(pub String);
 
+/// The longest `url` an item carries: a longer seed is shown by its
+/// origin, so that [`crate::submit::MAX_SHARDS`] items always fit in a task.
+pub const MAX_ITEM_URL: usize = 96;
+
+/// What an item shows of `seed`: the seed, or its origin when the seed is
+/// longer than [`MAX_ITEM_URL`], or a stand-in when even that is.
+fn shown_url(seed: &str) -> String {
+    if seed.len() <= MAX_ITEM_URL {
+        return seed.to_owned();
+    }
+    let origin = url::Url::parse(seed)
+        .ok()
+        .and_then(|u| Some(format!("{}://{}/", u.scheme(), u.host_str()?)))
+        .filter(|o| o.len() <= MAX_ITEM_URL);
+    origin.unwrap_or_else(|| "http://seed-too-long.invalid/".to_owned())
+}
+
 impl ShardItem {
-    /// The item that stands for this shard; `url` is shown to people.
+    /// The item that stands for this shard; `url` (the job's first seed)
+    /// is shown to people, cut to its origin when long.
     pub fn to_item(&self, url: &str) -> RunningContent {
+        let url = shown_url(url);
         let parameters = BTreeMap::from([
             ("job".to_owned(), self.job.clone()),
             ("shard".to_owned(), self.shard.to_string()),
@@ -71,5 +90,42 @@ mod tests {
         assert_eq!(ShardItem::of(&item), Ok(s));
         let plain = RunningContent::get(TaskId::Int(1), "http://127.0.0.1/");
         assert!(ShardItem::of(&plain).is_err());
+    }
+
+    #[test]
+    fn the_most_shards_fit_in_a_task_whatever_the_seed() {
+        use crawlkeeper_cluster::protocol::task::{MAX_TASK_BYTES, accept};
+        use crawlkeeper_model::cluster::Task;
+        let long_path = format!("http://a.test/{}", "p".repeat(4000));
+        let long_host = format!("https://{}.test:8443/x", "h".repeat(200));
+        for seed in [
+            "http://127.0.0.1/".to_owned(),
+            format!("http://a.test/{}", "p".repeat(MAX_ITEM_URL - 14)),
+            long_path,
+            long_host,
+        ] {
+            let task = Task {
+                running_content: (0..crate::submit::MAX_SHARDS)
+                    .map(|shard| {
+                        ShardItem {
+                            job: "0123456789ab".into(),
+                            shard,
+                        }
+                        .to_item(&seed)
+                    })
+                    .collect(),
+                ..Task::default()
+            };
+            let size = serde_json::to_vec(&task).unwrap().len();
+            assert!(size <= MAX_TASK_BYTES, "{size} bytes");
+            let task = accept(task).expect("a valid task");
+            assert!(task.running_content[0].url.len() <= MAX_ITEM_URL);
+        }
+        let item = ShardItem {
+            job: "j".into(),
+            shard: 0,
+        };
+        let long = format!("http://a.test/{}", "p".repeat(200));
+        assert_eq!(item.to_item(&long).url, "http://a.test/");
     }
 }

@@ -23,6 +23,7 @@ use crawlkeeper_job::StoreState;
 use crawlkeeper_model::Partition;
 use crawlkeeper_model::cluster::RunningContent;
 use crawlkeeper_store::Claim;
+use crawlkeeper_store::location::scrub;
 use tokio::sync::{mpsc, watch};
 use url::Url;
 
@@ -302,6 +303,12 @@ impl Drive {
             Ok(Err(why)) => Ended::Failed(why),
             Err(e) => Ended::Failed(format!("the job could not start: {e}")),
         };
+        // Why it failed goes to the log, the task in ZooKeeper and status
+        // pages: never with the store's password.
+        let outcome = match outcome {
+            Ended::Failed(why) => Ended::Failed(scrub(&why, &self.settings.store)),
+            other => other,
+        };
         match &outcome {
             Ended::Complete => tracing::info!(job = %self.job, "job complete"),
             Ended::Stopped => tracing::info!(job = %self.job, "stopped crawling the job"),
@@ -336,7 +343,7 @@ fn engine_failure(e: EngineError) -> String {
 /// builds the engine with the state attached. Blocking.
 fn prepare(settings: &NodeSettings, job: &str, shards: Vec<u32>) -> Result<Engine, String> {
     let mut store = crawlkeeper_store::open(&settings.store)
-        .map_err(|e| crawlkeeper_store::location::scrub(&e.to_string(), &settings.store))?;
+        .map_err(|e| scrub(&e.to_string(), &settings.store))?;
     let info = store
         .find_job(job)
         .map_err(|e| e.to_string())?

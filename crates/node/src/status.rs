@@ -221,8 +221,10 @@ pub async fn status(
     store: Box<dyn Store>,
     window: Duration,
 ) -> Result<ClusterStatus, StatusError> {
-    let layout = Layout::new(group).map_err(MetaError::from)?;
+    // Released off the async threads however this returns (a bad group
+    // name included: dropping a PostgreSQL client here would panic).
     let mut store = crate::Releasing(Some(store));
+    let layout = Layout::new(group).map_err(MetaError::from)?;
     let first_store = store_look(&mut store).await?;
     let first = look_coord(c, &layout).await?;
     let started = Instant::now();

@@ -34,6 +34,9 @@ pub enum SubmitJobError {
     /// The coordinator failed.
     #[error(transparent)]
     Coord(#[from] CoordError),
+    /// More shards than a task can hold ([`MAX_SHARDS`]).
+    #[error("a cluster job has at most {MAX_SHARDS} shards, not {0}")]
+    TooManyShards(u32),
 }
 
 /// What a submission did.
@@ -52,32 +55,79 @@ pub fn complete(job: &JobInfo) -> bool {
     job.counts.seen > 0 && job.counts.pending() == 0
 }
 
+/// The most shards a cluster job may have: every shard is an item of one
+/// task, and a task must fit in a ZooKeeper node beside its results
+/// ([`crawlkeeper_cluster::protocol::task::MAX_TASK_BYTES`]); items are
+/// bounded ([`ShardItem::to_item`]), so this many always fit.
+pub const MAX_SHARDS: u32 = 1024;
+
 /// Writes `spec` to `store` (or finds it there) and gives every shard no
-/// member has to the Runners of `group`. Blocking store work runs on the
-/// blocking pool.
+/// member has to the Runners of `group`, under the group lock. A job this
+/// call wrote is removed again when its shards cannot be given, so that
+/// a failed submission leaves nothing listed. Blocking store work runs on
+/// the blocking pool.
 pub async fn submit_job<C: Coordinator + Clone>(
     c: &C,
     group: &str,
     store: Box<dyn Store>,
     spec: JobSpec,
 ) -> Result<Submitted, SubmitJobError> {
-    let job = tokio::task::spawn_blocking(move || {
-        let mut store = store;
-        store.open_job(&spec)
-    })
-    .await
-    .map_err(|e| StoreError::Backend(e.to_string()))??;
+    let mut store = crate::Releasing(Some(store));
+    if spec.shards > MAX_SHARDS {
+        return Err(SubmitJobError::TooManyShards(spec.shards));
+    }
     let layout = Layout::new(group)?;
     let lock = Lock::new(c.clone(), layout.group_lock());
     let guard = lock.acquire(LOCK_WAIT).await?;
-    let result = place(c, group, &layout, &job).await;
+    let result = write_and_place(c, group, &layout, &mut store, spec).await;
     guard.release().await?;
-    let (placed, already) = result?;
-    Ok(Submitted {
-        job,
-        placed,
-        already,
+    result
+}
+
+/// Runs `f` on the store, on the blocking pool.
+async fn on_store<T: Send + 'static>(
+    store: &mut crate::Releasing,
+    f: impl FnOnce(&mut dyn Store) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let mut s = store
+        .0
+        .take()
+        .ok_or_else(|| StoreError::Backend("the store was lost".to_owned()))?;
+    let (out, s) = tokio::task::spawn_blocking(move || (f(s.as_mut()), s))
+        .await
+        .map_err(|e| StoreError::Backend(e.to_string()))?;
+    store.0 = Some(s);
+    out
+}
+
+async fn write_and_place(
+    c: &impl Coordinator,
+    group: &str,
+    layout: &Layout,
+    store: &mut crate::Releasing,
+    spec: JobSpec,
+) -> Result<Submitted, SubmitJobError> {
+    let (job, created) = on_store(store, move |s| {
+        let created = s.find_job(&spec.name)?.is_none();
+        Ok((s.open_job(&spec)?, created))
     })
+    .await?;
+    match place(c, group, layout, &job).await {
+        Ok((placed, already)) => Ok(Submitted {
+            job,
+            placed,
+            already,
+        }),
+        Err(e) => {
+            if created {
+                let name = job.name.clone();
+                if let Err(d) = on_store(store, move |s| s.delete_job(&name)).await {
+                    tracing::warn!(job = %job.name, error = %d, "cannot remove the job whose submission failed");
+                }
+            }
+            Err(e)
+        }
+    }
 }
 
 async fn place(
@@ -128,4 +178,57 @@ pub fn pending_shards(task: &Task) -> Vec<ShardItem> {
         .into_iter()
         .filter_map(|p| ShardItem::of(&task.running_content[p]).ok())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crawlkeeper_cluster::MemoryCoordinator;
+
+    fn spec() -> JobSpec {
+        JobSpec {
+            name: "0123456789ab".into(),
+            seeds: vec!["http://127.0.0.1/".into()],
+            options: "{}".into(),
+            shards: 1,
+        }
+    }
+
+    fn state_file(name: &str) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("crawlkeeper-node-{name}-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        path
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_submission_failing_after_the_store_write_leaves_no_job_listed() {
+        let path = state_file("rollback");
+        let open = || crawlkeeper_store::open(path.to_str().unwrap()).unwrap();
+        // No group has formed: placing the shards fails after the job was
+        // written.
+        let c = MemoryCoordinator::standalone(Duration::from_secs(4));
+        let err = submit_job(&c, "g", open(), spec()).await.unwrap_err();
+        assert!(
+            matches!(err, SubmitJobError::Submit(SubmitError::NoGroup(_))),
+            "{err}"
+        );
+        assert!(open().jobs().unwrap().is_empty(), "the job was removed");
+        // A job submitted before is kept when a later submission fails.
+        let mut store = open();
+        store.open_job(&spec()).unwrap();
+        drop(store);
+        submit_job(&c, "g", open(), spec()).await.unwrap_err();
+        assert_eq!(open().jobs().unwrap().len(), 1, "the earlier job stays");
+        // Too many shards: refused before anything is written.
+        let big = JobSpec {
+            shards: MAX_SHARDS + 1,
+            name: "ba9876543210".into(),
+            ..spec()
+        };
+        let err = submit_job(&c, "g", open(), big).await.unwrap_err();
+        assert!(err.to_string().contains("at most 1024 shards"), "{err}");
+        assert_eq!(open().jobs().unwrap().len(), 1);
+        let _ = std::fs::remove_file(&path);
+    }
 }

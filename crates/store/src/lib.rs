@@ -259,10 +259,11 @@ pub trait Store: Send {
     }
 }
 
-/// Opens the store `location` names: a `postgres://` or `postgresql://`
-/// URL, or else the path of a SQLite file.
+/// Opens the store `location` names: a PostgreSQL database (a
+/// `postgres://` or `postgresql://` URL, or a libpq key=value string, see
+/// [`location::is_postgres`]), or else the path of a SQLite file.
 pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
-    if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+    if location::is_postgres(location) {
         Ok(Box::new(PgStore::connect(location)?))
     } else {
         Ok(Box::new(SqliteStore::open(location)?))

@@ -20,6 +20,6 @@ mod wire;
 
 pub use group::GroupState;
 pub use heartbeat::{HeartState, Heartbeat, HeartbeatError, TimeFormat};
-pub use name::{NameError, NodeName};
+pub use name::{MAX_NAME_BYTES, NameError, NodeName, name_problem};
 pub use node::{CrawlerRole, NodeState};
 pub use task::{ResultDetail, RunningContent, RunningResult, Task, TaskId, TaskState};

@@ -16,9 +16,33 @@ pub enum NameError {
     /// The base before the separator is empty.
     #[error("invalid node name {0:?}: the part before the index is empty")]
     EmptyBase(String),
-    /// A character that cannot be part of a coordinator path.
-    #[error("invalid node name {0:?}: only letters, digits, '-', '_' and '.' are allowed")]
-    BadCharacter(String),
+    /// Not a name at all ([`name_problem`]): empty, too long, `.`/`..`, or
+    /// a character that cannot be part of a coordinator path.
+    #[error("invalid node name {0:?}: {1}")]
+    Bad(String, &'static str),
+}
+
+/// The most bytes a group's or a node's name may have.
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// Why `s` cannot name a group or a node, or `None` when it can. The one
+/// rule for names that become a segment of a coordinator path: 1 to
+/// [`MAX_NAME_BYTES`] bytes of `[A-Za-z0-9._-]`, and not `.` or `..`.
+pub fn name_problem(s: &str) -> Option<&'static str> {
+    if s.is_empty() {
+        Some("a name cannot be empty")
+    } else if s.len() > MAX_NAME_BYTES {
+        Some("a name has at most 64 bytes")
+    } else if s == "." || s == ".." {
+        Some("a name cannot be '.' or '..'")
+    } else if !s
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+    {
+        Some("only letters, digits, '-', '_' and '.' are allowed")
+    } else {
+        None
+    }
 }
 
 /// A node's name: a base, a separator (`-` or `_`) and an index.
@@ -55,11 +79,8 @@ impl FromStr for NodeName {
     type Err = NameError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if !s
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        {
-            return Err(NameError::BadCharacter(s.to_owned()));
+        if let Some(why) = name_problem(s) {
+            return Err(NameError::Bad(s.to_owned(), why));
         }
         let sep_at = s
             .rfind(['-', '_'])
@@ -141,6 +162,15 @@ mod tests {
             "crawler".parse::<NodeName>(),
             Err(NameError::NoIndex(_))
         ));
+        for bad in ["a/b-1", "", "x\n-1", "../x-1", "ü-1"] {
+            assert!(
+                matches!(bad.parse::<NodeName>(), Err(NameError::Bad(..))),
+                "{bad:?}"
+            );
+        }
+        let long = format!("{}-1", "a".repeat(MAX_NAME_BYTES - 1));
+        assert!(matches!(long.parse::<NodeName>(), Err(NameError::Bad(..))));
+        assert!(long[1..].parse::<NodeName>().is_ok(), "64 bytes is fine");
         assert!(matches!(
             "_7".parse::<NodeName>(),
             Err(NameError::EmptyBase(_))
@@ -149,6 +179,16 @@ mod tests {
             "crawler-99999999999".parse::<NodeName>(),
             Err(NameError::NoIndex(_))
         ));
+    }
+
+    #[test]
+    fn the_name_rule() {
+        for ok in ["a", "sc-crawler-cluster", "a.b_c-1", "...", &"x".repeat(64)] {
+            assert_eq!(name_problem(ok), None, "{ok}");
+        }
+        for bad in ["", ".", "..", "a/b", "a b", "a\0", &"x".repeat(65)] {
+            assert!(name_problem(bad).is_some(), "{bad:?}");
+        }
     }
 
     #[test]

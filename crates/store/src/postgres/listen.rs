@@ -71,7 +71,8 @@ fn run(url: &str, channel: &str, wake: &dyn Fn(), stop: &AtomicBool) {
         {
             Ok(c) => c,
             Err(e) => {
-                debug!(error = %e, "cannot listen for news; the polls go on");
+                let error = crate::location::scrub(&e.to_string(), url);
+                debug!(%error, "cannot listen for news; the polls go on");
                 pause(backoff, stop);
                 backoff = (backoff * 2).min(Duration::from_secs(5));
                 continue;
@@ -89,7 +90,8 @@ fn run(url: &str, channel: &str, wake: &dyn Fn(), stop: &AtomicBool) {
                 Ok(Some(_)) => wake(),
                 Ok(None) => {}
                 Err(e) => {
-                    debug!(error = %e, "lost the listening connection");
+                    let error = crate::location::scrub(&e.to_string(), url);
+                    debug!(%error, "lost the listening connection");
                     break;
                 }
             }

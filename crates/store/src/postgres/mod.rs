@@ -25,6 +25,7 @@ use postgres::{Client, NoTls};
 use tracing::{info, warn};
 
 use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
+use crate::location::scrub;
 use crate::schema::{self, state};
 use crate::{Claim, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError};
 use apply::{Cache, apply_in};
@@ -113,6 +114,15 @@ impl PgStore {
         {
             return Err(StoreError::Backend(format!("bad schema name {s:?}")));
         }
+        // A location that does not read is the user's to fix, not an
+        // outage to wait for (the driver's words name no value).
+        if let Err(e) = url.parse::<postgres::Config>() {
+            let why = match std::error::Error::source(&e) {
+                Some(cause) => format!("{e}: {cause}"),
+                None => e.to_string(),
+            };
+            return Err(StoreError::Backend(scrub(&why, url)));
+        }
         let mut store = Self {
             url: url.to_owned(),
             schema: schema.map(str::to_owned),
@@ -135,14 +145,16 @@ impl PgStore {
     /// The connection, opened (and the schema migrated) if needed.
     fn client(&mut self) -> Result<&mut Client, StoreError> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
-            let mut client = Client::connect(&self.url, NoTls).map_err(|e| {
-                let e = err(e);
-                match e {
-                    StoreError::Unavailable(m) => {
-                        StoreError::Unavailable(format!("cannot connect to PostgreSQL: {m}"))
-                    }
-                    other => other,
-                }
+            let url = &self.url;
+            let mut client = Client::connect(url, NoTls).map_err(|e| match err(e) {
+                // The driver's words may hold the location: hidden.
+                StoreError::Unavailable(m) => StoreError::Unavailable(format!(
+                    "cannot connect to PostgreSQL: {}",
+                    scrub(&m, url)
+                )),
+                StoreError::Conflict(m) => StoreError::Conflict(scrub(&m, url)),
+                StoreError::Backend(m) => StoreError::Backend(scrub(&m, url)),
+                other => other,
             })?;
             client
                 .batch_execute(&format!(
