@@ -169,6 +169,12 @@ async fn a_warc_file_or_index_is_never_a_pipe_or_a_link() {
         untouched(&d, &names);
         assert!(!d.join(&warc).exists(), "{args:?}: nothing written");
     }
+    // A later rotation's index, before its file exists.
+    mkfifo(&d.join("f-00003.cdxj"));
+    let args = ["crawl", "--no-state", "--warc", "f.warc.gz", "--cdx", &seed];
+    let r = bounded(&d, &args).await;
+    assert_refused(&r, "f-00003.cdxj");
+    assert!(is_fifo(&d.join("f-00003.cdxj")) && !d.join("f.warc.gz").exists());
     // An index of something else is kept unless --overwrite.
     std::fs::write(d.join("n.cdxj"), "my notes\n").unwrap();
     let args = ["crawl", "--no-state", "--warc", "n.warc.gz", "--cdx", &seed];

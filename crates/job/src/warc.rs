@@ -90,25 +90,34 @@ impl WarcOptions {
     /// or, with `cdx`, one of their indexes (`crawl-00007.cdxj`), at any
     /// rotation; `None` when no rotation writes that name.
     pub fn names(&self, name: &str, cdx: bool) -> Option<&'static str> {
+        self.file_named(name, cdx).map(|(_, index)| {
+            if index {
+                "a CDXJ index of the --warc output"
+            } else {
+                "a WARC file of the --warc output"
+            }
+        })
+    }
+
+    /// The rotation whose WARC file (`false`) or, with `cdx`, index
+    /// (`true`) is named `name`.
+    fn file_named(&self, name: &str, cdx: bool) -> Option<(u32, bool)> {
         let config = self.config("");
-        let index_name = |warc: &Path| {
-            crawlkeeper_warc::cdxj::index_path(warc)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-        };
         let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
         let number = |n: u32| {
             let warc = config.path_of(n);
             if file_name(&warc).as_deref() == Some(name) {
-                Some("a WARC file of the --warc output")
-            } else if cdx && index_name(&warc).as_deref() == Some(name) {
-                Some("a CDXJ index of the --warc output")
+                Some((n, false))
+            } else if cdx
+                && file_name(&crawlkeeper_warc::cdxj::index_path(&warc)).as_deref() == Some(name)
+            {
+                Some((n, true))
             } else {
                 None
             }
         };
-        if let Some(what) = number(0) {
-            return Some(what);
+        if let Some(found) = number(0) {
+            return Some(found);
         }
         // A rotation's number: the digits after `<stem>-`.
         let base = file_name(&config.path)?;
@@ -129,13 +138,25 @@ impl WarcOptions {
     /// output that may not be written: one that is not a regular file (a
     /// link, a pipe: an index is renamed into place, which would replace
     /// it), or a regular file that is not an index of the WARC file beside
-    /// it, unless `overwrite`.
+    /// it, unless `overwrite`. Every rotation's index there is checked,
+    /// of files to come as well.
     pub fn check_indexes(&self, job: &str, overwrite: bool) -> Result<(), OutputError> {
         let config = self.config(job);
         let mut numbers = existing_files(&config);
-        if numbers.first() != Some(&0) {
-            numbers.insert(0, 0);
+        numbers.push(0);
+        let dir = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                if let Some((n, true)) = self.file_named(&e.file_name().to_string_lossy(), true) {
+                    numbers.push(n);
+                }
+            }
         }
+        numbers.sort_unstable();
+        numbers.dedup();
         for n in numbers {
             let warc = config.path_of(n);
             let index = crawlkeeper_warc::cdxj::index_path(&warc);
@@ -469,5 +490,38 @@ impl Sink for WarcSink {
     fn flush(&mut self) -> Result<(), SinkError> {
         self.writer.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rotation_and_index_is_known_by_name() {
+        let w = WarcOptions {
+            path: PathBuf::from("/x/crawl.warc.gz"),
+            max_size: 1,
+            gzip_level: 6,
+            info: Vec::new(),
+        };
+        let warc = Some("a WARC file of the --warc output");
+        let index = Some("a CDXJ index of the --warc output");
+        assert_eq!(w.names("crawl.warc.gz", false), warc);
+        assert_eq!(w.names("crawl-00007.warc.gz", false), warc);
+        assert_eq!(w.names("crawl-123456.warc.gz", false), warc);
+        assert_eq!(w.names("crawl.cdxj", true), index);
+        assert_eq!(w.names("crawl-00002.cdxj", true), index);
+        assert_eq!(w.names("crawl-00002.cdxj", false), None);
+        for other in [
+            "crawl-7.cdxj",
+            "crawl-000070.cdxj",
+            "crawl-00000.warc.gz",
+            "crawl-00002.warc",
+            "other.cdxj",
+            "crawl.db",
+        ] {
+            assert_eq!(w.names(other, true), None, "{other}");
+        }
     }
 }
