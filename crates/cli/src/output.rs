@@ -69,13 +69,11 @@ pub fn refuse_protected_warc(
             .then(|| p.path.file_name().and_then(|n| n.to_str()))
             .flatten()
             .and_then(|n| w.names(n, cdx));
-        let by_file = paths.iter().find(|c| same_file(c, &p.path)).map(|_| {
-            if p.path.extension().is_some_and(|e| e == "cdxj") && cdx {
-                "a CDXJ index of the --warc output"
-            } else {
-                "a file of the --warc output"
-            }
-        });
+        let by_file = paths
+            .iter()
+            .find(|c| same_file(c, &p.path))
+            .and_then(|c| c.file_name().and_then(|n| n.to_str()))
+            .and_then(|n| w.names(n, cdx));
         if let Some(what) = by_name.or(by_file) {
             return Err(CliError::Usage(format!(
                 "{flag} '{}' would write '{}' ({what}), which is {}; that would destroy it: \
