@@ -17,7 +17,7 @@ use crate::args_view::ViewArgs;
 use crate::exit::{CliError, Outcome};
 use crate::output::{
     Part, Protected, check_existing, fresh_sink, is_stream, lock_existing, open_output,
-    refuse_protected, refuse_protected_warc, state_files,
+    refuse_odd_lock, refuse_protected, refuse_protected_warc, state_files,
 };
 use crate::progress::{Progress, ProgressMode};
 use crate::seeds::{read_seeds, seed_files, stdin};
@@ -58,6 +58,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         .collect();
     if !args.no_state && args.store.store.is_none() {
         protected.extend(state_files(&args.store.state, Some(&spec.name)));
+        refuse_odd_lock(&args.store.state, &spec.name)?;
     }
     if let Some(out) = &args.out {
         refuse_protected(out, &protected)?;

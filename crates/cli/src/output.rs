@@ -16,7 +16,7 @@ pub use crawlkeeper_job::output::{
 };
 use crawlkeeper_job::warc::WarcOptions;
 use crawlkeeper_model::CrawlRecord;
-use crawlkeeper_warc::target::open_regular;
+use crawlkeeper_warc::target::{Target, open_regular, what_is};
 
 use crate::exit::CliError;
 
@@ -109,6 +109,25 @@ pub fn state_files(state: &Path, job: Option<&str>) -> Vec<Protected> {
     ];
     files.extend(job.map(|job| beside(&format!(".{job}.lock"))));
     files
+}
+
+/// Refuses a lock file of `job` beside the state file `state` that is
+/// not a regular file (a link, a pipe): the lock is never taken through
+/// it, and the user must see why.
+pub fn refuse_odd_lock(state: &Path, job: &str) -> Result<(), CliError> {
+    let mut lock = state.as_os_str().to_owned();
+    lock.push(format!(".{job}.lock"));
+    let lock = PathBuf::from(lock);
+    match what_is(&lock) {
+        Ok(Target::Missing | Target::Regular) => Ok(()),
+        Ok(what) => Err(CliError::Usage(format!(
+            "lock file '{}' is {}, not a regular file; remove it (crawlkeeper never writes \
+             through it)",
+            lock.display(),
+            what.describe()
+        ))),
+        Err(e) => Err(unwritable(&lock, e)),
+    }
 }
 
 /// True when `a` and `b` name the same file: the same inode if both

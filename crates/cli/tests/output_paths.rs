@@ -424,3 +424,33 @@ async fn an_index_that_is_the_state_out_or_a_seed_file_is_refused_untouched() {
         assert_eq!(now, before, "{args:?} changed a file");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_file_that_is_a_link_is_refused_and_its_target_kept() {
+    let site = TestSite::start(SiteConfig::uniform(1, 3)).await.unwrap();
+    let seed = site.url(0, "/");
+    let d = dir("lock-link");
+    let r = bounded(&d, &["crawl", "--quiet", "--out", "a.jsonl", &seed]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let jobs = bounded(&d, &["jobs"]).await;
+    let job = jobs
+        .stdout
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_owned();
+    std::fs::write(d.join("precious"), "keep").unwrap();
+    let lock = d.join(format!("crawlkeeper.db.{job}.lock"));
+    symlink(&d.join("precious"), &lock);
+    let r = bounded(
+        &d,
+        &["crawl", "--quiet", "--fresh", "--out", "a.jsonl", &seed],
+    )
+    .await;
+    assert_refused(&r, "lock file");
+    assert_eq!(std::fs::read(d.join("precious")).unwrap(), b"keep");
+    assert!(is_link(&lock));
+}

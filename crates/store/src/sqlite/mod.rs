@@ -260,7 +260,12 @@ fn open_lock(path: &Path) -> std::io::Result<File> {
         .create(true)
         .truncate(false)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => std::io::Error::other("it is a symbolic link, not a regular file"),
+            Some(libc::ENXIO) => std::io::Error::other("it is a pipe, not a regular file"),
+            _ => e,
+        })?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
