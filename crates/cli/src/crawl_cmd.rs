@@ -17,7 +17,7 @@ use crate::args_view::ViewArgs;
 use crate::exit::{CliError, Outcome};
 use crate::output::{
     Part, Protected, check_existing, fresh_sink, is_stream, lock_existing, open_output,
-    refuse_protected, state_files,
+    refuse_odd_lock, refuse_protected, refuse_protected_warc, state_files,
 };
 use crate::progress::{Progress, ProgressMode};
 use crate::seeds::{read_seeds, seed_files, stdin};
@@ -61,6 +61,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         .collect();
     if !args.no_state && args.store.store.is_none() {
         protected.extend(state_files(&args.store.state, Some(&spec.name)));
+        refuse_odd_lock(&args.store.state, &spec.name)?;
     }
     if let Some(out) = &args.out {
         refuse_protected(out, &protected)?;
@@ -71,11 +72,21 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         ));
     }
     if let Some(w) = &warc {
-        refuse_protected(&w.path, &protected)?;
         if args.out.as_ref().is_some_and(|o| *o == w.path) {
             return Err(CliError::Usage(
                 "--warc and --out name the same file".to_owned(),
             ));
+        }
+        // Every file the WARC output writes (rotations, --cdx indexes)
+        // spares the state, the seeds and --out.
+        let cdx = args.warc.cdx;
+        refuse_protected_warc(w, &spec.name, cdx, "--warc", &protected)?;
+        if let Some(out) = &args.out {
+            let out = Protected {
+                path: out.clone(),
+                what: "the --out file",
+            };
+            refuse_protected_warc(w, &spec.name, cdx, "--warc", &[out])?;
         }
     }
     if args.no_state {
@@ -84,6 +95,9 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         }
         if let Some(w) = &warc {
             check_warc(w, JobLook::fresh(&spec.name), args.overwrite)?;
+            if args.warc.cdx {
+                w.check_indexes(&spec.name, args.overwrite)?;
+            }
         }
         let mut sink = fresh_sink(args.out.as_deref())?;
         if let Some(w) = &warc {
@@ -113,6 +127,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         shards: held.clone(),
         take_over: args.take_over,
         warc,
+        cdx: args.warc.cdx,
     };
     // Store set-up blocks (and the PostgreSQL client runs its own runtime).
     let (store, job, sink) = tokio::task::spawn_blocking(move || prepare(&options, &spec))
@@ -216,6 +231,8 @@ struct PrepareOptions {
     shards: Vec<u32>,
     take_over: bool,
     warc: Option<WarcOptions>,
+    /// `--cdx`: an index beside each WARC file.
+    cdx: bool,
 }
 
 /// A store, its job, claimed, and the sink for the job's records.
@@ -241,6 +258,9 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
     {
         let new = JobLook::fresh(&spec.name);
         check_warc(w, new, options.overwrite)?;
+        if options.cdx {
+            w.check_indexes(&spec.name, options.overwrite)?;
+        }
     }
     if options.recrawl && options.store.store.is_none() && !options.store.state.exists() {
         return Err(no_earlier_crawl(spec, &options.store));
@@ -277,6 +297,9 @@ fn prepare(options: &PrepareOptions, spec: &JobSpec) -> Result<Prepared, CliErro
             done,
         };
         check_warc(w, look, options.overwrite)?;
+        if options.cdx {
+            w.check_indexes(&spec.name, options.overwrite)?;
+        }
     }
     // The output file is this process's alone; with --take-over it is
     // taken before the shard, so that a process refused its file has

@@ -11,8 +11,12 @@ use std::path::{Path, PathBuf};
 
 use crawlkeeper_crawl::{JsonlSink, Sink};
 use crawlkeeper_job::OutputError;
-pub use crawlkeeper_job::output::{Part, check_existing, is_stream, lock_existing, open_output};
+pub use crawlkeeper_job::output::{
+    Part, check_existing, check_target, is_stream, lock_existing, open_output,
+};
+use crawlkeeper_job::warc::WarcOptions;
 use crawlkeeper_model::CrawlRecord;
+use crawlkeeper_warc::target::{Target, open_regular, what_is};
 
 use crate::exit::CliError;
 
@@ -46,6 +50,43 @@ pub fn refuse_protected(out: &Path, protected: &[Protected]) -> Result<(), CliEr
     }
 }
 
+/// Refuses a WARC output (`--warc`, `results --format warc --out`) that
+/// would write one of `protected`: its first file, a later rotation, or
+/// with `cdx` the CDXJ index of any of them. Matched by name in the
+/// output's directory (rotations to come), and by inode for the files
+/// there already.
+pub fn refuse_protected_warc(
+    w: &WarcOptions,
+    job: &str,
+    cdx: bool,
+    flag: &str,
+    protected: &[Protected],
+) -> Result<(), CliError> {
+    let paths = w.paths(job, cdx);
+    let dir = |p: &Path| absolute(p).parent().map(Path::to_path_buf);
+    for p in protected {
+        let by_name = (dir(&p.path) == dir(&w.path))
+            .then(|| p.path.file_name().and_then(|n| n.to_str()))
+            .flatten()
+            .and_then(|n| w.names(n, cdx));
+        let by_file = paths
+            .iter()
+            .find(|c| same_file(c, &p.path))
+            .and_then(|c| c.file_name().and_then(|n| n.to_str()))
+            .and_then(|n| w.names(n, cdx));
+        if let Some(what) = by_name.or(by_file) {
+            return Err(CliError::Usage(format!(
+                "{flag} '{}' would write '{}' ({what}), which is {}; that would destroy it: \
+                 use another {flag} path",
+                w.path.display(),
+                p.path.display(),
+                p.what
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The state file and the files SQLite and crawlkeeper keep beside it
 /// (the lock file of `job`, when it is known).
 pub fn state_files(state: &Path, job: Option<&str>) -> Vec<Protected> {
@@ -68,6 +109,25 @@ pub fn state_files(state: &Path, job: Option<&str>) -> Vec<Protected> {
     ];
     files.extend(job.map(|job| beside(&format!(".{job}.lock"))));
     files
+}
+
+/// Refuses a lock file of `job` beside the state file `state` that is
+/// not a regular file (a link, a pipe): the lock is never taken through
+/// it, and the user must see why.
+pub fn refuse_odd_lock(state: &Path, job: &str) -> Result<(), CliError> {
+    let mut lock = state.as_os_str().to_owned();
+    lock.push(format!(".{job}.lock"));
+    let lock = PathBuf::from(lock);
+    match what_is(&lock) {
+        Ok(Target::Missing | Target::Regular) => Ok(()),
+        Ok(what) => Err(CliError::Usage(format!(
+            "lock file '{}' is {}, not a regular file; remove it (crawlkeeper never writes \
+             through it)",
+            lock.display(),
+            what.describe()
+        ))),
+        Err(e) => Err(unwritable(&lock, e)),
+    }
 }
 
 /// True when `a` and `b` name the same file: the same inode if both
@@ -96,10 +156,11 @@ fn absolute(path: &Path) -> PathBuf {
 /// is not a crawl record, unless `overwrite` is set: a file of an earlier
 /// run's records may be replaced, anything else is the user's.
 pub fn check_replaceable(path: &Path, overwrite: bool) -> Result<(), CliError> {
+    check_target(path)?;
     if overwrite || is_stream(path) {
         return Ok(());
     }
-    let file = match File::open(path) {
+    let file = match open_regular(path, OpenOptions::new().read(true)) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(unwritable(path, e)),
@@ -126,12 +187,23 @@ fn unwritable(path: &Path, e: std::io::Error) -> CliError {
 }
 
 /// Opens `path` to write records from its start: a regular file is
-/// created or emptied, a stream is opened as it is.
+/// created or emptied (never through a link), a stream is opened as it is
+/// (and must still be one once open).
 pub fn create(path: &Path) -> Result<File, CliError> {
     let result = if is_stream(path) {
-        OpenOptions::new().write(true).open(path)
+        OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| match f.metadata() {
+                Ok(m) if m.is_file() => Err(std::io::Error::other(
+                    "it became a regular file while being opened",
+                )),
+                Ok(_) => Ok(f),
+                Err(e) => Err(e),
+            })
     } else {
-        File::create(path)
+        open_regular(path, OpenOptions::new().write(true).create(true))
+            .and_then(|f| f.set_len(0).map(|()| f))
     };
     result.map_err(|e| unwritable(path, e))
 }

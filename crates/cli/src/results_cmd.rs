@@ -9,7 +9,9 @@ use crawlkeeper_store::{JobInfo, Store};
 
 use crate::args::{Format, JobsArgs, ResultsArgs};
 use crate::exit::{CliError, Outcome};
-use crate::output::{Part, check_existing, create, refuse_protected, state_files};
+use crate::output::{
+    Part, check_existing, create, refuse_protected, refuse_protected_warc, state_files,
+};
 use crate::state::{fatal, open_existing_store};
 use crate::warc_out::warc_info;
 
@@ -77,7 +79,14 @@ fn export(store: &mut dyn Store, job: &JobInfo, args: &ResultsArgs) -> Result<Ou
             job.name
         )));
     }
+    if args.store.store.is_none() {
+        let state = state_files(&args.store.state, Some(&job.name));
+        refuse_protected_warc(&options, &job.name, args.cdx, "--out", &state)?;
+    }
     check_export(&options, &job.name, args.overwrite)?;
+    if args.cdx {
+        options.check_indexes(&job.name, args.overwrite)?;
+    }
     let done = export_warc(store, job, &options)?;
     let files: Vec<String> = done.files.iter().map(|f| f.display().to_string()).collect();
     eprintln!(

@@ -11,10 +11,11 @@ use std::path::PathBuf;
 use crawlkeeper_model::CrawlRecord;
 use crawlkeeper_store::{JobInfo, Store};
 use crawlkeeper_warc::gzip::reencode;
+use crawlkeeper_warc::target::{Target, what_is};
 use crawlkeeper_warc::writer::{WarcWriter, encode, existing_files};
 
 use crate::output::OutputError;
-use crate::warc::{WarcOptions, no_response};
+use crate::warc::{WarcOptions, no_response, not_a_file, remove_rotations};
 
 /// Results read from the store at a time.
 const PAGE: usize = 2_000;
@@ -38,10 +39,18 @@ pub struct Exported {
 }
 
 /// Refuses, before anything is written, an export over existing files
-/// (unless `overwrite`, which removes them).
+/// (unless `overwrite`, which replaces them), and over anything that is
+/// not a regular file (a link, a pipe, a device), `overwrite` or not.
 pub fn check_export(options: &WarcOptions, job: &str, overwrite: bool) -> Result<(), OutputError> {
     let config = options.config(job);
     let files = existing_files(&config);
+    for &n in &files {
+        let path = config.path_of(n);
+        let what = what_is(&path).map_err(|e| io(&path, e))?;
+        if what != Target::Regular {
+            return Err(not_a_file(&path, what));
+        }
+    }
     if !files.is_empty() && !overwrite {
         return Err(OutputError::Foreign(format!(
             "'{}' exists; use another --out path, or --overwrite to replace it",
@@ -66,10 +75,9 @@ pub fn export_warc(
 ) -> Result<Exported, OutputError> {
     let config = options.config(&job.name);
     let level = config.gzip().then_some(config.gzip_level);
-    for n in existing_files(&config) {
-        let p = config.path_of(n);
-        std::fs::remove_file(&p).map_err(|e| io(&p, e))?;
-    }
+    // The first file is emptied by the writer (a regular file only);
+    // later ones go.
+    remove_rotations(&config, &existing_files(&config))?;
     let first = config.path_of(0);
     let mut writer = WarcWriter::open(config, 0, 0).map_err(|e| io(&first, e))?;
     let mut files = vec![writer.current_path()];

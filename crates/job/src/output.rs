@@ -8,8 +8,11 @@
 //! An output never destroys what it is not: an existing file that does
 //! not hold this job's records (checked record by record) is refused
 //! unless the caller says to overwrite it, before anything is written. A
-//! path that is not a regular file (`/dev/null`, `/dev/stdout`, a pipe) is
-//! a stream: written to, never cut or read.
+//! pipe, a character device or a socket (`/dev/null`, a FIFO), or a link
+//! to one (`/dev/stdout`), is a stream: written to, never cut or read. A
+//! link to anything else (a regular file, nothing) is refused: the file
+//! would be cut through it. Files are opened without following a link
+//! and checked once open.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -17,6 +20,7 @@ use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crawlkeeper_store::{JobInfo, Store, StoreError};
+use crawlkeeper_warc::target::{Target, open_regular, what_is, what_it_leads_to};
 
 /// Results read from the store at a time.
 const PAGE: usize = 10_000;
@@ -48,10 +52,47 @@ fn io(path: &Path, source: std::io::Error) -> OutputError {
     }
 }
 
-/// True when `path` exists and is not a regular file (a device, a pipe):
-/// written as a stream, never cut, read or rewritten.
+/// True when `path` is a pipe, a character device or a socket, or a
+/// link to one (`/dev/stdout`): written as a stream, never cut, read or
+/// rewritten.
 pub fn is_stream(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+    match what_is(path) {
+        Ok(Target::Stream) => true,
+        Ok(Target::Link) => matches!(what_it_leads_to(path), Ok(Target::Stream)),
+        _ => false,
+    }
+}
+
+/// Refuses an output path that is neither missing, a regular file nor a
+/// stream ([`is_stream`]): a link to a file (or to nothing), a directory,
+/// a block device. Nothing is written through a link but to a stream.
+pub fn check_target(path: &Path) -> Result<(), OutputError> {
+    let what = what_is(path).map_err(|e| io(path, e))?;
+    match what {
+        Target::Missing | Target::Regular | Target::Stream => Ok(()),
+        Target::Link if is_stream(path) => Ok(()),
+        Target::Link => Err(OutputError::Foreign(format!(
+            "output file '{}' is a symbolic link to {}; a link is written through only to a \
+             pipe or device (like /dev/stdout): give the file's own path",
+            path.display(),
+            match what_it_leads_to(path) {
+                Ok(Target::Missing) => "nothing",
+                Ok(t) => t.describe(),
+                Err(_) => "something unreadable",
+            }
+        ))),
+        Target::Other => Err(OutputError::Foreign(format!(
+            "output file '{}' is {}",
+            path.display(),
+            what.describe()
+        ))),
+    }
+}
+
+/// Opens the regular file at `path` (never through a link: see
+/// [`crawlkeeper_warc::target::open_regular`]).
+fn open_file(path: &Path, options: &mut OpenOptions) -> Result<File, OutputError> {
+    open_regular(path, options).map_err(|e| io(path, e))
 }
 
 /// The records of a job an output holds: all of them, or some shards'.
@@ -72,10 +113,11 @@ pub fn check_existing(
     stored: Option<(&mut dyn Store, Part<'_>)>,
     overwrite: bool,
 ) -> Result<(), OutputError> {
+    check_target(path)?;
     if overwrite || is_stream(path) {
         return Ok(());
     }
-    let mut file = match File::open(path) {
+    let mut file = match open_regular(path, OpenOptions::new().read(true)) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(path, e)),
@@ -161,7 +203,7 @@ fn lock(file: File, path: &Path) -> Result<File, OutputError> {
 /// anything else is changed (see [`open_output`]); `None` when there is
 /// no file yet.
 pub fn lock_existing(path: &Path) -> Result<Option<File>, OutputError> {
-    match OpenOptions::new().read(true).write(true).open(path) {
+    match open_regular(path, OpenOptions::new().read(true).write(true)) {
         Ok(f) => lock(f, path).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io(path, e)),
@@ -192,13 +234,14 @@ pub fn open_output(
     let mut file = match locked {
         Some(f) => f,
         None => {
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)
-                .map_err(|e| io(path, e))?;
+            let f = open_file(
+                path,
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+            )?;
             lock(f, path)?
         }
     };

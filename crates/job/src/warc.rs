@@ -17,6 +17,7 @@ use crawlkeeper_crawl::sink::SinkError;
 use crawlkeeper_model::{CrawlRecord, FinishedUrl};
 use crawlkeeper_store::Store;
 use crawlkeeper_warc::scan::{first_record, scan_index};
+use crawlkeeper_warc::target::{Target, open_regular, remove_if_same, what_is};
 use crawlkeeper_warc::writer::{WarcWriter, WriterConfig, encode, existing_files};
 use crawlkeeper_warc::{PageMetadata, Record};
 
@@ -61,7 +62,134 @@ impl WarcOptions {
         existing_files(&config)
             .into_iter()
             .map(|n| config.path_of(n))
-            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+            .find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.len() > 0))
+    }
+
+    /// The paths this output writes for `job` (its files so far, the
+    /// first one's whether it exists or not), and with `cdx` their
+    /// indexes; later rotations are matched by name ([`WarcOptions::names`]).
+    pub fn paths(&self, job: &str, cdx: bool) -> Vec<PathBuf> {
+        let config = self.config(job);
+        let mut numbers = existing_files(&config);
+        if numbers.first() != Some(&0) {
+            numbers.insert(0, 0);
+        }
+        let mut paths = Vec::new();
+        for n in numbers {
+            let warc = config.path_of(n);
+            if cdx {
+                paths.push(crawlkeeper_warc::cdxj::index_path(&warc));
+            }
+            paths.push(warc);
+        }
+        paths
+    }
+
+    /// What a file named `name` in this output's directory would be to
+    /// it: one of its WARC files (`crawl.warc.gz`, `crawl-00007.warc.gz`)
+    /// or, with `cdx`, one of their indexes (`crawl-00007.cdxj`), at any
+    /// rotation; `None` when no rotation writes that name.
+    pub fn names(&self, name: &str, cdx: bool) -> Option<&'static str> {
+        self.file_named(name, cdx).map(|(_, index)| {
+            if index {
+                "a CDXJ index of the --warc output"
+            } else {
+                "a WARC file of the --warc output"
+            }
+        })
+    }
+
+    /// The rotation whose WARC file (`false`) or, with `cdx`, index
+    /// (`true`) is named `name`.
+    fn file_named(&self, name: &str, cdx: bool) -> Option<(u32, bool)> {
+        let config = self.config("");
+        let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+        let number = |n: u32| {
+            let warc = config.path_of(n);
+            if file_name(&warc).as_deref() == Some(name) {
+                Some((n, false))
+            } else if cdx
+                && file_name(&crawlkeeper_warc::cdxj::index_path(&warc)).as_deref() == Some(name)
+            {
+                Some((n, true))
+            } else {
+                None
+            }
+        };
+        if let Some(found) = number(0) {
+            return Some(found);
+        }
+        // A rotation's number: the digits after `<stem>-`.
+        let base = file_name(&config.path)?;
+        let (stem, _) = crawlkeeper_warc::writer::split_name(&base);
+        let digits: String = name
+            .strip_prefix(stem)?
+            .strip_prefix('-')?
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if digits.len() < 5 {
+            return None;
+        }
+        digits.parse().ok().filter(|&n| n > 0).and_then(number)
+    }
+
+    /// Refuses, before anything is written, an index (`--cdx`) of this
+    /// output that may not be written: one that is not a regular file (a
+    /// link, a pipe: an index is renamed into place, which would replace
+    /// it), or a regular file that is not an index of the WARC file beside
+    /// it, unless `overwrite`. Every rotation's index there is checked,
+    /// of files to come as well.
+    pub fn check_indexes(&self, job: &str, overwrite: bool) -> Result<(), OutputError> {
+        let config = self.config(job);
+        let mut numbers = existing_files(&config);
+        numbers.push(0);
+        let dir = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                if let Some((n, true)) = self.file_named(&e.file_name().to_string_lossy(), true) {
+                    numbers.push(n);
+                }
+            }
+        }
+        numbers.sort_unstable();
+        numbers.dedup();
+        for n in numbers {
+            let warc = config.path_of(n);
+            let index = crawlkeeper_warc::cdxj::index_path(&warc);
+            let what = what_is(&index).map_err(|e| io(&index, e))?;
+            match what {
+                Target::Missing => continue,
+                Target::Regular => {}
+                _ => {
+                    return Err(OutputError::Foreign(format!(
+                        "CDXJ index '{}' is {}, not a regular file: an index is renamed into \
+                         place, which would replace it; use another --warc path",
+                        index.display(),
+                        what.describe()
+                    )));
+                }
+            }
+            if overwrite {
+                continue;
+            }
+            let name = warc
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let ours = crawlkeeper_warc::cdxj::indexes(&index, &name).map_err(|e| io(&index, e))?;
+            if !ours {
+                return Err(OutputError::Foreign(format!(
+                    "CDXJ index '{}' exists and is not an index of '{name}'; use another --warc \
+                     path, or --overwrite to replace it",
+                    index.display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Writes a CDXJ index beside each of `job`'s WARC files at this path
@@ -89,6 +217,17 @@ fn foreign(path: &Path, why: &str) -> OutputError {
     OutputError::Foreign(format!(
         "WARC file '{}' {why}; use another --warc path, or --overwrite to replace it",
         path.display()
+    ))
+}
+
+/// A WARC path that is a link, a pipe or a device: a WARC output is cut
+/// when a crawl resumes, so it is only ever a regular file.
+pub(crate) fn not_a_file(path: &Path, what: Target) -> OutputError {
+    OutputError::Foreign(format!(
+        "WARC file '{}' is {}, not a regular file: a WARC output is cut and rewritten, \
+         so it is never a pipe, device or link; give the path of a regular file",
+        path.display(),
+        what.describe()
     ))
 }
 
@@ -151,7 +290,11 @@ pub fn check_warc(
     }
     for n in files {
         let path = config.path_of(n);
-        if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+        let what = what_is(&path).map_err(|e| io(&path, e))?;
+        if what != Target::Regular {
+            return Err(not_a_file(&path, what));
+        }
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.len() == 0) {
             continue;
         }
         let head = first_record(&path).map_err(|e| OutputError::Foreign(e.to_string()))?;
@@ -208,10 +351,8 @@ pub fn open_warc(
             (last, cut_point(&config.path_of(last), store, part)?)
         }
         _ => {
-            for &n in &files {
-                let p = config.path_of(n);
-                std::fs::remove_file(&p).map_err(|e| io(&p, e))?;
-            }
+            // The first file is emptied by the writer; later ones go.
+            remove_rotations(&config, &files)?;
             (0, 0)
         }
     };
@@ -219,6 +360,19 @@ pub fn open_warc(
     let writer = WarcWriter::open(config, number, size).map_err(|e| io(&path, e))?;
     let mark = writer.position();
     Ok(WarcSink { writer, mark })
+}
+
+/// Removes the files numbered 1 and up of `files` (checked regular by the
+/// caller): each is opened without following a link and removed only if
+/// the path still names the regular file opened.
+pub(crate) fn remove_rotations(config: &WriterConfig, files: &[u32]) -> Result<(), OutputError> {
+    for &n in files.iter().filter(|&&n| n > 0) {
+        let p = config.path_of(n);
+        let file =
+            open_regular(&p, std::fs::OpenOptions::new().read(true)).map_err(|e| io(&p, e))?;
+        remove_if_same(&p, &file).map_err(|e| io(&p, e))?;
+    }
+    Ok(())
 }
 
 /// Where the file at `path` is cut before a run: after the `metadata`
@@ -336,5 +490,38 @@ impl Sink for WarcSink {
     fn flush(&mut self) -> Result<(), SinkError> {
         self.writer.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rotation_and_index_is_known_by_name() {
+        let w = WarcOptions {
+            path: PathBuf::from("/x/crawl.warc.gz"),
+            max_size: 1,
+            gzip_level: 6,
+            info: Vec::new(),
+        };
+        let warc = Some("a WARC file of the --warc output");
+        let index = Some("a CDXJ index of the --warc output");
+        assert_eq!(w.names("crawl.warc.gz", false), warc);
+        assert_eq!(w.names("crawl-00007.warc.gz", false), warc);
+        assert_eq!(w.names("crawl-123456.warc.gz", false), warc);
+        assert_eq!(w.names("crawl.cdxj", true), index);
+        assert_eq!(w.names("crawl-00002.cdxj", true), index);
+        assert_eq!(w.names("crawl-00002.cdxj", false), None);
+        for other in [
+            "crawl-7.cdxj",
+            "crawl-000070.cdxj",
+            "crawl-00000.warc.gz",
+            "crawl-00002.warc",
+            "other.cdxj",
+            "crawl.db",
+        ] {
+            assert_eq!(w.names(other, true), None, "{other}");
+        }
     }
 }

@@ -16,6 +16,7 @@
 //! | [`writer`] | files: gzip members, rotation, a `warcinfo` at the head of each |
 //! | [`cdxj`] | CDXJ indexes of WARC files, as pywb reads them |
 //! | [`scan`] | reading records back; the end of the last whole one |
+//! | [`target`] | what may be done to an output path: regular files only, no link followed |
 
 pub mod cdxj;
 pub mod digest;
@@ -23,6 +24,7 @@ pub mod gzip;
 pub mod http;
 pub mod record;
 pub mod scan;
+pub mod target;
 pub mod writer;
 
 pub use http::{HttpExchange, PageMetadata};

@@ -121,6 +121,22 @@ pub fn scan_index(path: &Path) -> Result<Scanned, ScanError> {
 
 /// Scans `path`, keeping at most `keep` bytes of each block.
 fn scan(path: &Path, keep: usize) -> Result<Scanned, ScanError> {
+    let mut records = Vec::new();
+    let mut scanned = scan_each(path, keep, |r| records.push(r))?;
+    scanned.records = records;
+    Ok(scanned)
+}
+
+/// Reads the records of the WARC file at `path` one at a time, as
+/// [`scan_file`] does, handing each to `each` with the first `keep` bytes
+/// of its block: memory is one record's head and `keep` bytes, whatever
+/// the size of the file or of a record. The [`Scanned`] returned has no
+/// records (`each` had them).
+pub fn scan_each(
+    path: &Path,
+    keep: usize,
+    mut each: impl FnMut(ScannedRecord),
+) -> Result<Scanned, ScanError> {
     let io_err = |source| ScanError::Io {
         path: path.display().to_string(),
         source,
@@ -139,40 +155,87 @@ fn scan(path: &Path, keep: usize) -> Result<Scanned, ScanError> {
         file_len,
         ..Scanned::default()
     };
+    let mut count = 0usize;
     loop {
         let start = reader.pos;
         if reader.fill_buf().map_err(io_err)?.is_empty() {
             break;
         }
         let record = if gzip {
-            let mut member = Vec::new();
-            let decoded = GzDecoder::new(&mut reader)
-                .take(MAX_RECORD)
-                .read_to_end(&mut member);
-            match decoded {
-                Ok(_) => parse(&member).filter(|(_, used)| *used == member.len()),
-                Err(_) => None,
-            }
-            .map(|(r, _)| r)
+            // One member, decoded as it is read: it must hold one whole
+            // record and nothing after it.
+            let mut member = BufReader::new(GzDecoder::new(&mut reader).take(MAX_RECORD + 4));
+            read_record(&mut member, keep).filter(|_| matches!(member.fill_buf(), Ok([])))
         } else {
-            read_plain(&mut reader)
+            read_record(&mut reader, keep)
         };
         match record {
             Some(mut r) => {
-                r.block.truncate(keep);
-                r.block.shrink_to_fit();
                 r.offset = start;
                 r.length = reader.pos - start;
                 scanned.valid_len = reader.pos;
-                scanned.records.push(r);
+                count += 1;
+                each(r);
             }
             None => break,
         }
     }
-    if scanned.records.is_empty() && file_len > 0 {
+    if count == 0 && file_len > 0 {
         return Err(ScanError::NotWarc(path.display().to_string()));
     }
     Ok(scanned)
+}
+
+/// Reads one record from `reader`, keeping the first `keep` bytes of its
+/// block and checking its digest on the way; `None` when cut or
+/// malformed.
+fn read_record(reader: &mut impl BufRead, keep: usize) -> Option<ScannedRecord> {
+    let mut head = Vec::new();
+    loop {
+        let before = head.len();
+        let n = reader.take(64 * 1024).read_until(b'\n', &mut head).ok()?;
+        if n == 0 || head.len() > 1 << 20 {
+            return None;
+        }
+        if &head[before..] == b"\r\n" {
+            break;
+        }
+    }
+    let length = content_length(&head)?;
+    if length > MAX_RECORD {
+        return None;
+    }
+    let mut block = Vec::with_capacity(length.min(keep as u64).min(1 << 20) as usize);
+    let mut digest = crate::digest::Sha1Digest::new();
+    let mut left = reader.take(length);
+    let mut chunk = [0u8; 64 * 1024];
+    let mut read = 0u64;
+    loop {
+        let n = match left.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
+        digest.update(&chunk[..n]);
+        let room = keep.saturating_sub(block.len()).min(n);
+        block.extend_from_slice(&chunk[..room]);
+        read += n as u64;
+    }
+    if read != length {
+        return None;
+    }
+    let mut end = [0u8; 4];
+    reader.read_exact(&mut end).ok()?;
+    if &end != b"\r\n\r\n" {
+        return None;
+    }
+    let (mut record, _) = parse_head(&head)?;
+    record.block_digest_ok = record
+        .get("WARC-Block-Digest")
+        .map(|d| d == digest.finish());
+    record.block = block;
+    Some(record)
 }
 
 /// The first record of the WARC file at `path` (`None` when it is cut or
@@ -198,32 +261,9 @@ pub fn first_record(path: &Path) -> Result<Option<ScannedRecord>, ScanError> {
             .ok()
             .and_then(|_| parse(&member).map(|(r, _)| r))
     } else {
-        read_plain(&mut (&mut reader).take(FIRST_RECORD_MAX))
+        read_record(&mut (&mut reader).take(FIRST_RECORD_MAX), usize::MAX)
     };
     Ok(record)
-}
-
-/// Reads one plain record; `None` when cut or malformed.
-fn read_plain(reader: &mut impl BufRead) -> Option<ScannedRecord> {
-    let mut head = Vec::new();
-    loop {
-        let before = head.len();
-        let n = reader.take(64 * 1024).read_until(b'\n', &mut head).ok()?;
-        if n == 0 || head.len() > 1 << 20 {
-            return None;
-        }
-        if &head[before..] == b"\r\n" {
-            break;
-        }
-    }
-    let length = content_length(&head)?;
-    if length > MAX_RECORD {
-        return None;
-    }
-    let mut rest = Vec::with_capacity((length as usize).min(1 << 20) + 4);
-    reader.take(length + 4).read_to_end(&mut rest).ok()?;
-    head.extend_from_slice(&rest);
-    parse(&head).map(|(r, _)| r)
 }
 
 fn content_length(head: &[u8]) -> Option<u64> {
@@ -239,7 +279,23 @@ fn content_length(head: &[u8]) -> Option<u64> {
 /// Parses one record at the start of `bytes`: it and the bytes it used.
 pub fn parse(bytes: &[u8]) -> Option<(ScannedRecord, usize)> {
     let end = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&bytes[..end]).ok()?;
+    let (mut record, length) = parse_head(&bytes[..end + 4])?;
+    let block_start = end + 4;
+    let block_end = block_start.checked_add(usize::try_from(length).ok()?)?;
+    if bytes.len() < block_end + 4 || &bytes[block_end..block_end + 4] != b"\r\n\r\n" {
+        return None;
+    }
+    let block = bytes[block_start..block_end].to_vec();
+    record.block_digest_ok = record.get("WARC-Block-Digest").map(|d| d == sha1(&block));
+    record.block = block;
+    Some((record, block_end + 4))
+}
+
+/// Parses a record's head (up to and with its blank line): the record,
+/// its block empty, and the block's length.
+fn parse_head(head: &[u8]) -> Option<(ScannedRecord, u64)> {
+    let head = head.strip_suffix(b"\r\n\r\n")?;
+    let head = std::str::from_utf8(head).ok()?;
     let mut lines = head.split("\r\n");
     let version = lines.next()?;
     if version != "WARC/1.1" && version != "WARC/1.0" {
@@ -257,14 +313,7 @@ pub fn parse(bytes: &[u8]) -> Option<(ScannedRecord, usize)> {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.clone())
     };
-    let length: usize = get("Content-Length")?.parse().ok()?;
-    let block_start = end + 4;
-    let block_end = block_start.checked_add(length)?;
-    if bytes.len() < block_end + 4 || &bytes[block_end..block_end + 4] != b"\r\n\r\n" {
-        return None;
-    }
-    let block = bytes[block_start..block_end].to_vec();
-    let block_digest_ok = get("WARC-Block-Digest").map(|d| d == sha1(&block));
+    let length: u64 = get("Content-Length")?.parse().ok()?;
     let record = ScannedRecord {
         offset: 0,
         length: 0,
@@ -273,10 +322,10 @@ pub fn parse(bytes: &[u8]) -> Option<(ScannedRecord, usize)> {
         target_uri: get("WARC-Target-URI"),
         date: get("WARC-Date")?,
         fields,
-        block_digest_ok,
-        block,
+        block_digest_ok: None,
+        block: Vec::new(),
     };
-    Some((record, block_end + 4))
+    Some((record, length))
 }
 
 #[cfg(test)]

@@ -54,8 +54,8 @@ impl WriterConfig {
 }
 
 /// `crawl.warc.gz` → (`crawl`, `.warc.gz`); any other name keeps its last
-/// extension.
-fn split_name(name: &str) -> (&str, &str) {
+/// extension. A rotation's file is `<stem>-<number, 5 digits or more><ext>`.
+pub fn split_name(name: &str) -> (&str, &str) {
     for ext in [".warc.gz", ".warc"] {
         if let Some(stem) = name.strip_suffix(ext)
             && !stem.is_empty()
@@ -101,11 +101,11 @@ impl WarcWriter {
     /// is new or empty.
     pub fn open(config: WriterConfig, number: u32, size: u64) -> io::Result<Self> {
         let path = config.path_of(number);
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)?;
+        // Never through a link, never a pipe or a device: a regular file.
+        let mut file = crate::target::open_regular(
+            &path,
+            OpenOptions::new().create(true).truncate(false).write(true),
+        )?;
         file.set_len(size)?;
         use std::io::Seek;
         file.seek(io::SeekFrom::Start(size))?;
@@ -176,9 +176,10 @@ impl WarcWriter {
                     _ => {}
                 }
             }
-            self.file = OpenOptions::new()
-                .write(true)
-                .open(self.config.path_of(number))?;
+            self.file = crate::target::open_regular(
+                &self.config.path_of(number),
+                OpenOptions::new().write(true),
+            )?;
             self.number = number;
         }
         self.file.set_len(size)?;
@@ -199,10 +200,7 @@ impl WarcWriter {
         self.number += 1;
         let path = self.config.path_of(self.number);
         // Never over an existing file (one a resume did not know of).
-        self.file = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)?;
+        self.file = crate::target::create_new(&path)?;
         self.size = 0;
         self.head()
     }
@@ -229,10 +227,11 @@ impl WarcWriter {
     }
 }
 
-/// The numbers of the files of `config` that exist, ascending.
+/// The numbers of the files of `config` that exist, ascending (whatever
+/// they are: a link, even one to nothing, is there).
 pub fn existing_files(config: &WriterConfig) -> Vec<u32> {
     let mut found = Vec::new();
-    if config.path_of(0).exists() {
+    if std::fs::symlink_metadata(config.path_of(0)).is_ok() {
         found.push(0);
     }
     let dir = match config.path.parent() {

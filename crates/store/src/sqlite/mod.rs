@@ -233,7 +233,7 @@ impl JobLock {
     /// the path.
     fn take(path: PathBuf) -> Result<Option<Self>, StoreError> {
         loop {
-            let file = File::create(&path).map_err(|e| {
+            let file = open_lock(&path).map_err(|e| {
                 StoreError::Backend(format!("cannot create lock file {}: {e}", path.display()))
             })?;
             // SAFETY: flock on a descriptor we own; released when the file
@@ -249,6 +249,27 @@ impl JobLock {
             }
         }
     }
+}
+
+/// Opens (or creates) the lock file at `path`: never through a link, never
+/// a pipe or a device (nothing is cut: a lock file is empty).
+fn open_lock(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => std::io::Error::other("it is a symbolic link, not a regular file"),
+            Some(libc::ENXIO) => std::io::Error::other("it is a pipe, not a regular file"),
+            _ => e,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(file)
 }
 
 impl Drop for JobLock {

@@ -280,3 +280,26 @@ fn a_database_of_another_program_is_refused_and_left_untouched() {
     SqliteStore::open(&path).unwrap();
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_lock_file_that_is_a_link_or_a_pipe_is_not_opened_through() {
+    let (dir, _) = fresh("lock_link");
+    let precious = dir.join("precious");
+    std::fs::write(&precious, "keep").unwrap();
+    let link = dir.join("x.lock");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    // Once truncated through the link (File::create).
+    assert!(super::JobLock::take(link.clone()).is_err());
+    assert_eq!(std::fs::read(&precious).unwrap(), b"keep");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    let fifo = dir.join("p.lock");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // Refused without waiting for a reader.
+    assert!(super::JobLock::take(fifo.clone()).is_err());
+    assert!(!std::fs::symlink_metadata(&fifo).unwrap().is_file());
+    let plain = dir.join("ok.lock");
+    assert!(super::JobLock::take(plain).unwrap().is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
