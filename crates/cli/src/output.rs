@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crawlkeeper_crawl::{JsonlSink, Sink};
 use crawlkeeper_job::OutputError;
 pub use crawlkeeper_job::output::{
-    Part, check_existing, check_target, is_stream, lock_existing, open_output,
+    Part, check_existing, check_target, is_stream, lock_existing, open_output, open_own_descriptor,
 };
 use crawlkeeper_job::warc::WarcOptions;
 use crawlkeeper_model::CrawlRecord;
@@ -190,6 +190,9 @@ fn unwritable(path: &Path, e: std::io::Error) -> CliError {
 /// created or emptied (never through a link), a stream is opened as it is
 /// (and must still be one once open).
 pub fn create(path: &Path) -> Result<File, CliError> {
+    if let Some(own) = open_own_descriptor(path) {
+        return own.map_err(|e| unwritable(path, e));
+    }
     let result = if is_stream(path) {
         OpenOptions::new()
             .write(true)

@@ -294,6 +294,45 @@ async fn json_lines_go_to_a_pipe_as_a_stream_and_never_through_a_link_to_a_file(
         .filter(|n| !n.starts_with("s.db"))
         .collect();
     assert!(left.is_empty(), "nothing else written: {left:?}");
+    // `--out /dev/stdout >> file`: the process's own descriptor, whatever it
+    // leads to, is written as a stream after what the file holds (never
+    // reopened at its start, cut or refused as a link to a file).
+    let appended = d.join("appended.jsonl");
+    std::fs::write(&appended, "before\n").unwrap();
+    let stdout = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&appended)
+        .unwrap();
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .current_dir(&d)
+        .args([
+            "crawl",
+            "--quiet",
+            "--no-state",
+            "--out",
+            "/dev/stdout",
+            &seed,
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs")
+        .wait_with_output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(120), run)
+        .await
+        .expect("the crawl ends in time")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&appended).unwrap();
+    let rest = text
+        .strip_prefix("before\n")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(records(rest).len(), 1, "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

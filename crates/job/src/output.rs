@@ -56,11 +56,49 @@ fn io(path: &Path, source: std::io::Error) -> OutputError {
 /// link to one (`/dev/stdout`): written as a stream, never cut, read or
 /// rewritten.
 pub fn is_stream(path: &Path) -> bool {
+    if own_descriptor(path).is_some() {
+        return true;
+    }
     match what_is(path) {
         Ok(Target::Stream) => true,
         Ok(Target::Link) => matches!(what_it_leads_to(path), Ok(Target::Stream)),
         _ => false,
     }
+}
+
+/// The descriptor of this process that `path` names, for `/dev/stdout`,
+/// `/dev/stderr`, `/dev/fd/N` and `/proc/self/fd/N`: what the user's shell
+/// set up (`--out /dev/stdout > pages.jsonl`). Written to as a stream
+/// through that descriptor itself, whatever it leads to: never reopened
+/// (which would start at offset 0 of a file the shell appends to), cut
+/// or read.
+pub fn own_descriptor(path: &Path) -> Option<i32> {
+    let s = path.to_str()?;
+    match s {
+        "/dev/stdout" => Some(1),
+        "/dev/stderr" => Some(2),
+        _ => s
+            .strip_prefix("/dev/fd/")
+            .or_else(|| s.strip_prefix("/proc/self/fd/"))
+            .and_then(|n| n.parse::<i32>().ok())
+            .filter(|n| (1..=1024).contains(n)),
+    }
+}
+
+/// A copy of the descriptor `path` names ([`own_descriptor`]), to write
+/// to where it writes; `None` when `path` names none.
+pub fn open_own_descriptor(path: &Path) -> Option<std::io::Result<File>> {
+    let fd = own_descriptor(path)?;
+    // SAFETY: dup(2) of a descriptor number: it fails with EBADF when that
+    // number is not open, and otherwise returns a new one that is ours.
+    let copy = unsafe { libc::dup(fd) };
+    if copy < 0 {
+        return Some(Err(std::io::Error::last_os_error()));
+    }
+    // SAFETY: `copy` is a fresh descriptor nothing else owns.
+    Some(Ok(unsafe {
+        <File as std::os::fd::FromRawFd>::from_raw_fd(copy)
+    }))
 }
 
 /// Refuses an output path that is neither missing, a regular file nor a
