@@ -8,6 +8,10 @@
 //! - `cluster`: a node's view of its cluster (members with role, heart
 //!   and shards, the GroupState lists, each job's shards), or absent;
 //!   `cluster_error` when it could not be read.
+//!
+//! A list may come cut, its true length beside it as `<list>_total`
+//! (`crawls_total`, `host_table_total`, `members_total`, `shards_total`,
+//! `jobs_total`, …): the page says "and N more".
 
 /// The page.
 pub const PAGE: &str = include_str!("page.html");
