@@ -28,4 +28,21 @@ mod tests {
         assert!(PAGE.contains("/api/status"));
         assert!(PAGE.contains("name=\"viewport\""), "readable on a phone");
     }
+
+    #[test]
+    fn the_page_says_how_many_more_a_cut_list_had() {
+        for total in [
+            "crawls_total",
+            "host_table_total",
+            "members_total",
+            "m.shards_total",
+            "j.shards_total",
+            "jobs_total",
+            "queued_total",
+            "warnings_total",
+            "k + \"_total\"",
+        ] {
+            assert!(PAGE.contains(total), "the page reads {total}");
+        }
+    }
 }
