@@ -234,7 +234,13 @@ pub fn host_is_local(host: Option<&str>, bound: SocketAddr) -> bool {
     };
     let port = match port {
         None => 80,
-        Some(p) if !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) => {
+        // Digits without a leading zero: one spelling per port.
+        Some(p)
+            if !p.is_empty()
+                && p.len() <= 5
+                && !p.starts_with('0')
+                && p.bytes().all(|b| b.is_ascii_digit()) =>
+        {
             match p.parse::<u16>() {
                 Ok(p) => p,
                 Err(_) => return false,
@@ -370,6 +376,8 @@ mod tests {
             "127.0.0.1:",
             "127.0.0.1:+9898",
             "127.0.0.1:09898x",
+            "127.0.0.1:09898",
+            "127.0.0.1:99999",
             "[::1]9898",
             "[::1",
             "10.0.0.1:9898",
