@@ -40,7 +40,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub status: Option<std::net::SocketAddr>,
     /// The token the status page (and the metrics on the same address)
-    /// asks for: `?token=…` or `Authorization: Bearer …`.
+    /// asks for: `?token=…` or `Authorization: Bearer …`. Visible ASCII
+    /// only (no spaces): the page sends it in a header.
     #[arg(
         long,
         value_name = "TOKEN",
@@ -49,7 +50,9 @@ pub struct ServeArgs {
     )]
     pub status_token: Option<String>,
     /// Allow --metrics and --status on addresses other machines reach
-    /// (the status page then needs --status-token).
+    /// (the status page then needs --status-token), and requests naming
+    /// any host (without it, only the bound address, localhost, 127.x and
+    /// [::1] are answered: DNS rebinding).
     #[arg(long)]
     pub listen_public: bool,
     /// Keep serving the final figures this long after the crawl ends, for

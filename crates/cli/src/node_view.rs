@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crawlkeeper_node::status::{ClusterStatus, status};
+use crawlkeeper_node::status_json::{CAPS, bounded};
 use crawlkeeper_node::view::NodeView;
 use crawlkeeper_store::location::scrub;
 use crawlkeeper_view::Source;
@@ -16,6 +17,11 @@ use serde_json::json;
 
 use crate::args_cluster::ClusterArgs;
 use crate::cluster::{connect_zk, open_store};
+
+/// Engines of this node shown on its page (the running ones first).
+const CRAWLS_SHOWN: usize = 10;
+/// Rows of each engine's host table shown there.
+const HOST_ROWS_SHOWN: usize = 50;
 
 /// The cluster as last seen, or why it could not be.
 type Seen = Arc<Mutex<Result<ClusterStatus, String>>>;
@@ -91,15 +97,25 @@ fn lock(seen: &Seen) -> std::sync::MutexGuard<'_, Result<ClusterStatus, String>>
 
 impl Source for NodeSource {
     fn status(&self) -> serde_json::Value {
-        let crawls: Vec<_> = self
-            .view
-            .crawls()
-            .into_iter()
-            .map(|(job, live)| json!({ "name": format!("Job {job} on this node"), "live": &*live }))
+        // Running engines first (the page opens on them), a few of them,
+        // each with its busiest hosts.
+        let all = self.view.crawls();
+        let crawls: Vec<_> = all
+            .iter()
+            .take(CRAWLS_SHOWN)
+            .map(|(job, live)| {
+                let mut live = serde_json::to_value(&**live).unwrap_or_default();
+                if let Some(rows) = live.get_mut("host_table").and_then(|t| t.as_array_mut()) {
+                    let total = rows.len();
+                    rows.truncate(HOST_ROWS_SHOWN);
+                    live["host_table_total"] = json!(total);
+                }
+                json!({ "name": format!("Job {job} on this node"), "live": live })
+            })
             .collect();
         let seen = lock(&self.seen);
         let (cluster, error) = match &*seen {
-            Ok(s) => (serde_json::to_value(s).ok(), None),
+            Ok(s) => (Some(bounded(s, &CAPS)), None),
             Err(e) => (None, Some(e.clone())),
         };
         let role = seen.as_ref().map(|s| self.role(s)).unwrap_or_default();
@@ -108,6 +124,7 @@ impl Source for NodeSource {
             "subtitle": format!("role {role} · crawlkeeper {}", env!("CARGO_PKG_VERSION")),
             "running": true,
             "crawls": crawls,
+            "crawls_total": all.len(),
             "cluster": cluster,
             "cluster_error": error,
         })

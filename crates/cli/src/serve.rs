@@ -18,11 +18,15 @@ use crate::exit::CliError;
 pub struct Bound(Vec<(std::net::TcpListener, Listen)>);
 
 impl Bound {
-    /// Checks `args` (loopback, or --listen-public and a token) and binds
+    /// Checks `args` (loopback, or --listen-public and a token; a token of
+    /// visible ASCII) and binds
     /// each address; one address may serve both.
     pub fn bind(args: &ServeArgs) -> Result<Self, CliError> {
         let mut listens: Vec<Listen> = Vec::new();
         let token = args.status_token.clone().filter(|t| !t.is_empty());
+        if let Some(t) = &token {
+            check_token(t)?;
+        }
         for (addr, status) in [(args.metrics, false), (args.status, true)] {
             let Some(addr) = addr else { continue };
             match listens.iter_mut().find(|l| l.addr == addr) {
@@ -32,6 +36,7 @@ impl Bound {
                     metrics: !status,
                     status,
                     token: None,
+                    public: args.listen_public,
                 }),
             }
         }
@@ -68,6 +73,20 @@ impl Bound {
             })
             .collect()
     }
+}
+
+/// A token the page can send back: visible ASCII, one line. (It goes in
+/// an `Authorization` header, which carries nothing else; the message
+/// does not repeat it.)
+fn check_token(token: &str) -> Result<(), CliError> {
+    if token.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        return Ok(());
+    }
+    Err(CliError::Usage(
+        "--status-token must be visible ASCII characters only (no spaces, no line breaks, \
+         nothing outside ASCII): the status page sends it in a header"
+            .to_owned(),
+    ))
 }
 
 /// What a crawl serves: its live snapshot.

@@ -11,12 +11,14 @@
 //! | [`runner`] | [`CrawlRunner`]: the engine as the cluster's task runner |
 //! | [`submit`] | a job into the store, its shards to the Runners |
 //! | [`status`] | members, roles, hearts, tasks, shards and progress |
+//! | [`status_json`] | that, every list capped, for a status page |
 //! | [`view`] | a node's engines and shard events, for its status page and metrics |
 
 pub mod group;
 pub mod item;
 pub mod runner;
 pub mod status;
+pub mod status_json;
 pub mod submit;
 pub mod view;
 

@@ -269,10 +269,25 @@ impl Drive {
         };
         let settings = self.settings.clone();
         let job = self.job.clone();
-        let prepared =
-            tokio::task::spawn_blocking(move || prepare(&settings, &job, shards.clone())).await;
+        let preparing =
+            tokio::task::spawn_blocking(move || prepare(&settings, &job, shards.clone()));
+        // A node told to stop while it claims its shards (a round trip or
+        // more per shard) stops now: the claim finishes, or not, behind it
+        // and its engine is dropped unstarted.
+        let (mut halt, mut stopped) = (self.halt.clone(), self.stopped.clone());
+        let told = async move {
+            tokio::select! {
+                _ = halt.wait_for(|h| *h) => {}
+                _ = stopped.wait_for(|s| *s) => {}
+            }
+        };
+        let prepared = tokio::select! {
+            p = preparing => Some(p),
+            () = told => None,
+        };
         let outcome = match prepared {
-            Ok(Ok(mut engine)) => {
+            None => Ended::Stopped,
+            Some(Ok(Ok(mut engine))) => {
                 self.view.watch(&self.job, engine.live());
                 let to_engine = engine.controls();
                 tokio::spawn(async move {
@@ -300,8 +315,8 @@ impl Drive {
                     Err(e) => Ended::Failed(engine_failure(e)),
                 }
             }
-            Ok(Err(why)) => Ended::Failed(why),
-            Err(e) => Ended::Failed(format!("the job could not start: {e}")),
+            Some(Ok(Err(why))) => Ended::Failed(why),
+            Some(Err(e)) => Ended::Failed(format!("the job could not start: {e}")),
         };
         // Why it failed goes to the log, the task in ZooKeeper and status
         // pages: never with the store's password.

@@ -343,6 +343,7 @@ pub async fn status(
             pages_per_second,
         });
     }
+    order_jobs(&mut jobs);
     Ok(ClusterStatus {
         group: group.to_owned(),
         group_state: second.group,
@@ -351,6 +352,15 @@ pub async fn status(
         jobs,
         warnings,
     })
+}
+
+/// Running jobs first, then complete ones, the most recent first in each
+/// (`jobs` as the store lists them, oldest first): a page opens on what
+/// is being crawled.
+pub fn order_jobs(jobs: &mut [JobStatus]) {
+    jobs.reverse();
+    // Stable: the most recent stays first among equals.
+    jobs.sort_by_key(|j| j.complete);
 }
 
 async fn store_look(held: &mut crate::Releasing) -> Result<StoreLook, StatusError> {
@@ -454,5 +464,39 @@ impl std::fmt::Display for ClusterStatus {
             writeln!(f, "warning: {w}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(name: &str, complete: bool) -> JobStatus {
+        JobStatus {
+            name: name.to_owned(),
+            seeds: Vec::new(),
+            created_at: String::new(),
+            complete,
+            shards: Vec::new(),
+            pages_per_second: 0.0,
+        }
+    }
+
+    #[test]
+    fn running_jobs_come_first_then_the_most_recent() {
+        // Oldest first, as the store lists them.
+        let mut jobs = vec![
+            job("a-done", true),
+            job("b-running", false),
+            job("c-done", true),
+            job("d-running", false),
+            job("e-done", true),
+        ];
+        order_jobs(&mut jobs);
+        let names: Vec<_> = jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["d-running", "b-running", "e-done", "c-done", "a-done"]
+        );
     }
 }

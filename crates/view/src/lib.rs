@@ -7,9 +7,11 @@
 //! | module | job |
 //! |---|---|
 //! | [`prom`] | the Prometheus text format, and a crawl's metrics in it |
-//! | [`server`] | the HTTP server: routes, the token, the bind rules |
+//! | [`server`] | the HTTP server: routes, the token, the bind rules, its connections |
+//! | [`head`] | the request head, parsed; the `Host` rule |
 //! | [`page`] | the status page (HTML, CSS and script in one file) |
 
+pub mod head;
 pub mod page;
 pub mod prom;
 pub mod server;

@@ -29,7 +29,7 @@ use crate::location::scrub;
 use crate::schema::{self, state};
 use crate::{Claim, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError};
 use apply::{Cache, apply_in};
-use lease::{Lease, is_locked, lock_key, try_lock, unlock};
+use lease::{Lease, lock_key, locked_by_others, try_lock, unlock};
 
 /// Longest a statement waits for a row lock before its transaction is
 /// retried: normal transactions hold locks for milliseconds.
@@ -692,8 +692,9 @@ impl Store for PgStore {
                     out[i].counts.errors = row.get::<_, i64>(2) as u64;
                 }
             }
+            let locked = locked_by_others(c)?;
             for s in &mut out {
-                s.live = is_locked(c, lock_key(&space, job.id.0, s.shard))?;
+                s.live = locked.contains(&lock_key(&space, job.id.0, s.shard));
             }
             Ok(out)
         })
