@@ -402,6 +402,7 @@ impl Engine {
             }
         };
         if stop != StopReason::Finished {
+            store.closing();
             info!(
                 ?stop,
                 in_flight = tasks.len(),
@@ -482,6 +483,7 @@ impl Engine {
 
     /// Sends the last records and waits until everything is durable.
     async fn close(&mut self, store: &mut StateHandle) -> Result<(), EngineError> {
+        store.closing();
         self.frontier.release_all_held();
         self.send_to_store(store)?;
         let _ = store.tx.send(Command::Close);

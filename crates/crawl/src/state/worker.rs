@@ -5,14 +5,14 @@
 //! after they are durable, and answers the engine.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crawlkeeper_model::{Authority, AuthorityState, FinishedUrl, FrontierEntry};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 use url::Url;
 
 use super::group::GroupPolicy;
@@ -130,7 +130,19 @@ pub struct StateHandle {
     pub rx: UnboundedReceiver<Reply>,
     /// What the worker's commits cost, counted as they happen.
     pub commits: Arc<CommitStats>,
+    /// Set when the engine stops: shards asked for and not taken yet are
+    /// left to their next holder (a node leaving with hundreds of shards
+    /// to claim would otherwise claim them all, one transaction each,
+    /// before it could close).
+    closing: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl StateHandle {
+    /// Tells the worker the engine is stopping: it takes no more shards.
+    pub fn closing(&self) {
+        self.closing.store(true, Ordering::Release);
+    }
 }
 
 /// Commits of the crawl state: how many, how long they took, how many
@@ -177,15 +189,18 @@ pub fn spawn_worker(
     let policy = GroupPolicy::new(state.commit_wait(), group_target);
     let commits = Arc::new(CommitStats::default());
     let counted = commits.clone();
+    let closing = Arc::new(AtomicBool::new(false));
+    let stopping = closing.clone();
     let thread = std::thread::Builder::new()
         .name("crawl-state".into())
-        .spawn(move || run(state, sink, policy, commands, replies, &counted))
+        .spawn(move || run(state, sink, policy, commands, replies, &counted, &stopping))
         // Spawning a thread only fails when the OS is out of resources.
         .expect("the state thread starts");
     StateHandle {
         tx,
         rx,
         commits,
+        closing,
         thread: Some(thread),
     }
 }
@@ -266,6 +281,7 @@ fn run(
     commands: Receiver<Command>,
     replies: UnboundedSender<Reply>,
     commits: &CommitStats,
+    closing: &AtomicBool,
 ) {
     let mut began = Instant::now();
     let resumed = with_retry(|| {
@@ -321,6 +337,10 @@ fn run(
             }
         }
         for shards in take {
+            if closing.load(Ordering::Acquire) {
+                debug!(?shards, "not taking shards: the engine is stopping");
+                continue;
+            }
             match with_retry(|| state.take_shards(&shards)) {
                 Ok(resumed) => {
                     let _ = replies.send(Reply::ShardsTaken(shards, resumed));
