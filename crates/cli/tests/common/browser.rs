@@ -90,3 +90,14 @@ pub fn card(dom: &str, title: &str) -> Option<u64> {
         .collect();
     digits.parse().ok()
 }
+
+/// The text of the role cell in `member`'s row of a node's status page
+/// (what a person reads there), if the row is on the page.
+pub fn role_of(dom: &str, member: &str) -> Option<String> {
+    let row = format!("<td>{member}</td><td class=\"role-");
+    let at = dom.find(&row)? + row.len();
+    let rest = &dom[at..];
+    let text = rest.find('>')? + 1;
+    let end = rest[text..].find("</td>")?;
+    Some(rest[text..text + end].to_owned())
+}
