@@ -110,8 +110,8 @@ async fn sigterm_hands_a_runners_shards_over_at_once_and_exits_0() {
     let leaving = nodes[1].take().unwrap();
     let asked = Instant::now();
     signal(&leaving, "-TERM");
-    let (code, err) = exit_within(leaving, Duration::from_secs(30)).await;
-    assert_eq!(code, 0, "a graceful leave exits 0: {err}");
+    let code = exit_within(leaving, Duration::from_secs(30)).await;
+    assert_eq!(code, 0, "a graceful leave exits 0: {}", c.node_log(2));
     let before = c.requests_from(3);
     c.wait_requests(3, before + 1).await;
     let handed = asked.elapsed();

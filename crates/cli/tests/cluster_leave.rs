@@ -30,7 +30,7 @@ async fn leaves_promptly(name: &str, crawling: bool) {
     }
     let asked = Instant::now();
     send(&node, libc::SIGTERM);
-    let (code, _) = exit_within(node, Duration::from_secs(180)).await;
+    let code = exit_within(node, Duration::from_secs(180)).await;
     let took = asked.elapsed();
     eprintln!("left {took:?} after SIGTERM");
     assert_eq!(code, 0, "{}", c.node_log(1));
