@@ -47,7 +47,7 @@ async fn the_status_page_of_a_crawl_shows_its_hosts_and_moving_figures() {
     let addr = free_addr();
     let seeds = [site.url(0, "/"), site.url(1, "/")];
     let mut child = status_crawl(&d, addr, &[], &seeds).spawn().unwrap();
-    site.log().wait_for(10).await;
+    common::arrived(site.log(), 10).await;
     let url = format!("http://{addr}/");
     let profile = d.join("chromium");
     let first = dom(&profile, &url).await;
@@ -78,7 +78,7 @@ async fn a_token_guards_the_page_when_one_is_set() {
     let mut c = status_crawl(&d, addr, &["--linger", "60s"], &[site.url(0, "/")]);
     c.env("CRAWLKEEPER_STATUS_TOKEN", "s3+cr/et=");
     let mut child = c.spawn().unwrap();
-    site.log().wait_for(1).await;
+    common::arrived(site.log(), 1).await;
     let status = |path: &str| tokio::task::block_in_place(|| get(addr, path).map(|r| r.0));
     let mut up = status("/api/status?token=s3%2Bcr%2Fet%3D");
     let end = tokio::time::Instant::now() + Duration::from_secs(30);

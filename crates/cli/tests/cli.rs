@@ -230,7 +230,7 @@ async fn sigint_and_sigterm_stop_in_order_with_130_and_143() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        site.log().wait_for(10).await;
+        common::arrived(site.log(), 10).await;
         let pid = child.id().unwrap().to_string();
         let killed = std::process::Command::new("kill")
             .args([signal, &pid])

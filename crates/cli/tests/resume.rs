@@ -64,7 +64,7 @@ async fn an_interrupted_crawl_resumes_without_fetching_anything_twice() {
     let site = TestSite::start(site_config(300, 10)).await.unwrap();
     let d = dir("interrupt");
     let child = crawl(&d, &site, &["--per-host", "4"]).spawn().unwrap();
-    site.log().wait_for(40).await;
+    common::arrived(site.log(), 40).await;
     signal(&child, "-INT");
     assert_eq!(
         child.wait_with_output().await.unwrap().status.code(),
@@ -118,7 +118,7 @@ async fn kill_9_at_random_moments_loses_nothing_and_refetches_only_in_flight_pag
         let child = crawl(&d, &site, &args).spawn().unwrap();
         // Let it get some way, a different way each round.
         let target = from + 20 + (round * 37 % 90) as usize;
-        site.log().wait_for(target).await;
+        common::arrived(site.log(), target).await;
         signal(&child, "-KILL");
         let out = child.wait_with_output().await.unwrap();
         assert_eq!(out.status.code(), None, "killed by a signal");
@@ -255,7 +255,7 @@ async fn a_second_process_on_the_same_job_is_refused() {
     let site = TestSite::start(site_config(400, 20)).await.unwrap();
     let d = dir("locked");
     let first = crawl(&d, &site, &[]).spawn().unwrap();
-    site.log().wait_for(3).await;
+    common::arrived(site.log(), 3).await;
     let second = crawl(&d, &site, &[]).output().await.unwrap();
     assert_eq!(
         second.status.code(),
@@ -318,7 +318,7 @@ async fn a_postgres_restart_mid_crawl_loses_nothing() {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let child = c.spawn().unwrap();
-    site.log().wait_for(100).await;
+    common::arrived(site.log(), 100).await;
     let seen_before = site.log().len();
     tokio::task::spawn_blocking(restart_postgres).await.unwrap();
     let out = child.wait_with_output().await.unwrap();
@@ -366,7 +366,7 @@ async fn tiny_memory_limits_spill_to_the_store_and_lose_nothing() {
         "10",
     ];
     let child = crawl(&d, &site, &args).spawn().unwrap();
-    site.log().wait_for(150).await;
+    common::arrived(site.log(), 150).await;
     signal(&child, "-KILL");
     child.wait_with_output().await.unwrap();
     assert_eq!(finish(crawl(&d, &site, &args)).await, 0);

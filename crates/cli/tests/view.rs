@@ -199,7 +199,7 @@ async fn metrics_move_during_the_crawl_and_agree_with_the_records_at_its_end() {
         &["--quiet", "--metrics", &a, "--linger", "30s"],
     ));
     let child = c.spawn().unwrap();
-    site.log().wait_for(5).await;
+    common::arrived(site.log(), 5).await;
     let during = wait_for(addr, "/metrics", Duration::from_secs(60), |t| {
         scrape(t)
             .get("crawlkeeper_pages_done_total{}")

@@ -120,3 +120,19 @@ pub fn crawl_in(dir: &std::path::Path, seed: &str, extra: &[&str]) -> Command {
     c.args(extra).arg(seed);
     c
 }
+
+/// How long a test waits for a site to see requests before it fails.
+pub const ARRIVAL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits until `log` holds at least `n` requests; fails the test, saying
+/// how many came, if they do not come within [`ARRIVAL_DEADLINE`].
+pub async fn arrived(log: &crawlkeeper_testsite::RequestLog, n: usize) {
+    tokio::time::timeout(ARRIVAL_DEADLINE, log.wait_for(n))
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the site saw {} requests within {ARRIVAL_DEADLINE:?}, not the {n} waited for",
+                log.len()
+            )
+        });
+}
