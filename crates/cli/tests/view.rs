@@ -189,15 +189,40 @@ fn scrape(text: &str) -> BTreeMap<String, f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_move_during_the_crawl_and_agree_with_the_records_at_its_end() {
-    let site = slow_site(80).await;
+    // Three hosts: the seed's links lead to the second, whose robots.txt
+    // answers 503 (its URLs are robots-denied); the third, a second seed,
+    // is in a denied network (blocked): every error counter has something
+    // to count.
+    let mut config = SiteConfig::uniform(3, 80);
+    for h in &mut config.hosts {
+        h.delay = Duration::from_millis(15);
+        h.cross_links = true;
+    }
+    config.hosts[1].robots = crawlkeeper_testsite::site::RobotsMode::Unavailable;
+    let site = TestSite::start(config).await.unwrap();
+    let denied = url::Url::parse(&site.url(2, "/")).unwrap();
+    let denied = format!("{}/32", denied.host_str().unwrap());
     let d = dir("metrics");
     let addr = free_addr();
     let a = addr.to_string();
     let mut c = common::command_in(&d, &[]);
     c.args(crawl_args(
         &site,
-        &["--quiet", "--metrics", &a, "--linger", "30s"],
+        &[
+            "--quiet",
+            "--metrics",
+            &a,
+            "--linger",
+            "30s",
+            "--scope",
+            "any",
+            "--deny-net",
+            &denied,
+            "--retries",
+            "0",
+        ],
     ));
+    c.arg(site.url(2, "/"));
     let child = c.spawn().unwrap();
     common::arrived(site.log(), 5).await;
     let during = wait_for(addr, "/metrics", Duration::from_secs(60), |t| {
@@ -232,10 +257,38 @@ async fn metrics_move_during_the_crawl_and_agree_with_the_records_at_its_end() {
     assert_eq!(status("4xx"), count(400));
     let bytes: u64 = pages.iter().map(|p| p.bytes).sum();
     assert_eq!(end["crawlkeeper_response_body_bytes_total{}"], bytes as f64);
+    // One response time for each record with a response.
+    let answered = pages.iter().filter(|p| p.response_ms.is_some()).count();
     assert_eq!(
         end["crawlkeeper_response_duration_seconds_count{}"],
-        pages.len() as f64
+        answered as f64
     );
+    // Errors by kind, robots-denied and blocked URLs: as the records say,
+    // and not all zero.
+    let mut kinds: BTreeMap<String, f64> = BTreeMap::new();
+    for p in &pages {
+        if let Some(e) = &p.error {
+            let kind = serde_json::to_value(e.kind).unwrap();
+            *kinds.entry(kind.as_str().unwrap().to_owned()).or_default() += 1.0;
+        }
+    }
+    let counted = |name: &str| end.get(name).copied().unwrap_or(0.0);
+    for (kind, n) in &kinds {
+        assert_eq!(
+            counted(&format!("crawlkeeper_errors_total{{kind={kind}}}")),
+            *n,
+            "{kind}"
+        );
+    }
+    let robots = kinds.get("robots_denied").unwrap_or(&0.0)
+        + kinds.get("robots_unavailable").unwrap_or(&0.0);
+    let blocked = *kinds.get("blocked_address").unwrap_or(&0.0);
+    assert!(
+        robots > 0.0 && blocked > 0.0,
+        "the crawl met both: {kinds:?}"
+    );
+    assert_eq!(counted("crawlkeeper_robots_denied_total{}"), robots);
+    assert_eq!(counted("crawlkeeper_blocked_total{}"), blocked);
     assert!(end["crawlkeeper_store_commits_total{}"] > 0.0);
     assert_eq!(end["crawlkeeper_requests_in_flight{}"], 0.0);
     assert!(during["crawlkeeper_pages_done_total{}"] <= end["crawlkeeper_pages_done_total{}"]);
