@@ -120,6 +120,25 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzzers_file_url_normalises_in_place_stably_and_is_not_http() {
+        // Found by fuzzing (fuzz/regressions/url_normalize): the `url` crate
+        // does not re-parse this `file:` URL to itself; normalising in
+        // place is still stable, and the crawler never keys such a URL (only
+        // http(s) passes the scheme scoper).
+        let href = String::from_utf8_lossy(include_bytes!(
+            "../../../fuzz/regressions/url_normalize/file-url-drive-letter-reparse"
+        ));
+        let n = Normalizer::new(&crate::config::ScopeConfig::default().strip_params);
+        let base = Url::parse("http://a.test/dir/page").unwrap();
+        let mut url = n.resolve(&base, &href).unwrap();
+        let once = url.as_str().to_owned();
+        n.normalize(&mut url);
+        assert_eq!(url.as_str(), once);
+        assert_eq!(url.scheme(), "file");
+        assert!(url.fragment().is_none());
+    }
+
+    #[test]
     fn resolve_joins_relative_links() {
         let n = Normalizer::new(&DEFAULT_STRIP_PARAMS);
         let base = Url::parse("http://a.test/dir/page.html").unwrap();
