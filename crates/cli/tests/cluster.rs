@@ -115,10 +115,14 @@ async fn sigterm_hands_a_runners_shards_over_at_once_and_exits_0() {
     let before = c.requests_from(3);
     c.wait_requests(3, before + 1).await;
     let handed = asked.elapsed();
-    // Dead by heartbeat would take update_timeout x heart_rhythm_timeout (6 s).
+    // What tells a graceful leave from a death is not this time (a death
+    // is judged after update_timeout x heart_rhythm_timeout, 6 s here, too
+    // close to any bound a busy machine keeps) but `fail_runner` below: a
+    // Runner judged dead is listed there, one that left is not. The bound
+    // only says the hand-over did not stall.
     assert!(
-        handed < Duration::from_secs(5),
-        "the backup started after {handed:?}: no heartbeat timeout waited"
+        handed < Duration::from_secs(30),
+        "the backup started after {handed:?}"
     );
     let (code, _, err) = c.submit(&["--wait"]).await;
     assert_eq!(code, 0, "{err}");
@@ -130,7 +134,7 @@ async fn sigterm_hands_a_runners_shards_over_at_once_and_exits_0() {
             .as_array()
             .unwrap()
             .is_empty(),
-        "a leave is not a death: {s:#}"
+        "a leave is not a death (a Runner judged dead is listed here): {s:#}"
     );
     drop(nodes);
 }
