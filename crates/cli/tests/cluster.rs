@@ -22,6 +22,9 @@ async fn a_killed_runners_shards_are_crawled_on_by_the_backup_with_nothing_lost_
     assert_eq!(job.len(), 12, "the job's name is printed: {job:?}");
     // crawler_1 crawls its shard; then it dies.
     c.wait_requests(1, 8).await;
+    // So far each Runner fetched only its own shard's hosts.
+    c.wait_requests(2, 1).await;
+    c.check_holders();
     let mut nodes = nodes.into_iter();
     let victim = nodes.next().unwrap();
     signal(&victim, "-KILL");

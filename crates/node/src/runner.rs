@@ -269,6 +269,7 @@ impl Drive {
         };
         let settings = self.settings.clone();
         let job = self.job.clone();
+        let starting = shards.clone();
         let preparing =
             tokio::task::spawn_blocking(move || prepare(&settings, &job, shards.clone()));
         // A node told to stop while it claims its shards (a round trip or
@@ -288,6 +289,9 @@ impl Drive {
         let outcome = match prepared {
             None => Ended::Stopped,
             Some(Ok(Ok(mut engine))) => {
+                // Before any request of them: who held which shard when can
+                // be read from the nodes' logs (later shards: "took shards").
+                tracing::info!(job = %self.job, shards = ?starting, "crawling shards");
                 self.view.watch(&self.job, engine.live());
                 let to_engine = engine.controls();
                 tokio::spawn(async move {

@@ -14,6 +14,9 @@ pub struct LogEntry {
     pub target: String,
     /// When it arrived.
     pub at: Instant,
+    /// When it arrived, by the wall clock: to compare with the time stamps
+    /// of other processes' logs on this machine.
+    pub wall: std::time::SystemTime,
     /// The `User-Agent` header.
     pub user_agent: String,
     /// The address the request came from.

@@ -258,6 +258,7 @@ async fn answer(
         host,
         target: target.clone(),
         at: Instant::now(),
+        wall: std::time::SystemTime::now(),
         user_agent,
         peer,
         version: format!("{:?}", req.version()),

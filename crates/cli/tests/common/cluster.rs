@@ -4,9 +4,10 @@
 //! its own (`--bind-address 127.0.1.<index>`), so the site's request log
 //! tells which node asked.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crawlkeeper_testsite::LogEntry;
 use crawlkeeper_testsite::zookeeper::shared_address;
@@ -132,6 +133,65 @@ impl Cluster {
 
     fn node_log_path(&self, i: u32) -> std::path::PathBuf {
         self.site.dir.join(format!("crawler_{i}.log"))
+    }
+
+    /// When each node took which shard, from the nodes' own logs ("crawling
+    /// shards" as an engine starts, "took shards" as it is given more), by
+    /// the address the node sends from.
+    pub fn holdings(&self) -> BTreeMap<IpAddr, Vec<(SystemTime, u32)>> {
+        let mut held: BTreeMap<IpAddr, Vec<(SystemTime, u32)>> = BTreeMap::new();
+        for i in 1..=(self.runners + self.backups + 2) {
+            for line in self.node_log(i).lines() {
+                if !(line.contains("crawling shards") || line.contains("took shards")) {
+                    continue;
+                }
+                let Some(at) = line
+                    .split_whitespace()
+                    .next()
+                    .and_then(|t| humantime::parse_rfc3339(t).ok())
+                else {
+                    continue;
+                };
+                let Some(list) = line
+                    .split_once("shards=[")
+                    .and_then(|(_, rest)| rest.split_once(']'))
+                    .map(|(list, _)| list)
+                else {
+                    continue;
+                };
+                for shard in list.split(',').filter_map(|s| s.trim().parse::<u32>().ok()) {
+                    held.entry(Self::address(i)).or_default().push((at, shard));
+                }
+            }
+        }
+        held
+    }
+
+    /// Every page request came from a node that had taken its host's shard
+    /// before the request arrived (by the nodes' logs and the site's wall
+    /// clock, one machine's clock).
+    pub fn check_holders(&self) {
+        let held = self.holdings();
+        let mut wrong = Vec::new();
+        for e in self.site.site.log().entries() {
+            if e.target == "/robots.txt" {
+                continue;
+            }
+            let shard = self.site.shard_of(e.host);
+            let took = held
+                .get(&e.peer)
+                .is_some_and(|takes| takes.iter().any(|(at, s)| *s == shard && *at <= e.wall));
+            if !took {
+                wrong.push(format!(
+                    "host {} {} from {} (shard {shard})",
+                    e.host, e.target, e.peer
+                ));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "requests from a node that had not taken the shard: {wrong:?}; holdings {held:?}"
+        );
     }
 
     /// What node `crawler_<i>`, started with [`Self::node_logged`], wrote
@@ -345,8 +405,11 @@ impl Cluster {
             .map(|e| e.user_agent.clone())
             .collect();
         let agents: Vec<&str> = everyone.iter().map(String::as_str).collect();
+        // The nodes share a user agent: who may fetch a shard's hosts is
+        // checked by address and time below, not by agent here.
         let holders: Vec<&[&str]> = (0..self.site.shards).map(|_| agents.as_slice()).collect();
         self.site.check_log(&holders, repeats);
+        self.check_holders();
         let results = self.site.results().await;
         let twice: Vec<_> = results.iter().filter(|(_, n)| **n != 1).collect();
         assert!(
