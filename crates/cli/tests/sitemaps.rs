@@ -150,10 +150,7 @@ async fn sitemaps_with_huge_urls_listing_many_pages_stay_small_in_memory() {
     let recs = out_records(&d);
     for file in [&long_c, &long_d] {
         let url = server.url(file);
-        let r = recs
-            .iter()
-            .find(|r| r.url == url)
-            .unwrap_or_else(|| panic!("no record of {}…", &url[..60]));
+        let r = record(&recs, &url);
         assert_eq!(r.via, Some(Via::Sitemap));
         assert_eq!(r.links, 50_000, "every listed URL counted");
     }
@@ -234,20 +231,14 @@ async fn sitemaps_on_other_hosts_go_through_scope_and_their_own_robots_txt() {
         Vec::<String>::new(),
         "out of scope, never asked"
     );
-    let own = recs
-        .iter()
-        .find(|r| r.url == seed_site.url("/own.xml"))
-        .expect("own sitemap");
+    let own = record(&recs, &seed_site.url("/own.xml"));
     assert_eq!(
         (own.via, own.status, own.links),
         (Some(Via::Sitemap), Some(200), 2)
     );
     assert!(recs.iter().any(|r| r.url == seed_site.url("/listed/1")));
     // A sitemap file that moved is read as one where it went.
-    let moved = recs
-        .iter()
-        .find(|r| r.url == seed_site.url("/new-home.xml"))
-        .expect("followed");
+    let moved = record(&recs, &seed_site.url("/new-home.xml"));
     assert_eq!(
         (moved.via, moved.links),
         (Some(Via::Sitemap), 1),
@@ -275,10 +266,7 @@ async fn sitemaps_on_other_hosts_go_through_scope_and_their_own_robots_txt() {
         0,
         "disallowed there, never fetched"
     );
-    let private = recs
-        .iter()
-        .find(|r| r.url == other.url("/private-sitemap.xml"))
-        .expect("a record for the disallowed sitemap");
+    let private = record(&recs, &other.url("/private-sitemap.xml"));
     assert_eq!(
         private.error.as_ref().map(|e| e.kind),
         Some(ErrorKind::RobotsDenied)
@@ -293,6 +281,13 @@ async fn sitemaps_on_other_hosts_go_through_scope_and_their_own_robots_txt() {
     assert!(stderr.contains("sitemap files read:"), "{stderr}");
     every_request_has_a_record(&seed_site, &recs);
     every_request_has_a_record(&other, &recs);
+}
+
+/// The record of `url` (cut to 60 bytes in the message: some are long).
+fn record<'a>(recs: &'a [CrawlRecord], url: &str) -> &'a CrawlRecord {
+    recs.iter()
+        .find(|r| r.url == url)
+        .unwrap_or_else(|| panic!("no record of {}…", &url[..url.len().min(60)]))
 }
 
 /// Every request `server` received is robots.txt or has a record: no
