@@ -24,7 +24,12 @@ const FAST: &[&str] = &[
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_runner_taken_over_is_fenced_when_it_wakes_and_rejoins_as_a_backup() {
-    let c = Cluster::start("clf_zombie", 2, 1, 2, 4, 60, 50).await;
+    // Every host seeded: the paused Runner's hosts are all busy together
+    // (found one by one along the site's ring, one of them could be done
+    // before the next one starts, and the pause below would never come).
+    let c = Cluster::start("clf_zombie", 2, 1, 2, 4, 60, 50)
+        .await
+        .seeding_every_host();
     let nodes: Vec<_> = (1..=3).map(|i| c.node_logged(i, FAST)).collect();
     c.formed().await;
     let (code, _, err) = c.submit(&[]).await;

@@ -36,6 +36,8 @@ pub struct Cluster {
     pub backups: u32,
     /// The nodes' `--session-timeout` (2s unless changed).
     pub session_timeout: String,
+    /// The job's seeds are every host's root, not host 0's alone.
+    pub every_host_seeded: bool,
 }
 
 impl Cluster {
@@ -58,7 +60,16 @@ impl Cluster {
             runners,
             backups,
             session_timeout: "2s".to_owned(),
+            every_host_seeded: false,
         }
+    }
+
+    /// The same cluster whose job starts on every host at once: a shard's
+    /// hosts are then all busy from the start, not found one after another
+    /// along the site's ring of cross-host links.
+    pub fn seeding_every_host(mut self) -> Self {
+        self.every_host_seeded = true;
+        self
     }
 
     /// The same cluster on the ZooKeeper at `address` (a server of the
@@ -228,6 +239,12 @@ impl Cluster {
         args.extend(["--shards".to_owned(), self.site.shards.to_string()]);
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         args.push(self.site.site.url(0, "/"));
+        if self.every_host_seeded {
+            // A page every complete crawl requests anyway, so the site's
+            // log holds no request a crawl from host 0 alone would not make.
+            let others = 1..self.site.site.hosts();
+            args.extend(others.map(|h| self.site.site.url(h, "/p/0")));
+        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.run(&args).await
     }
