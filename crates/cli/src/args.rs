@@ -98,6 +98,11 @@ pub struct ResultsArgs {
     /// Replace an existing --out file that does not hold this job's records.
     #[arg(long)]
     pub overwrite: bool,
+    /// Add to each record who stored it: `"writer": {"holder", "shard",
+    /// "generation"}`, the node holding its shard's lease then (PostgreSQL
+    /// stores; `null` where it is not known).
+    #[arg(long)]
+    pub writer: bool,
     /// How WARC files are written (--format warc).
     #[command(flatten)]
     pub warc: WarcFileArgs,

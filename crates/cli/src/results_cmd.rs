@@ -5,7 +5,7 @@ use std::io::{BufWriter, Write};
 use crawlkeeper_crawl::CrawlConfig;
 use crawlkeeper_job::export::{check_export, export_warc};
 use crawlkeeper_job::warc::WarcOptions;
-use crawlkeeper_store::{JobInfo, Store};
+use crawlkeeper_store::{JobInfo, Store, Writer};
 
 use crate::args::{Format, JobsArgs, ResultsArgs};
 use crate::exit::{CliError, Outcome};
@@ -31,6 +31,11 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
         refuse_protected(out, &state_files(&args.store.state, Some(&job.name)))?;
     }
     if let Format::Warc = args.format {
+        if args.writer {
+            return Err(CliError::Usage(
+                "--writer adds to JSON Lines records; it does not go with --format warc".into(),
+            ));
+        }
         return export(store.as_mut(), &job, &args);
     }
     if let Some(out) = &args.out {
@@ -47,11 +52,18 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
     let mut out = BufWriter::new(out);
     let mut after = 0;
     loop {
-        let page = store.results(job.id, None, after, PAGE).map_err(fatal)?;
-        let Some((last, _)) = page.last() else { break };
+        let page = store.results_by(job.id, after, PAGE).map_err(fatal)?;
+        let Some((last, _, _)) = page.last() else {
+            break;
+        };
         after = *last;
-        for (_, json) in &page {
-            writeln!(out, "{json}").map_err(|e| CliError::Fatal(e.into()))?;
+        for (_, json, writer) in &page {
+            let written = if args.writer {
+                writeln!(out, "{}", with_writer(json, writer.as_ref()))
+            } else {
+                writeln!(out, "{json}")
+            };
+            written.map_err(|e| CliError::Fatal(e.into()))?;
         }
     }
     out.flush().map_err(|e| CliError::Fatal(e.into()))?;
@@ -194,4 +206,37 @@ pub fn jobs(args: JobsArgs) -> Result<Outcome, CliError> {
         }
     }
     Ok(Outcome::Finished)
+}
+
+/// `record` (a JSON object) with a last member `"writer"`: who stored it.
+fn with_writer(record: &str, writer: Option<&Writer>) -> String {
+    let writer = serde_json::to_string(&writer).unwrap_or_else(|_| "null".to_owned());
+    match record.trim_end().strip_suffix('}') {
+        Some(open) if open.trim_end().ends_with('{') => format!(r#"{open}"writer":{writer}}}"#),
+        Some(open) => format!(r#"{open},"writer":{writer}}}"#),
+        // Not an object (this build never stores one): left as it is.
+        None => record.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writer_is_the_records_last_member() {
+        let w = Writer {
+            holder: "crawler_1@box:7".into(),
+            shard: 2,
+            generation: 3,
+        };
+        let line = with_writer(r#"{"url":"http://a/","status":200}"#, Some(&w));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["url"], "http://a/");
+        assert_eq!(v["writer"]["holder"], "crawler_1@box:7");
+        assert_eq!(v["writer"]["shard"], 2);
+        assert_eq!(v["writer"]["generation"], 3);
+        let none: serde_json::Value = serde_json::from_str(&with_writer("{}", None)).unwrap();
+        assert_eq!(none, serde_json::json!({"writer": null}));
+    }
 }

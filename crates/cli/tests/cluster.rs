@@ -53,6 +53,7 @@ async fn a_killed_runners_shards_are_crawled_on_by_the_backup_with_nothing_lost_
         .filter(|&h| c.site.shard_of(h) == 0)
         .count();
     c.check_complete(bound).await;
+    c.check_taken_over("crawler_1", &["crawler_3"]).await;
     check_export(&c, &job).await;
     let s = c
         .wait_status("showing the fail-over", |s| {

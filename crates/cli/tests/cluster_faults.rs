@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::cluster::{Cluster, check_members, role, send, shards_of};
+use common::writers::Writers;
 use crawlkeeper_testsite::zookeeper::ZkServer;
+use serde_json::Value;
 
 /// Heartbeats fast enough that a silent Runner is dead after half a second.
 const FAST: &[&str] = &[
@@ -72,6 +74,11 @@ async fn a_paused_runner_taken_over_is_fenced_when_it_wakes_and_rejoins_as_a_bac
     send(&nodes[0], libc::SIGCONT);
     let (code, _, err) = c.submit(&["--wait"]).await;
     assert_eq!(code, 0, "the job completes: {err}");
+    // Who stored what, from the database: the paused Runner's shard was
+    // taken by the backup, and nothing was stored under its lease since;
+    // `results --writer` names the node that stored each record.
+    let writers = c.check_taken_over("crawler_1", &["crawler_3"]).await;
+    check_writers_shown(&c, &writers).await;
     let late = c.requests_since(1, resumed_at);
     assert!(
         late.is_empty(),
@@ -161,6 +168,9 @@ async fn two_runners_killed_at_once_one_shard_to_the_backup_the_other_to_the_sur
     );
     // Each dead Runner had at most a request per host of its shard in flight.
     c.check_complete(dead_hosts.len()).await;
+    for dead in ["crawler_1", "crawler_2"] {
+        c.check_taken_over(dead, &["crawler_3", "crawler_4"]).await;
+    }
     let s = c
         .wait_status("showing both dead", |s| {
             role(s, "crawler_1") == "dead-runner" && role(s, "crawler_2") == "dead-runner"
@@ -308,4 +318,36 @@ async fn submit_wait_exits_0_when_complete_and_1_when_the_job_failed() {
     assert_eq!(jobs.len(), 3, "{s:#}");
     assert!(jobs.contains(&job.trim()), "{s:#}");
     drop(nodes);
+}
+
+/// Checks that `results --writer` shows, for every record, the holder,
+/// shard and generation the database has for it.
+async fn check_writers_shown(c: &Cluster, writers: &Writers) {
+    let (code, out, err) = c
+        .run(&["results", "--store", &c.site.url, "--writer"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let shown: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(shown.len(), writers.results.len());
+    for stored in &writers.results {
+        let take = writers
+            .current(stored.job, stored.shard, stored.seq)
+            .unwrap();
+        let line = shown
+            .iter()
+            .find(|v| v["url"] == stored.url.as_str())
+            .unwrap_or_else(|| panic!("results --writer has no {}", stored.url));
+        assert_eq!(
+            line["writer"],
+            serde_json::json!({
+                "holder": take.holder,
+                "shard": stored.shard,
+                "generation": take.generation,
+            }),
+            "{line}"
+        );
+    }
 }

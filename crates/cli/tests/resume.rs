@@ -240,6 +240,31 @@ async fn fresh_starts_over_and_jobs_and_results_read_the_store() {
         std::fs::read_to_string(&out).unwrap(),
         std::fs::read_to_string(d.join("out.jsonl")).unwrap()
     );
+    // A SQLite file is written by one process at a time: no lease names
+    // the writer of a result, and --writer says so.
+    let with_writer = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .current_dir(&d)
+        .args(["results", "--state", "state.db", &job, "--writer"])
+        .output()
+        .await
+        .unwrap();
+    assert!(with_writer.status.success());
+    let lines = String::from_utf8(with_writer.stdout).unwrap();
+    assert_eq!(lines.lines().count(), 21);
+    for line in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(v["url"].is_string() && v["writer"].is_null(), "{line}");
+    }
+    let warc = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .current_dir(&d)
+        .args([
+            "results", "--state", "state.db", "--writer", "--format", "warc",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(warc.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&warc.stderr).contains("--writer"));
     let missing = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
         .current_dir(&d)
         .args(["results", "--state", "state.db", "nosuchjob"])

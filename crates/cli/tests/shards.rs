@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::collections::BTreeSet;
+
 use common::sharded::{Sharded, exit_of};
 use common::signal;
 
@@ -54,6 +56,7 @@ async fn a_paused_holder_taken_over_is_fenced_and_sends_nothing_after_it_resumes
     let job = Sharded::start("zombie", 2, 4, 60, 20).await;
     let zero: Vec<usize> = (0..4).filter(|&h| job.shard_of(h) == 0).collect();
     let old = job.process(0, "old", &[]).spawn().unwrap();
+    let old_pid = old.id().unwrap();
     let other = job.process(1, "other", &[]).spawn().unwrap();
     // Paused while each of its hosts answers it: no request of its is on
     // its way out (one in the microseconds between the lease check and
@@ -70,6 +73,7 @@ async fn a_paused_holder_taken_over_is_fenced_and_sends_nothing_after_it_resumes
         "{stderr}"
     );
     let heir = job.process(0, "new", &["--take-over"]).spawn().unwrap();
+    let heir_pid = heir.id().unwrap();
     job.wait_for_agent("new", 10).await;
     let resumed_at = std::time::Instant::now();
     signal(&old, "-CONT");
@@ -108,6 +112,26 @@ async fn a_paused_holder_taken_over_is_fenced_and_sends_nothing_after_it_resumes
     let results = job.results().await;
     assert!(results.values().all(|&n| n == 1), "a URL has two records");
     assert_eq!(results.len(), job.expected_urls().len());
+    // Who stored what, from the database: nothing under the paused
+    // process's lease once the heir took the shard, and its own output
+    // holds only records the store took from it, before then.
+    let writers = job.check_writers().await;
+    let taken = writers.takes_by_pid(old_pid);
+    assert_eq!(taken.len(), 1, "{:?}", writers.takes);
+    let heir = format!(":{heir_pid}");
+    writers.check_taken_over(taken[0], |holder| holder.ends_with(&heir));
+    let stored: BTreeSet<&str> = writers
+        .stored_under(taken[0])
+        .map(|r| r.url.as_str())
+        .collect();
+    let output = std::fs::read_to_string(job.dir.join("old.jsonl")).unwrap();
+    for record in common::records(&output) {
+        assert!(
+            stored.contains(record.url.as_str()),
+            "old.jsonl holds {}, which the store did not take from it",
+            record.url
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

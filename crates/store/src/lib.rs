@@ -91,6 +91,20 @@ impl Claim {
     }
 }
 
+/// Who stored a result: the holder of its shard's lease, and the lease's
+/// generation (how many times the shard had been taken by then). Known in
+/// stores whose jobs are shared by leases (PostgreSQL); a SQLite file is
+/// written by one process at a time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Writer {
+    /// The process that held the shard (`<name>@<host>:<pid>`).
+    pub holder: String,
+    /// The result's shard.
+    pub shard: u32,
+    /// The lease's generation.
+    pub generation: u64,
+}
+
 /// One shard of a job: its holder and its counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShardInfo {
@@ -226,6 +240,21 @@ pub trait Store: Send {
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError>;
+
+    /// Like [`Store::results`] (of every shard), with who stored each
+    /// result, where the store knows it.
+    fn results_by(
+        &mut self,
+        job: JobId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String, Option<Writer>)>, StoreError> {
+        Ok(self
+            .results(job, None, after, limit)?
+            .into_iter()
+            .map(|(position, record)| (position, record, None))
+            .collect())
+    }
 
     /// Up to `limit` of `job`'s stored WARC records (kept for jobs crawled
     /// with `--store-bodies`), each result's in one piece, in the order

@@ -37,7 +37,7 @@
 //!   - Version 1 files (the PostgreSQL layout) are migrated on open.
 
 /// The schema version of PostgreSQL databases this build writes.
-pub const PG_VERSION: i64 = 3;
+pub const PG_VERSION: i64 = 4;
 
 /// The schema version of SQLite files this build writes.
 pub const SQLITE_VERSION: i64 = 2;
@@ -88,6 +88,29 @@ const PG_TABLES: &[&str] = &[
         failed SMALLINT NOT NULL,
         record TEXT NOT NULL,
         PRIMARY KEY (job, seq))",
+];
+
+/// PostgreSQL version 4: who wrote each result. Run once, on a database of
+/// an older version, after [`PG_TO_V2`]:
+/// - `leases`: every take of a shard (one row per generation), with its
+///   holder, when, and `from_seq`, a value of `result_seqs` drawn after the
+///   take held the shard's row: every result the shard's earlier holders
+///   stored is below it (their transactions held the row, and the take
+///   waited for them), and every result stored under this generation is
+///   above it;
+/// - `results.generation`: the generation of the lease a result was
+///   stored under (`NULL` outside a lease, and for results of older
+///   versions). With the shard, it names the lease's row: the writer.
+pub const PG_TO_V4: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS leases (
+        job BIGINT NOT NULL,
+        shard INTEGER NOT NULL,
+        generation BIGINT NOT NULL,
+        holder TEXT NOT NULL,
+        taken_at TEXT NOT NULL,
+        from_seq BIGINT NOT NULL,
+        PRIMARY KEY (job, shard, generation))",
+    "ALTER TABLE results ADD COLUMN IF NOT EXISTS generation BIGINT",
 ];
 
 /// PostgreSQL version 3 adds the `archives` table (made by the tables'

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::process::{Child, Command};
 
 use super::sharded::{DEADLINE, Sharded};
+use super::writers::Writers;
 
 /// The job's crawl options: the whole site, one request per host at once.
 pub const JOB: &[&str] = &[
@@ -409,9 +410,25 @@ impl Cluster {
         .unwrap_or_else(|_| panic!("node {i} made fewer than {n} requests within {DEADLINE:?}"));
     }
 
+    /// Checks, from the database, that every shard node `from` took was
+    /// taken again by one of `heirs`, with nothing stored under `from`'s
+    /// lease from then on.
+    pub async fn check_taken_over(&self, from: &str, heirs: &[&str]) -> Writers {
+        let writers = self.site.check_writers().await;
+        let taken = writers.takes_by_node(from);
+        assert!(!taken.is_empty(), "{from} never took a shard");
+        for take in taken {
+            writers.check_taken_over(take, |holder| {
+                heirs.iter().any(|h| holder.starts_with(&format!("{h}@")))
+            });
+        }
+        writers
+    }
+
     /// Checks a complete crawl by the site's log and the store: every page
     /// requested, at most `repeats` requests more than one per page, never
-    /// two at once on a host, every URL with one result.
+    /// two at once on a host, every URL with one result, stored under the
+    /// lease of its shard current then.
     pub async fn check_complete(&self, repeats: usize) {
         let everyone: Vec<String> = self
             .site
@@ -427,6 +444,7 @@ impl Cluster {
         let holders: Vec<&[&str]> = (0..self.site.shards).map(|_| agents.as_slice()).collect();
         self.site.check_log(&holders, repeats);
         self.check_holders();
+        self.site.check_writers().await;
         let results = self.site.results().await;
         let twice: Vec<_> = results.iter().filter(|(_, n)| **n != 1).collect();
         assert!(

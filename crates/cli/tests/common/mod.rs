@@ -7,6 +7,7 @@ pub mod http;
 pub mod pg;
 pub mod sharded;
 pub mod warc;
+pub mod writers;
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};

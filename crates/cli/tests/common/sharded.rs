@@ -12,6 +12,7 @@ use crawlkeeper_testsite::{SiteConfig, TestSite};
 use tokio::process::{Child, Command};
 
 use super::pg::{admin, postgres_url};
+use super::writers::Writers;
 
 /// The longest any wait of these tests may take.
 pub const DEADLINE: Duration = Duration::from_secs(180);
@@ -183,6 +184,14 @@ impl Sharded {
             *m.entry(r.url).or_default() += 1;
         }
         m
+    }
+
+    /// Checks who stored each result (see [`Writers::check`]), and returns
+    /// the writers for checks of a test's own.
+    pub async fn check_writers(&self) -> Writers {
+        let writers = Writers::read(&self.url).await;
+        writers.check();
+        writers
     }
 
     /// The URLs of a complete crawl, as records name them.

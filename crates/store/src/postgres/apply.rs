@@ -189,7 +189,7 @@ pub fn apply_in(
     // after a second). Inserting first, in key order, no writer waits while
     // holding a row another waits for.
     admit(tx, cache, job, lease, batch, admitted_before, &mut handoff)?;
-    finish(tx, cache, job, batch)?;
+    finish(tx, cache, job, lease, batch)?;
     load(tx, cache, job, batch)?;
     for saved in &batch.authorities {
         let name = saved.authority.to_string();
@@ -228,11 +228,13 @@ pub fn apply_in(
 /// Stores the records of finished URLs, once per key: a URL's row is
 /// marked done with its result's position (made if it was never admitted).
 /// The common case, URLs admitted and not yet done, is one statement:
-/// positions drawn, rows marked and results written together.
+/// positions drawn, rows marked and results written together. Each result
+/// carries the generation of `lease` for its shard (its writer).
 fn finish(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
     job: i64,
+    lease: Option<&Lease>,
     batch: &mut Batch,
 ) -> Result<(), StoreError> {
     let count = batch.finished.len();
@@ -265,23 +267,26 @@ fn finish(
         .map(|&i| batch.finished[i].json.as_str())
         .collect();
     let record_shards: Vec<i32> = order.iter().map(|&i| shard_of_record(i)).collect();
+    let generation_of = |shard: i32| lease.and_then(|l| l.generation(shard as u32));
+    let generations: Vec<Option<i64>> = record_shards.iter().map(|&h| generation_of(h)).collect();
     // Positions are drawn in the order finished (unnest keeps it).
     let mut claimed: HashMap<u128, i64> = HashMap::with_capacity(count);
     for row in q(
         tx,
         cache,
         "WITH v AS (
-             SELECT k, f, r, h, nextval('result_seqs') AS s
-             FROM unnest($2::bytea[], $3::int2[], $4::text[], $5::int4[]) AS t(k, f, r, h)),
+             SELECT k, f, r, h, g, nextval('result_seqs') AS s
+             FROM unnest($2::bytea[], $3::int2[], $4::text[], $5::int4[], $6::int8[])
+                 AS t(k, f, r, h, g)),
          c AS (
              UPDATE urls u SET state = 2, seq = v.s FROM v
              WHERE u.job = $1 AND u.key = v.k AND u.state <> 2
-             RETURNING v.k, v.s, v.f, v.r, v.h),
+             RETURNING v.k, v.s, v.f, v.r, v.h, v.g),
          i AS (
-             INSERT INTO results (job, seq, failed, record, shard)
-             SELECT $1, s, f, r, h FROM c)
+             INSERT INTO results (job, seq, failed, record, shard, generation)
+             SELECT $1, s, f, r, h, g FROM c)
          SELECT k, s FROM c",
-        &[&job, &keys, &failed, &records, &record_shards],
+        &[&job, &keys, &failed, &records, &record_shards, &generations],
     )
     .map_err(err)?
     {
@@ -301,6 +306,7 @@ fn finish(
         authorities(tx, cache, job, names.iter().map(String::as_str))?;
         let mut cols = Columns::default();
         let (mut f_failed, mut f_records, mut f_shards) = (Vec::new(), Vec::new(), Vec::new());
+        let mut f_generations = Vec::new();
         for (&i, name) in fresh.iter().zip(&names) {
             let f = &batch.finished[i];
             let (auth, _) = authority_of(cache, job, name)?;
@@ -312,21 +318,23 @@ fn finish(
             f_failed.push(i16::from(f.record.error.is_some()));
             f_records.push(f.json.as_str());
             f_shards.push(shard_of_record(i));
+            f_generations.push(generation_of(shard_of_record(i)));
         }
         for row in q(
             tx,
             cache,
             "WITH v AS (
-                 SELECT k, a, u, d, p, f, r, h, nextval('result_seqs') AS s
+                 SELECT k, a, u, d, p, f, r, h, g, nextval('result_seqs') AS s
                  FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[],
-                             $7::int2[], $8::text[], $9::int4[]) AS t(k, a, u, d, p, f, r, h)),
+                             $7::int2[], $8::text[], $9::int4[], $10::int8[])
+                     AS t(k, a, u, d, p, f, r, h, g)),
              c AS (
                  INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
                  SELECT $1, k, a, u, d, p, 2, s FROM v
                  ON CONFLICT DO NOTHING RETURNING key, seq),
              i AS (
-                 INSERT INTO results (job, seq, failed, record, shard)
-                 SELECT $1, c.seq, v.f, v.r, v.h FROM c JOIN v ON v.k = c.key)
+                 INSERT INTO results (job, seq, failed, record, shard, generation)
+                 SELECT $1, c.seq, v.f, v.r, v.h, v.g FROM c JOIN v ON v.k = c.key)
              SELECT key, seq FROM c",
             &[
                 &job,
@@ -338,6 +346,7 @@ fn finish(
                 &f_failed,
                 &f_records,
                 &f_shards,
+                &f_generations,
             ],
         )
         .map_err(err)?

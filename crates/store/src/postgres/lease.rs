@@ -40,7 +40,12 @@ pub struct Lease {
 impl Lease {
     /// True when `shard` is held.
     pub fn owns(&self, shard: u32) -> bool {
-        self.held.iter().any(|(s, _)| *s == shard)
+        self.generation(shard).is_some()
+    }
+
+    /// The generation `shard` is held at, if it is held.
+    pub fn generation(&self, shard: u32) -> Option<i64> {
+        self.held.iter().find(|(s, _)| *s == shard).map(|(_, g)| *g)
     }
 
     /// Adds the shards of `more` (taken by this process since).
@@ -263,6 +268,19 @@ fn bump(
             .map_err(err)?;
         generations.push(row.get(0));
     }
+    // Every shard's row is held now: a result its old holders stored is
+    // below this value, one stored under the new generations above it.
+    let from_seq: i64 = tx
+        .query_one("SELECT nextval('result_seqs')", &[])
+        .map_err(err)?
+        .get(0);
+    let numbers: Vec<i32> = shards.iter().map(|&s| s as i32).collect();
+    tx.execute(
+        "INSERT INTO leases (job, shard, generation, holder, taken_at, from_seq)
+         SELECT $1, s, g, $4, $5, $6 FROM unnest($2::int4[], $3::int8[]) AS v(s, g)",
+        &[&job, &numbers, &generations, &holder, &taken_at, &from_seq],
+    )
+    .map_err(err)?;
     tx.commit().map_err(err)?;
     Ok(generations)
 }

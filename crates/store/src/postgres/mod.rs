@@ -27,7 +27,7 @@ use tracing::{info, warn};
 use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
 use crate::location::scrub;
 use crate::schema::{self, state};
-use crate::{Claim, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError};
+use crate::{Claim, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError, Writer};
 use apply::{Cache, apply_in};
 use lease::{Lease, lock_key, locked_by_others, try_lock, unlock};
 
@@ -315,6 +315,11 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
                     tx.batch_execute(s).map_err(err)?;
                 }
             }
+            if old.is_none_or(|v| v < 4) {
+                for s in schema::PG_TO_V4 {
+                    tx.batch_execute(s).map_err(err)?;
+                }
+            }
             tx.execute("DELETE FROM crawlkeeper_version", &[])
                 .map_err(err)?;
             tx.execute(
@@ -426,6 +431,7 @@ impl Store for PgStore {
                 "archives",
                 "authorities",
                 "shards",
+                "leases",
                 "handoff",
             ] {
                 tx.execute(&format!("DELETE FROM {table} WHERE job = $1"), &[&job.id.0])
@@ -629,6 +635,39 @@ impl Store for PgStore {
             Ok(rows
                 .iter()
                 .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, String>(1)))
+                .collect())
+        })
+    }
+
+    fn results_by(
+        &mut self,
+        job: JobId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String, Option<Writer>)>, StoreError> {
+        self.with(|c, _, _| {
+            let rows = c
+                .query(
+                    "SELECT r.seq, r.record, r.shard, r.generation, l.holder FROM results r
+                     LEFT JOIN leases l
+                         ON l.job = r.job AND l.shard = r.shard AND l.generation = r.generation
+                     WHERE r.job = $1 AND r.seq > $2 ORDER BY r.seq LIMIT $3",
+                    &[&job.0, &(after as i64), &(limit as i64)],
+                )
+                .map_err(err)?;
+            Ok(rows
+                .iter()
+                .map(|r| {
+                    let writer = match (r.get::<_, Option<i64>>(3), r.get::<_, Option<String>>(4)) {
+                        (Some(generation), Some(holder)) => Some(Writer {
+                            holder,
+                            shard: r.get::<_, i32>(2) as u32,
+                            generation: generation as u64,
+                        }),
+                        _ => None,
+                    };
+                    (r.get::<_, i64>(0) as u64, r.get::<_, String>(1), writer)
+                })
                 .collect())
         })
     }

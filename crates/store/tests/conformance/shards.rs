@@ -3,7 +3,7 @@
 
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FinishedUrl, FrontierEntry, shard_of};
-use crawlkeeper_store::{Claim, JobInfo, JobSpec, PgStore, Store, StoreError};
+use crawlkeeper_store::{Claim, JobInfo, JobSpec, PgStore, Store, StoreError, Writer};
 
 use crate::backends::{Backend, postgres, postgres_url, sqlite};
 use crate::suite::{entry, record, spec};
@@ -171,6 +171,58 @@ fn a_live_holder_is_refused_and_a_take_over_fences_it() {
 }
 
 #[test]
+fn each_result_names_the_lease_it_was_stored_under() {
+    let (mut b, job, mut one) = two_holders();
+    let (x, y) = one_loaded_by_each(&mut b, &job, one.as_mut());
+    apply(b.store.as_mut(), &job, &mut finish_batch(&[&x.0])).unwrap();
+    apply(one.as_mut(), &job, &mut finish_batch(&[&y.0])).unwrap();
+    // Shard 0 taken over: what its heir stores is of the next generation.
+    let mut heir = (b.reopen)();
+    heir.claim(&job, &claim(&[0], "heir", true)).unwrap();
+    let (h0, _) = hosts();
+    let later = entry(&h0, "/later", 1);
+    let mut admit = Batch {
+        admit: vec![(later.0.clone(), later.1.clone(), true)],
+        ..Batch::default()
+    };
+    apply(heir.as_mut(), &job, &mut admit).unwrap();
+    apply(heir.as_mut(), &job, &mut finish_batch(&[&later.0])).unwrap();
+    let writers: Vec<(String, Option<Writer>)> = heir
+        .results_by(job.id, 0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|(_, record, writer)| (record, writer))
+        .collect();
+    let writer = |holder: &str, shard, generation| {
+        Some(Writer {
+            holder: holder.to_owned(),
+            shard,
+            generation,
+        })
+    };
+    let of = |path: &str| {
+        writers
+            .iter()
+            .find(|(record, _)| record.contains(path))
+            .map(|(_, w)| w.clone())
+            .unwrap_or_else(|| panic!("no result of {path}: {writers:?}"))
+    };
+    assert_eq!(writers.len(), 3);
+    assert_eq!(of("/x"), writer("zero", 0, 1));
+    assert_eq!(of("/y"), writer("one", 1, 1));
+    assert_eq!(of("/later"), writer("heir", 0, 2));
+    // The results themselves are the ones `results` gives.
+    let plain: Vec<String> = heir
+        .results(job.id, None, 0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let by: Vec<String> = writers.into_iter().map(|(r, _)| r).collect();
+    assert_eq!(plain, by);
+}
+
+#[test]
 fn a_crashed_holders_shard_is_free_again() {
     let mut b = postgres();
     let job = b.store.open_job(&sharded("j", 3)).unwrap();
@@ -312,6 +364,13 @@ fn sqlite_keeps_one_shard() {
     }
     let job = b.store.open_job(&spec("j")).unwrap();
     b.store.claim(&job, &claim(&[0], "me", false)).unwrap();
+    // One process writes a file at a time: its results name no lease.
+    let (h, _) = hosts();
+    let e = entry(&h, "/", 0);
+    apply(b.store.as_mut(), &job, &mut finish_batch(&[&e.0])).unwrap();
+    let stored = b.store.results_by(job.id, 0, 10).unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].2, None);
 }
 
 #[test]
@@ -342,11 +401,15 @@ fn a_version_1_database_is_migrated() {
         ..Batch::default()
     };
     store.apply(job.id, &mut batch).unwrap();
-    let results = store.results(job.id, None, 0, 10).unwrap();
+    let results = store.results_by(job.id, 0, 10).unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0].0, 1);
+    assert!(results[1].0 > 1, "positions go on from the old ones");
+    // The old result names no lease; the new one the lease it was stored under.
+    assert_eq!(results[0].2, None);
     assert_eq!(
-        results.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
-        [1, 2],
-        "positions go on from the old ones"
+        results[1].2.as_ref().map(|w| (w.shard, w.generation)),
+        Some((0, 1))
     );
     drop(store);
     let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
