@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use crawlkeeper_crawl::state::MemoryState;
 use crawlkeeper_crawl::{Engine, Registry};
+use crawlkeeper_job::guard::{check_replaceable, fresh_sink};
 use crawlkeeper_testsite::{SiteConfig, TestSite};
 use url::Url;
 
 use crate::args::DemoArgs;
 use crate::crawl_cmd::{Run, crawl, engine_error};
 use crate::exit::{CliError, Outcome};
-use crate::output::{check_replaceable, fresh_sink};
 use crate::serve::Bound;
 
 /// Runs `crawlkeeper demo`.

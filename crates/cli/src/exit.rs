@@ -2,6 +2,9 @@
 
 use std::process::ExitCode;
 
+use crawlkeeper_job::error::Kept;
+use crawlkeeper_job::{JobError, OutputError};
+
 /// A run that could not do its job.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -49,5 +52,50 @@ impl CliError {
             Self::Fatal(_) => 1,
             Self::Fenced(_) => 3,
         })
+    }
+}
+
+impl From<OutputError> for CliError {
+    fn from(e: OutputError) -> Self {
+        match e {
+            OutputError::Store(e) => CliError::Fatal(e.into()),
+            e => CliError::Usage(e.to_string()),
+        }
+    }
+}
+
+impl From<JobError> for CliError {
+    /// What the user can sort out is exit 2, said in the command's words;
+    /// a fence is exit 3; anything else is fatal.
+    fn from(e: JobError) -> Self {
+        match e {
+            JobError::Held { job, shard, holder } => CliError::Usage(format!(
+                "shard {shard} of job {job} is held by {holder}, a live process; \
+                 use --take-over to take it (that process then stops)"
+            )),
+            JobError::NoEarlierCrawl { job, place } => CliError::Usage(format!(
+                "--recrawl: job {job} has no earlier crawl in {place} to revisit; \
+                 run it without --recrawl first"
+            )),
+            JobError::RecrawlReplaces {
+                job,
+                kept: Kept::Warc(path),
+            } => CliError::Usage(format!(
+                "--recrawl: '{}' holds the earlier pass of job {job}; give the new pass another \
+                 --warc path (or --overwrite to replace it)",
+                path.display()
+            )),
+            JobError::RecrawlReplaces { job, .. } => CliError::Usage(format!(
+                "--recrawl: job {job} kept its pages in the store (--store-bodies), which a new \
+                 pass replaces; export them first (results --format warc), then add --overwrite"
+            )),
+            JobError::Output(e) => e.into(),
+            JobError::Fenced { .. } => CliError::Fenced(e.to_string()),
+            JobError::Unusable { .. }
+            | JobError::Locked(_)
+            | JobError::Missing(_)
+            | JobError::NoSuchShards { .. } => CliError::Usage(e.to_string()),
+            e => CliError::Fatal(e.into()),
+        }
     }
 }

@@ -10,7 +10,6 @@ mod demo;
 mod exit;
 mod node_cmd;
 mod node_view;
-mod output;
 mod progress;
 mod results_cmd;
 mod seeds;

@@ -4,14 +4,13 @@ use std::io::{BufWriter, Write};
 
 use crawlkeeper_crawl::CrawlConfig;
 use crawlkeeper_job::export::{check_export, export_warc};
+use crawlkeeper_job::guard::{create, refuse_protected, refuse_protected_warc, state_files};
+use crawlkeeper_job::output::{Part, check_existing};
 use crawlkeeper_job::warc::WarcOptions;
 use crawlkeeper_store::{JobInfo, Store, Writer};
 
 use crate::args::{Format, JobsArgs, ResultsArgs};
 use crate::exit::{CliError, Outcome};
-use crate::output::{
-    Part, check_existing, create, refuse_protected, refuse_protected_warc, state_files,
-};
 use crate::state::{fatal, open_existing_store};
 use crate::warc_out::warc_info;
 

@@ -1,6 +1,7 @@
 //! Which store the command uses, opened with messages fit for a user.
 
-use crawlkeeper_store::location::{is_postgres, redact, scrub};
+use crawlkeeper_job::Location;
+use crawlkeeper_store::location::is_postgres;
 use crawlkeeper_store::{Store, StoreError};
 
 use crate::args::StoreArgs;
@@ -21,31 +22,20 @@ pub fn check_location(args: &StoreArgs) -> Result<(), CliError> {
     }
 }
 
+/// Where the arguments keep the state.
+pub fn location(args: &StoreArgs) -> Location {
+    match &args.store {
+        Some(s) => Location::Store(s.clone()),
+        None => Location::File(args.state.clone()),
+    }
+}
+
 /// Opens the store the arguments name (creating a SQLite `--state` file
 /// that does not exist). Messages show the location with its password
 /// hidden.
 pub fn open_store(args: &StoreArgs) -> Result<Box<dyn Store>, CliError> {
     check_location(args)?;
-    let location = args.location();
-    let shown = redact(&location);
-    // --state is a file whatever its name looks like (`host=a.db` too).
-    let opened = match &args.store {
-        None => {
-            crawlkeeper_store::SqliteStore::open(&args.state).map(|s| Box::new(s) as Box<dyn Store>)
-        }
-        Some(s) => crawlkeeper_store::open(s),
-    };
-    opened.map_err(|e| {
-        let why = scrub(&e.to_string(), &location);
-        match e {
-            StoreError::Corrupt(_) | StoreError::Backend(_) => {
-                CliError::Usage(format!("cannot use the crawl state at '{shown}': {why}"))
-            }
-            _ => CliError::Fatal(anyhow::anyhow!(
-                "cannot open the crawl state at '{shown}': {why}"
-            )),
-        }
-    })
+    Ok(location(args).open()?)
 }
 
 /// Opens a store that must exist already: a SQLite file that is not there

@@ -4,18 +4,32 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`open`] | [`open()`]: the one way a job is opened to crawl it, by `crawl` and by a Runner |
+//! | [`location`] | [`Location`]: where a job's state is kept, opened with errors fit for a user |
+//! | [`claim`] | [`claim_shards`]: claiming shards, waiting out a displaced live holder's lease gate |
+//! | [`guard`] | what outputs must never overwrite: the state, seed files, other files |
+//! | [`error`] | [`JobError`]: why a job could not be opened, typed where callers decide by it |
 //! | [`identity`] | a job's name from its seeds, scope and shard count |
 //! | [`state`] | [`StoreState`]: the engine's [`crawlkeeper_crawl::state::CrawlState`] in a store, shards and all |
 //! | [`output`] | the JSON Lines output of a job that may be resumed |
 //! | [`export`] | a job's stored WARC records written out as WARC files (`results --format warc`) |
 //! | [`warc`] | the WARC output of a job: records before commits, cut after a crash |
 
+pub mod claim;
+pub mod error;
 pub mod export;
+pub mod guard;
 pub mod identity;
+pub mod location;
+pub mod open;
 pub mod output;
 pub mod state;
 pub mod warc;
 
+pub use claim::claim_shards;
+pub use error::JobError;
 pub use identity::job_spec;
+pub use location::Location;
+pub use open::{Opened, Opening, open};
 pub use output::OutputError;
 pub use state::StoreState;

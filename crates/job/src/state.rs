@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
-use crawlkeeper_crawl::state::{Batch, CrawlState, LEASE_BOUND, Resumed, Sharing, StateError};
+use crawlkeeper_crawl::state::{Batch, CrawlState, Resumed, Sharing, StateError};
 use crawlkeeper_store::{Claim, JobId, JobInfo, Store, StoreError, this_process};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use crate::claim::claim_shards;
 
 /// Longest a commit is held back to gather more finished pages: a store's
 /// transaction has a fixed cost (its log write and locks) that a commit per
@@ -132,24 +134,13 @@ impl CrawlState for StoreState {
                 "a job crawled whole has no shards to take".into(),
             ));
         };
-        // Taken from a holder that is gone (or fenced off if it is not).
-        let live = self
-            .store
-            .shards(info)
-            .map_err(state_error)?
-            .iter()
-            .any(|s| shards.contains(&s.shard) && s.live);
+        // Taken from a holder that is gone, or fenced off if it is not.
         let claim = Claim {
             shards: shards.to_vec(),
             holder: self.holder.clone(),
             take_over: true,
         };
-        self.store.claim(info, &claim).map_err(state_error)?;
-        if live {
-            // A displaced live holder sends nothing once its lease's last
-            // confirmation is older than the bound: wait that long.
-            std::thread::sleep(LEASE_BOUND);
-        }
+        claim_shards(self.store.as_mut(), info, &claim).map_err(state_error)?;
         self.store
             .resume_shards(self.job, shards)
             .map_err(state_error)

@@ -15,17 +15,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crawlkeeper_cluster::node::{ItemOutcome, TaskRunner};
-use crawlkeeper_crawl::state::{LEASE_BOUND, Sharing};
-use crawlkeeper_crawl::{
-    Control, CrawlConfig, Engine, EngineError, JsonlSink, Registry, StopReason,
-};
-use crawlkeeper_job::StoreState;
-use crawlkeeper_model::Partition;
+use crawlkeeper_crawl::state::StateError;
+use crawlkeeper_crawl::{Control, Engine, EngineError, Registry, StopReason};
+use crawlkeeper_job::open::{Outputs, Start, Wanted};
+use crawlkeeper_job::{JobError, Location, Opening, open};
 use crawlkeeper_model::cluster::RunningContent;
-use crawlkeeper_store::Claim;
 use crawlkeeper_store::location::scrub;
 use tokio::sync::{mpsc, watch};
-use url::Url;
 
 use crate::item::ShardItem;
 use crate::view::NodeView;
@@ -50,8 +46,31 @@ enum Ended {
     Complete,
     /// Stopped before the end (its items were halted or dropped).
     Stopped,
-    /// It cannot go on (fenced, a bad job, the store refused).
+    /// Another node took its shards over: it must stop.
+    Fenced(String),
+    /// It cannot go on (a bad job, the store refused, a timeout).
     Failed(String),
+}
+
+impl Ended {
+    /// The same end with its text scrubbed of `location`'s password: why
+    /// it ended goes to the log, the task in ZooKeeper and status pages.
+    fn scrubbed(self, location: &str) -> Self {
+        match self {
+            Self::Fenced(why) => Self::Fenced(scrub(&why, location)),
+            Self::Failed(why) => Self::Failed(scrub(&why, location)),
+            other => other,
+        }
+    }
+}
+
+impl From<JobError> for Ended {
+    fn from(e: JobError) -> Self {
+        match e {
+            JobError::Fenced { .. } => Self::Fenced(format!("fenced: {e}")),
+            e => Self::Failed(e.to_string()),
+        }
+    }
 }
 
 /// A job's engine on this node.
@@ -217,7 +236,7 @@ impl TaskRunner for CrawlRunner {
                         error: None,
                     };
                 }
-                Ended::Failed(why) => return failed(why),
+                Ended::Failed(why) | Ended::Fenced(why) => return failed(why),
                 Ended::Stopped if *self.halt.borrow() => return failed("halted".into()),
                 // An engine that was stopping when this item came: run again.
                 Ended::Stopped => continue,
@@ -316,28 +335,22 @@ impl Drive {
                             summary.pending
                         )),
                     },
-                    Err(e) => Ended::Failed(engine_failure(e)),
+                    Err(e) => engine_failure(e),
                 }
             }
-            Some(Ok(Err(why))) => Ended::Failed(why),
+            Some(Ok(Err(ended))) => ended,
             Some(Err(e)) => Ended::Failed(format!("the job could not start: {e}")),
         };
-        // Why it failed goes to the log, the task in ZooKeeper and status
-        // pages: never with the store's password.
-        let outcome = match outcome {
-            Ended::Failed(why) => Ended::Failed(scrub(&why, &self.settings.store)),
-            other => other,
-        };
+        let outcome = outcome.scrubbed(&self.settings.store);
         match &outcome {
             Ended::Complete => tracing::info!(job = %self.job, "job complete"),
             Ended::Stopped => tracing::info!(job = %self.job, "stopped crawling the job"),
+            Ended::Fenced(why) => {
+                self.view.fenced.fetch_add(1, Relaxed);
+                tracing::warn!(job = %self.job, %why, "job failed here");
+            }
             Ended::Failed(why) => {
-                let count = if why.starts_with("fenced") {
-                    &self.view.fenced
-                } else {
-                    &self.view.failed
-                };
-                count.fetch_add(1, Relaxed);
+                self.view.failed.fetch_add(1, Relaxed);
                 tracing::warn!(job = %self.job, %why, "job failed here");
             }
         }
@@ -349,57 +362,34 @@ impl Drive {
     }
 }
 
-fn engine_failure(e: EngineError) -> String {
+fn engine_failure(e: EngineError) -> Ended {
     match e {
-        EngineError::State(crawlkeeper_crawl::state::StateError::Fenced(why)) => {
-            format!("fenced: {why}")
-        }
-        e => e.to_string(),
+        EngineError::State(StateError::Fenced(why)) => Ended::Fenced(format!("fenced: {why}")),
+        e => Ended::Failed(e.to_string()),
     }
 }
 
-/// Opens the store, reads the job, claims `shards` with take-over and
-/// builds the engine with the state attached. Blocking.
-fn prepare(settings: &NodeSettings, job: &str, shards: Vec<u32>) -> Result<Engine, String> {
-    let mut store = crawlkeeper_store::open(&settings.store)
-        .map_err(|e| scrub(&e.to_string(), &settings.store))?;
-    let info = store
-        .find_job(job)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("job {job} is not in the store"))?;
-    let mut config: CrawlConfig = serde_json::from_str(&info.options)
-        .map_err(|e| format!("job {job}: its stored options do not read: {e}"))?;
-    config.engine.max_workers = settings.max_workers;
-    config.fetch.local_address = settings.local_address;
-    let seeds = info
-        .seeds
-        .iter()
-        .map(|s| Url::parse(s).map_err(|e| format!("job {job}: seed {s:?}: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let engine = Engine::configure(config.clone(), seeds, &Registry::builtin())
-        .map_err(|e| e.to_string())?;
-    let partition = Partition::new(info.shards, shards.clone())
-        .ok_or_else(|| format!("job {job} has no shards {shards:?}"))?;
-    let live = store
-        .shards(&info)
-        .map_err(|e| e.to_string())?
-        .iter()
-        .any(|s| shards.contains(&s.shard) && s.live);
-    let claim = Claim {
+/// Opens the job (see [`crawlkeeper_job::open()`]): its stored options
+/// and seeds, its `shards` claimed with take-over, and builds the engine
+/// with the state attached. Blocking.
+fn prepare(settings: &NodeSettings, job: &str, shards: Vec<u32>) -> Result<Engine, Ended> {
+    let opening = Opening {
+        location: Location::Store(settings.store.clone()),
+        wanted: Wanted::Stored(job.to_owned()),
+        start: Start::Resume,
         shards,
         holder: settings.holder.clone(),
         take_over: true,
+        outputs: Outputs::none(),
     };
-    store.claim(&info, &claim).map_err(|e| e.to_string())?;
-    if live {
-        // A displaced live holder sends nothing once its lease's last
-        // confirmation is older than the bound.
-        std::thread::sleep(LEASE_BOUND);
+    let opened = open(&opening).map_err(Ended::from)?;
+    for note in &opened.notes {
+        tracing::info!(job, %note, "job opened");
     }
-    let max_pages = config.scope.max_pages;
-    let state = StoreState::shared(store, info, Sharing::new(partition), max_pages)
-        .map_err(|e| e.to_string())?
-        .with_holder(settings.holder.clone())
-        .keeping_archives(config.archive.store_bodies);
-    Ok(engine.attach(Box::new(state), Box::new(JsonlSink::new(std::io::sink()))))
+    let mut config = opened.config;
+    config.engine.max_workers = settings.max_workers;
+    config.fetch.local_address = settings.local_address;
+    let engine = Engine::configure(config, opened.seeds, &Registry::builtin())
+        .map_err(|e| Ended::Failed(e.to_string()))?;
+    Ok(engine.attach(Box::new(opened.state), opened.sink))
 }

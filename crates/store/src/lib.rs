@@ -68,6 +68,15 @@ pub struct JobInfo {
     pub counts: JobCounts,
 }
 
+/// What a claim took: the shards it took from a live process (fenced off
+/// now, but perhaps still sending what it had let through its lease gate
+/// until the gate's bound passes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Claimed {
+    /// Shards whose holder was alive (held the shard's lock) when taken.
+    pub displaced: Vec<u32>,
+}
+
 /// A process's claim on shards of a job: it crawls them, alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claim {
@@ -191,9 +200,9 @@ pub trait Store: Send {
     /// transaction first checks that they are still this process's. A
     /// shard held by a live process is refused ([`StoreError::Held`])
     /// unless `claim.take_over`. The default takes a one-shard job whole.
-    fn claim(&mut self, job: &JobInfo, claim: &Claim) -> Result<(), StoreError> {
+    fn claim(&mut self, job: &JobInfo, claim: &Claim) -> Result<Claimed, StoreError> {
         if job.shards == 1 && claim.shards == [0] {
-            self.lock_job(job)
+            self.lock_job(job).map(|()| Claimed::default())
         } else {
             Err(StoreError::Backend(format!(
                 "this store keeps jobs of one shard; job '{}' has {}",

@@ -19,7 +19,7 @@ use postgres::{Client, Transaction};
 use super::apply::{Cache, q};
 use super::err;
 use crate::codec::now_text;
-use crate::{Claim, JobInfo, StoreError};
+use crate::{Claim, Claimed, JobInfo, StoreError};
 
 /// How long a take-over waits for the old holder's transaction to end
 /// (a paused holder's is ended by the server, see `IDLE_IN_TRANSACTION`).
@@ -171,13 +171,14 @@ fn terminate_holder(client: &mut Client, key: i64) -> Result<bool, StoreError> {
 }
 
 /// Takes the shards of `claim`: their advisory locks (refusing a live
-/// holder unless `claim.take_over`), then their generations.
+/// holder unless `claim.take_over`), then their generations. Says which
+/// shards were taken from a live holder.
 pub fn take(
     client: &mut Client,
     space: &str,
     job: &JobInfo,
     claim: &Claim,
-) -> Result<Lease, StoreError> {
+) -> Result<(Lease, Claimed), StoreError> {
     let mut shards = claim.shards.clone();
     shards.sort_unstable();
     shards.dedup();
@@ -189,11 +190,13 @@ pub fn take(
     }
     let mut locked = Vec::new();
     let mut unlocked = Vec::new();
+    let mut claimed = Claimed::default();
     for &shard in &shards {
         let key = lock_key(space, job.id.0, shard);
         if try_lock_patiently(client, key, !claim.take_over)? {
             locked.push(key);
         } else if claim.take_over {
+            claimed.displaced.push(shard);
             // The live holder's session ends: its transaction, if it is
             // inside one (paused), and its lock go with it.
             if terminate_holder(client, key)? && try_lock(client, key)? {
@@ -231,11 +234,12 @@ pub fn take(
             }
         }
     };
-    Ok(Lease {
+    let lease = Lease {
         name: job.name.clone(),
         held: shards.into_iter().zip(generations).collect(),
         unlocked,
-    })
+    };
+    Ok((lease, claimed))
 }
 
 fn release(client: &mut Client, keys: &[i64]) {

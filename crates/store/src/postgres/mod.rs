@@ -27,7 +27,7 @@ use tracing::{info, warn};
 use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
 use crate::location::scrub;
 use crate::schema::{self, state};
-use crate::{Claim, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError, Writer};
+use crate::{Claim, Claimed, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError, Writer};
 use apply::{Cache, apply_in};
 use lease::{Lease, lock_key, locked_by_others, try_lock, unlock};
 
@@ -476,11 +476,11 @@ impl Store for PgStore {
         }
         match self.claim(job, &Claim::whole(job, &this_process())) {
             Err(StoreError::Held { .. }) => Err(StoreError::Locked(job.name.clone())),
-            other => other,
+            other => other.map(|_| ()),
         }
     }
 
-    fn claim(&mut self, job: &JobInfo, claim: &Claim) -> Result<(), StoreError> {
+    fn claim(&mut self, job: &JobInfo, claim: &Claim) -> Result<Claimed, StoreError> {
         // Shards held already stay as they are; the others are taken and
         // join the lease (a Runner taking over a dead one's shards).
         let held = self.leases.get(&job.id.0);
@@ -494,17 +494,17 @@ impl Store for PgStore {
             ..claim.clone()
         };
         if more.shards.is_empty() && held.is_some() {
-            return Ok(());
+            return Ok(Claimed::default());
         }
         let space = self.space();
-        let taken = self.with(|c, _, _| lease::take(c, &space, job, &more))?;
+        let (taken, claimed) = self.with(|c, _, _| lease::take(c, &space, job, &more))?;
         match self.leases.get_mut(&job.id.0) {
             Some(lease) => lease.merge(taken),
             None => {
                 self.leases.insert(job.id.0, taken);
             }
         }
-        Ok(())
+        Ok(claimed)
     }
 
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {

@@ -1,8 +1,7 @@
-//! Where the command's records go, and what they must never overwrite: a
-//! path that is the state file (or one of its companions) or a seed file
-//! is refused, and so is an existing file of something else than records
-//! (the resumable output itself is [`crawlkeeper_job::output`]). All of
-//! this is decided before anything is written.
+//! What a job's outputs must never overwrite, decided before anything is
+//! written: a path that is the state file (or one of its companions) or a
+//! seed file is refused, and so is an existing file of something else than
+//! records (the resumable output itself is [`crate::output`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read};
@@ -10,24 +9,12 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crawlkeeper_crawl::{JsonlSink, Sink};
-use crawlkeeper_job::OutputError;
-pub use crawlkeeper_job::output::{
-    Part, check_existing, check_target, is_stream, lock_existing, open_output, open_own_descriptor,
-};
-use crawlkeeper_job::warc::WarcOptions;
 use crawlkeeper_model::CrawlRecord;
 use crawlkeeper_warc::target::{Target, open_regular, what_is};
 
-use crate::exit::CliError;
-
-impl From<OutputError> for CliError {
-    fn from(e: OutputError) -> Self {
-        match e {
-            OutputError::Store(e) => CliError::Fatal(e.into()),
-            e => CliError::Usage(e.to_string()),
-        }
-    }
-}
+use crate::OutputError;
+use crate::output::{check_target, is_stream, open_own_descriptor};
+use crate::warc::WarcOptions;
 
 /// A path the output must not be, and what it is.
 pub struct Protected {
@@ -38,9 +25,9 @@ pub struct Protected {
 }
 
 /// Refuses `out` when it names one of `protected`.
-pub fn refuse_protected(out: &Path, protected: &[Protected]) -> Result<(), CliError> {
+pub fn refuse_protected(out: &Path, protected: &[Protected]) -> Result<(), OutputError> {
     match protected.iter().find(|p| same_file(out, &p.path)) {
-        Some(p) => Err(CliError::Usage(format!(
+        Some(p) => Err(OutputError::Foreign(format!(
             "--out '{}' is {} ('{}'); writing records there would destroy it",
             out.display(),
             p.what,
@@ -61,7 +48,7 @@ pub fn refuse_protected_warc(
     cdx: bool,
     flag: &str,
     protected: &[Protected],
-) -> Result<(), CliError> {
+) -> Result<(), OutputError> {
     let paths = w.paths(job, cdx);
     let dir = |p: &Path| absolute(p).parent().map(Path::to_path_buf);
     for p in protected {
@@ -75,7 +62,7 @@ pub fn refuse_protected_warc(
             .and_then(|c| c.file_name().and_then(|n| n.to_str()))
             .and_then(|n| w.names(n, cdx));
         if let Some(what) = by_name.or(by_file) {
-            return Err(CliError::Usage(format!(
+            return Err(OutputError::Foreign(format!(
                 "{flag} '{}' would write '{}' ({what}), which is {}; that would destroy it: \
                  use another {flag} path",
                 w.path.display(),
@@ -114,13 +101,13 @@ pub fn state_files(state: &Path, job: Option<&str>) -> Vec<Protected> {
 /// Refuses a lock file of `job` beside the state file `state` that is
 /// not a regular file (a link, a pipe): the lock is never taken through
 /// it, and the user must see why.
-pub fn refuse_odd_lock(state: &Path, job: &str) -> Result<(), CliError> {
+pub fn refuse_odd_lock(state: &Path, job: &str) -> Result<(), OutputError> {
     let mut lock = state.as_os_str().to_owned();
     lock.push(format!(".{job}.lock"));
     let lock = PathBuf::from(lock);
     match what_is(&lock) {
         Ok(Target::Missing | Target::Regular) => Ok(()),
-        Ok(what) => Err(CliError::Usage(format!(
+        Ok(what) => Err(OutputError::Foreign(format!(
             "lock file '{}' is {}, not a regular file; remove it (crawlkeeper never writes \
              through it)",
             lock.display(),
@@ -155,7 +142,7 @@ fn absolute(path: &Path) -> PathBuf {
 /// Refuses an existing, non-empty regular file at `path` whose first line
 /// is not a crawl record, unless `overwrite` is set: a file of an earlier
 /// run's records may be replaced, anything else is the user's.
-pub fn check_replaceable(path: &Path, overwrite: bool) -> Result<(), CliError> {
+pub fn check_replaceable(path: &Path, overwrite: bool) -> Result<(), OutputError> {
     check_target(path)?;
     if overwrite || is_stream(path) {
         return Ok(());
@@ -172,24 +159,24 @@ pub fn check_replaceable(path: &Path, overwrite: bool) -> Result<(), CliError> {
     if first.is_empty() || serde_json::from_slice::<CrawlRecord>(&first).is_ok() {
         return Ok(());
     }
-    Err(CliError::Usage(format!(
+    Err(OutputError::Foreign(format!(
         "output file '{}' exists and does not hold crawl records; \
          use another --out, or --overwrite to replace it",
         path.display()
     )))
 }
 
-fn unwritable(path: &Path, e: std::io::Error) -> CliError {
-    CliError::Usage(format!(
-        "cannot write output file '{}': {e}",
-        path.display()
-    ))
+fn unwritable(path: &Path, source: std::io::Error) -> OutputError {
+    OutputError::Io {
+        path: path.display().to_string(),
+        source,
+    }
 }
 
 /// Opens `path` to write records from its start: a regular file is
 /// created or emptied (never through a link), a stream is opened as it is
 /// (and must still be one once open).
-pub fn create(path: &Path) -> Result<File, CliError> {
+pub fn create(path: &Path) -> Result<File, OutputError> {
     if let Some(own) = open_own_descriptor(path) {
         return own.map_err(|e| unwritable(path, e));
     }
@@ -212,7 +199,7 @@ pub fn create(path: &Path) -> Result<File, CliError> {
 }
 
 /// A JSON Lines sink to `out` from its start, or to standard output.
-pub fn fresh_sink(out: Option<&Path>) -> Result<Box<dyn Sink>, CliError> {
+pub fn fresh_sink(out: Option<&Path>) -> Result<Box<dyn Sink>, OutputError> {
     Ok(match out {
         Some(path) => Box::new(JsonlSink::new(create(path)?)),
         None => Box::new(JsonlSink::new(std::io::stdout())),
