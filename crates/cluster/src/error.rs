@@ -23,6 +23,7 @@ pub enum ErrorClass {
 
 /// A coordinator error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CoordError {
     /// The node (or the parent of a node to create) does not exist.
     #[error("no node {0}")]

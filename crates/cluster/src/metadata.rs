@@ -10,6 +10,7 @@ use crate::error::CoordError;
 
 /// Why a meta-data object could not be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MetaError {
     /// The coordinator failed.
     #[error(transparent)]

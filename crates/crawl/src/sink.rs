@@ -66,6 +66,7 @@ impl Sink for FanOut {
 
 /// A sink failed; the crawl cannot go on without losing records.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SinkError {
     /// The underlying writer failed.
     #[error("cannot write records: {0}")]

@@ -33,6 +33,7 @@ pub struct Sitemap {
 
 /// A sitemap file that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SitemapError {
     /// The XML declares a document type (entities): refused.
     #[error("sitemap declares a document type; refused")]

@@ -176,7 +176,11 @@ impl std::fmt::Display for Note {
             }
             Self::Crawling { shards, of, holder } => {
                 let shards: Vec<String> = shards.iter().map(u32::to_string).collect();
-                write!(f, "crawling shard {} of {of} as {holder}", shards.join(", "))
+                write!(
+                    f,
+                    "crawling shard {} of {of} as {holder}",
+                    shards.join(", ")
+                )
             }
         }
     }
@@ -196,6 +200,8 @@ pub struct Opened {
     pub sink: Box<dyn Sink>,
     /// What to tell the user, in order.
     pub notes: Vec<Note>,
+    /// Shards taken from a live process (see [`claim_shards`]).
+    pub displaced: Vec<u32>,
 }
 
 impl std::fmt::Debug for Opened {
@@ -203,6 +209,7 @@ impl std::fmt::Debug for Opened {
         f.debug_struct("Opened")
             .field("job", &self.job)
             .field("notes", &self.notes)
+            .field("displaced", &self.displaced)
             .finish_non_exhaustive()
     }
 }
@@ -246,7 +253,14 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
         Wanted::Stored(_) => existing.as_ref().is_none_or(|job| job.shards == 1),
     };
     let part_shards = (!whole).then_some(o.shards.as_slice());
-    check_outputs(store.as_mut(), existing.as_ref(), part_shards, outputs, fresh, &name)?;
+    check_outputs(
+        store.as_mut(),
+        existing.as_ref(),
+        part_shards,
+        outputs,
+        fresh,
+        &name,
+    )?;
     // The output file is this process's alone; with a take-over it is
     // taken before the shards, so that a process refused its file has
     // displaced no one.
@@ -262,27 +276,30 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
     }
     let mut job = match &o.wanted {
         Wanted::Spec { spec, .. } => store.open_job(spec)?,
-        Wanted::Stored(_) => existing.clone().ok_or_else(|| JobError::Missing(name.clone()))?,
+        Wanted::Stored(_) => existing
+            .clone()
+            .ok_or_else(|| JobError::Missing(name.clone()))?,
     };
-    let partition = Partition::new(job.shards, o.shards.clone()).ok_or_else(|| {
-        JobError::NoSuchShards {
+    let partition =
+        Partition::new(job.shards, o.shards.clone()).ok_or_else(|| JobError::NoSuchShards {
             job: job.name.clone(),
             count: job.shards,
             shards: o.shards.clone(),
-        }
-    })?;
+        })?;
     let claim = Claim {
         shards: o.shards.clone(),
         holder: o.holder.clone(),
         take_over: o.take_over,
     };
-    claim_shards(store.as_mut(), &job, &claim)?;
+    let displaced = claim_shards(store.as_mut(), &job, &claim)?.displaced;
     if !o.take_over {
         locked = lock_output()?;
     }
     if recrawl {
         let queued = store.recrawl(&job)?;
-        job = store.find_job(&name)?.ok_or_else(|| JobError::Missing(name.clone()))?;
+        job = store
+            .find_job(&name)?
+            .ok_or_else(|| JobError::Missing(name.clone()))?;
         notes.push(Note::Recrawling { queued });
     } else if job.counts.seen > 0 {
         let (done, pending) = (job.counts.done, job.counts.pending());
@@ -322,6 +339,7 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
         state,
         sink,
         notes,
+        displaced,
     })
 }
 
@@ -424,11 +442,7 @@ fn stored_options(job: &JobInfo) -> Result<(CrawlConfig, Vec<Url>), JobError> {
 /// earlier pass left: its WARC files at the output's path, or the page
 /// bodies it kept in the store, which the revisits of the new pass refer
 /// to.
-fn check_recrawl(
-    store: &mut dyn Store,
-    job: &JobInfo,
-    outputs: &Outputs,
-) -> Result<(), JobError> {
+fn check_recrawl(store: &mut dyn Store, job: &JobInfo, outputs: &Outputs) -> Result<(), JobError> {
     if outputs.overwrite {
         return Ok(());
     }

@@ -27,6 +27,7 @@ const PAGE: usize = 10_000;
 
 /// An output file cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OutputError {
     /// The file holds something else than this job's records: the user
     /// must choose another path or say to overwrite it.

@@ -20,6 +20,7 @@ pub struct Authority {
 
 /// Why a URL or string has no authority.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AuthorityError {
     /// The URL has no host (`mailto:`, `data:` and the like).
     #[error("URL '{0}' has no host")]

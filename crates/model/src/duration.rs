@@ -10,6 +10,7 @@ pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
 
 /// Why a duration string was refused.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DurationError {
     /// The string is empty.
     #[error("empty duration (expected e.g. 500ms, 2s, 1m, 6h)")]

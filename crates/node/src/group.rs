@@ -21,6 +21,7 @@ pub struct GroupSettings {
 
 /// Why a node may not join.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JoinError {
     /// The group was formed with another shape.
     #[error(

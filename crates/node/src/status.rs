@@ -153,6 +153,7 @@ pub struct ClusterStatus {
 
 /// A status failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StatusError {
     /// The coordinator failed or holds what does not decode.
     #[error(transparent)]

@@ -21,6 +21,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// A submission refused or failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SubmitJobError {
     /// The store failed.
     #[error("store: {0}")]

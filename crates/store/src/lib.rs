@@ -131,6 +131,7 @@ pub struct ShardInfo {
 
 /// A store operation failed.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The database cannot be reached or is busy; retrying may work.
     #[error("database unavailable: {0}")]

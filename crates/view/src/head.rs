@@ -36,6 +36,7 @@ pub struct Head {
 /// Why a head was refused (the server answers 400, or 431 when too
 /// large, and closes).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HeadError {
     /// More than [`MAX_HEAD`] bytes without a blank line.
     #[error("request head too large")]

@@ -59,6 +59,7 @@ pub struct Listen {
 
 /// An address the server may not, or cannot, listen on.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BindError {
     /// Outside loopback without the operator's say-so.
     #[error("{flag} {addr} is not a loopback address; add --listen-public to serve other machines")]

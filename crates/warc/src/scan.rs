@@ -62,6 +62,7 @@ impl ScannedRecord {
 
 /// The file could not be read at all.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScanError {
     /// Opening or reading failed.
     #[error("cannot read WARC file {path}: {source}")]

@@ -21,6 +21,7 @@ pub enum Placement {
 
 /// Why a submission was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SubmitError {
     /// The task is not valid.
     #[error("task refused: {0}")]

@@ -32,6 +32,7 @@ pub struct ItemOutcome {
 
 /// Why a submitted Task was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TaskError {
     /// No items.
     #[error("a task needs at least one item in running_content")]

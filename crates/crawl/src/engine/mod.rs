@@ -55,6 +55,7 @@ pub enum Control {
 
 /// A crawl that cannot go on.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// The configuration is invalid.
     #[error(transparent)]

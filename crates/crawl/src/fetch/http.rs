@@ -49,6 +49,7 @@ fn request_headers(user_agent: &str) -> Result<HeaderMap, ClientBuildError> {
 
 /// The HTTP client could not be built.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientBuildError {
     /// The TLS or connection settings were refused.
     #[error("cannot build the HTTP client: {0}")]

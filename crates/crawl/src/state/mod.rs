@@ -109,6 +109,7 @@ impl Sharing {
 
 /// The state could not be read or written.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum StateError {
     /// The store cannot be reached now (connection lost); retrying may work.
     #[error("state store unavailable: {0}")]

@@ -36,6 +36,7 @@ pub enum HeartState {
 
 /// Why heartbeat settings were refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HeartbeatError {
     /// A duration that does not parse.
     #[error("heartbeat {field}: {source}")]

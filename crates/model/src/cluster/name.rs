@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 /// Why a node name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NameError {
     /// No `-` or `_` followed by an integer at the end.
     #[error(

@@ -14,6 +14,7 @@ use crate::protocol::task::ItemOutcome;
 
 /// Why a node stopped with an error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NodeError {
     /// Meta-data could not be read or written.
     #[error(transparent)]
