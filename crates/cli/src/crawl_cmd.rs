@@ -235,7 +235,7 @@ pub fn engine_error(e: EngineError) -> CliError {
     match e {
         EngineError::Config(_) | EngineError::BadSeed(_) => CliError::Usage(e.to_string()),
         EngineError::State(StateError::Fenced(why)) => CliError::Fenced(why),
-        EngineError::Sink(_) | EngineError::State(_) => CliError::Fatal(e.into()),
+        e => CliError::Fatal(e.into()),
     }
 }
 

@@ -25,15 +25,19 @@ pub struct BuildContext<'a> {
     pub seeds: &'a [Url],
 }
 
+/// Why a factory could not build its processor: any error (a message is
+/// `"…".into()`), shown to the user as one of the configuration's problems.
+pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Builds an extractor; the error explains a bad configuration.
 pub type ExtractorFactory =
-    Box<dyn Fn(&BuildContext<'_>) -> Result<Box<dyn Extractor>, String> + Send + Sync>;
+    Box<dyn Fn(&BuildContext<'_>) -> Result<Box<dyn Extractor>, BuildError> + Send + Sync>;
 /// Builds a scoper; the error explains a bad configuration.
 pub type ScoperFactory =
-    Box<dyn Fn(&BuildContext<'_>) -> Result<Box<dyn Scoper>, String> + Send + Sync>;
+    Box<dyn Fn(&BuildContext<'_>) -> Result<Box<dyn Scoper>, BuildError> + Send + Sync>;
 /// Builds the fetcher.
 pub type FetcherFactory =
-    Box<dyn Fn(&BuildContext<'_>) -> Result<Arc<dyn Fetcher>, String> + Send + Sync>;
+    Box<dyn Fn(&BuildContext<'_>) -> Result<Arc<dyn Fetcher>, BuildError> + Send + Sync>;
 
 /// The processors a pipeline can be built from, by name.
 pub struct Registry {
@@ -56,7 +60,7 @@ impl Registry {
             fetcher: Box::new(|ctx| {
                 HttpFetcher::new(&ctx.config.fetch, ctx.seeds)
                     .map(|f| Arc::new(f) as Arc<dyn Fetcher>)
-                    .map_err(|e| e.to_string())
+                    .map_err(BuildError::from)
             }),
             extractors: BTreeMap::new(),
             scopers: BTreeMap::new(),
@@ -83,6 +87,7 @@ impl Registry {
         r.add_scoper("pattern", |ctx| {
             PatternScoper::new(&ctx.config.scope.include, &ctx.config.scope.exclude)
                 .map(|p| Box::new(p) as Box<dyn Scoper>)
+                .map_err(BuildError::from)
         });
         r
     }
@@ -90,7 +95,7 @@ impl Registry {
     /// Adds (or replaces) the extractor called `name`.
     pub fn add_extractor<F>(&mut self, name: &str, factory: F)
     where
-        F: Fn(&BuildContext<'_>) -> Result<Box<dyn Extractor>, String> + Send + Sync + 'static,
+        F: Fn(&BuildContext<'_>) -> Result<Box<dyn Extractor>, BuildError> + Send + Sync + 'static,
     {
         self.extractors.insert(name.to_owned(), Box::new(factory));
     }
@@ -98,7 +103,7 @@ impl Registry {
     /// Adds (or replaces) the scoper called `name`.
     pub fn add_scoper<F>(&mut self, name: &str, factory: F)
     where
-        F: Fn(&BuildContext<'_>) -> Result<Box<dyn Scoper>, String> + Send + Sync + 'static,
+        F: Fn(&BuildContext<'_>) -> Result<Box<dyn Scoper>, BuildError> + Send + Sync + 'static,
     {
         self.scopers.insert(name.to_owned(), Box::new(factory));
     }
@@ -106,7 +111,7 @@ impl Registry {
     /// Replaces the fetcher.
     pub fn set_fetcher<F>(&mut self, factory: F)
     where
-        F: Fn(&BuildContext<'_>) -> Result<Arc<dyn Fetcher>, String> + Send + Sync + 'static,
+        F: Fn(&BuildContext<'_>) -> Result<Arc<dyn Fetcher>, BuildError> + Send + Sync + 'static,
     {
         self.fetcher = Box::new(factory);
     }
@@ -118,7 +123,9 @@ impl Registry {
             Err(e) => e.problems,
         };
         let ctx = BuildContext { config, seeds };
-        let fetcher = (self.fetcher)(&ctx).map_err(|e| problems.push(e)).ok();
+        let fetcher = (self.fetcher)(&ctx)
+            .map_err(|e| problems.push(e.to_string()))
+            .ok();
         let mut extractors = Vec::new();
         for name in &config.pipeline.extractors {
             match self.extractors.get(name) {

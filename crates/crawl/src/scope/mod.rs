@@ -8,7 +8,9 @@ use std::fmt;
 
 use url::Url;
 
-pub use rules::{DepthScoper, HostScoper, PatternScoper, SchemeScoper, UrlLengthScoper};
+pub use rules::{
+    DepthScoper, HostScoper, PatternError, PatternScoper, SchemeScoper, UrlLengthScoper,
+};
 
 /// One scope rule.
 pub trait Scoper: Send + Sync {

@@ -131,10 +131,21 @@ pub struct PatternScoper {
     exclude: Option<RegexSet>,
 }
 
+/// A `--include` or `--exclude` pattern that is not a regex.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+#[error("invalid regex '{pattern}': {why}")]
+pub struct PatternError {
+    /// The pattern.
+    pub pattern: String,
+    /// Why it is not one, in a line.
+    pub why: String,
+}
+
 impl PatternScoper {
-    /// Compiles the patterns; the one-line error names the first bad one.
-    pub fn new(include: &[String], exclude: &[String]) -> Result<Self, String> {
-        let compile = |patterns: &[String]| -> Result<Option<RegexSet>, String> {
+    /// Compiles the patterns; the error names the first bad one.
+    pub fn new(include: &[String], exclude: &[String]) -> Result<Self, PatternError> {
+        let compile = |patterns: &[String]| -> Result<Option<RegexSet>, PatternError> {
             for p in patterns {
                 if let Err(e) = regex::Regex::new(p) {
                     let text = e.to_string();
@@ -143,14 +154,19 @@ impl PatternScoper {
                         .last()
                         .unwrap_or("invalid")
                         .trim_start_matches("error: ");
-                    return Err(format!("invalid regex '{p}': {why}"));
+                    return Err(PatternError {
+                        pattern: p.clone(),
+                        why: why.to_owned(),
+                    });
                 }
             }
             if patterns.is_empty() {
-                Ok(None)
-            } else {
-                RegexSet::new(patterns).map(Some).map_err(|e| e.to_string())
+                return Ok(None);
             }
+            RegexSet::new(patterns).map(Some).map_err(|e| PatternError {
+                pattern: patterns.join(" | "),
+                why: e.to_string(),
+            })
         };
         Ok(Self {
             include: compile(include)?,
@@ -262,7 +278,9 @@ mod tests {
             Verdict::Reject(ScopeReason::Pattern)
         );
         assert_eq!(
-            PatternScoper::new(&["ok".into()], &["(".into()]).unwrap_err(),
+            PatternScoper::new(&["ok".into()], &["(".into()])
+                .unwrap_err()
+                .to_string(),
             "invalid regex '(': unclosed group"
         );
     }
