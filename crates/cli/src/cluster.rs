@@ -1,18 +1,24 @@
 //! What the cluster's commands share: the store checked to be PostgreSQL
-//! and opened, ZooKeeper reached, each failure as one clear line.
-
-use std::time::Duration;
+//! and opened, ZooKeeper reached (by [`crawlkeeper_node::reach`]), each
+//! failure as one clear line.
 
 use crawlkeeper_cluster::ZkCoordinator;
+use crawlkeeper_node::reach::{self, Place};
 use crawlkeeper_store::Store;
 use crawlkeeper_store::location::is_postgres;
 
-use crate::args::StoreArgs;
 use crate::args_cluster::ClusterArgs;
 use crate::exit::CliError;
 
-/// How long reaching ZooKeeper may take before the command gives up.
-const ZK_WAIT: Duration = Duration::from_secs(15);
+/// Where the arguments say the cluster is.
+pub fn place(args: &ClusterArgs) -> Place {
+    Place {
+        zookeeper: args.zookeeper.clone(),
+        store: args.store.clone(),
+        group: args.group.to_string(),
+        session_timeout: args.session_timeout,
+    }
+}
 
 /// Refuses a store that is not PostgreSQL (exit 2), without repeating it
 /// (it may hold a password).
@@ -31,31 +37,12 @@ pub fn check_store(args: &ClusterArgs) -> Result<(), CliError> {
 /// Opens the cluster's store (on the blocking pool).
 pub async fn open_store(args: &ClusterArgs) -> Result<Box<dyn Store>, CliError> {
     check_store(args)?;
-    let store = StoreArgs {
-        state: Default::default(),
-        store: Some(args.store.clone()),
-    };
-    tokio::task::spawn_blocking(move || crate::state::open_store(&store))
-        .await
-        .map_err(|e| CliError::Fatal(e.into()))?
+    Ok(reach::open_store(&place(args)).await?)
 }
 
 /// Opens a ZooKeeper session, or says in one line why it cannot.
 pub async fn connect_zk(args: &ClusterArgs) -> Result<ZkCoordinator, CliError> {
-    let connect = args.zookeeper.clone();
-    match tokio::time::timeout(
-        ZK_WAIT,
-        ZkCoordinator::connect(&connect, args.session_timeout),
-    )
-    .await
-    {
-        Ok(Ok(c)) => Ok(c),
-        Ok(Err(e)) => Err(CliError::Fatal(anyhow::anyhow!(
-            "cannot reach ZooKeeper at {connect}: {e}"
-        ))),
-        Err(_) => Err(CliError::Fatal(anyhow::anyhow!(
-            "cannot reach ZooKeeper at {connect}: no answer within {}s",
-            ZK_WAIT.as_secs()
-        ))),
-    }
+    reach::connect_zk(&place(args))
+        .await
+        .map_err(|e| CliError::Fatal(e.into()))
 }

@@ -9,7 +9,6 @@ mod crawl_cmd;
 mod demo;
 mod exit;
 mod node_cmd;
-mod node_view;
 mod progress;
 mod results_cmd;
 mod seeds;

@@ -14,11 +14,11 @@ use crawlkeeper_node::{CrawlRunner, NodeSettings};
 use crawlkeeper_store::this_process;
 
 use crate::args_cluster::NodeArgs;
-use crate::cluster::{connect_zk, open_store};
+use crate::cluster::{connect_zk, open_store, place};
 use crate::exit::{CliError, Outcome};
-use crate::node_view::NodeSource;
 use crate::serve::Bound;
 use crate::signals::Shutdown;
+use crawlkeeper_node::page::NodeSource;
 
 /// Runs `crawlkeeper node` until it is asked to stop.
 pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
@@ -81,7 +81,11 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
     let _servers = if bound.is_empty() {
         Vec::new()
     } else {
-        bound.serve(NodeSource::start(name.to_string(), &args.cluster, view))?
+        bound.serve(NodeSource::start(
+            name.to_string(),
+            &place(&args.cluster),
+            view,
+        ))?
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {

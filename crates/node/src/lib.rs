@@ -13,9 +13,13 @@
 //! | [`status`] | members, roles, hearts, tasks, shards and progress |
 //! | [`status_json`] | that, every list capped, for a status page |
 //! | [`view`] | a node's engines and shard events, for its status page and metrics |
+//! | [`page`] | [`page::NodeSource`]: a node's status page and metrics, the cluster looked at in the background |
+//! | [`reach`] | reaching a cluster's ZooKeeper and store, each failure one clear line |
 
 pub mod group;
 pub mod item;
+pub mod page;
+pub mod reach;
 pub mod runner;
 pub mod status;
 pub mod status_json;

@@ -7,16 +7,15 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crawlkeeper_node::status::{ClusterStatus, status};
-use crawlkeeper_node::status_json::{CAPS, bounded};
-use crawlkeeper_node::view::NodeView;
 use crawlkeeper_store::location::scrub;
 use crawlkeeper_view::Source;
 use crawlkeeper_view::prom::{self, Kind, Text};
 use serde_json::json;
 
-use crate::args_cluster::ClusterArgs;
-use crate::cluster::{connect_zk, open_store};
+use crate::reach::{Place, connect_zk, one_line, open_store};
+use crate::status::{ClusterStatus, status};
+use crate::status_json::{CAPS, bounded};
+use crate::view::NodeView;
 
 /// Engines of this node shown on its page (the running ones first).
 const CRAWLS_SHOWN: usize = 10;
@@ -36,10 +35,10 @@ pub struct NodeSource {
 
 impl NodeSource {
     /// The source of node `name`, looking at its cluster every second or
-    /// so from now on.
-    pub fn start(name: String, cluster: &ClusterArgs, view: Arc<NodeView>) -> Arc<Self> {
+    /// so from now on (on the runtime it is called on).
+    pub fn start(name: String, place: &Place, view: Arc<NodeView>) -> Arc<Self> {
         let seen: Seen = Arc::new(Mutex::new(Err("not looked at yet".to_owned())));
-        let (args, into) = (cluster.clone(), seen.clone());
+        let (args, into) = (place.clone(), seen.clone());
         tokio::spawn(async move {
             // A session of its own, opened again after any failure (an
             // expired session stays expired).
@@ -48,7 +47,7 @@ impl NodeSource {
                 if zk.is_none() {
                     match connect_zk(&args).await {
                         Ok(c) => zk = Some(c),
-                        Err(e) => record(&into, Err(e.to_string()), &args.store),
+                        Err(e) => record(&into, Err(one_line(&e)), &args.store),
                     }
                 }
                 if let Some(c) = &zk {
@@ -69,7 +68,7 @@ impl NodeSource {
         });
         Arc::new(Self {
             name,
-            group: cluster.group.to_string(),
+            group: place.group.clone(),
             view,
             seen,
         })
