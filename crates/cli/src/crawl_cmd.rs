@@ -14,7 +14,7 @@ use crawlkeeper_job::output::check_existing;
 use crawlkeeper_job::warc::{JobLook, WarcOptions, check_warc, open_warc};
 use crawlkeeper_job::{Opening, job_spec, open};
 use crawlkeeper_model::format_duration;
-use crawlkeeper_store::this_process;
+use crawlkeeper_store::Holder;
 
 use crate::args::CrawlArgs;
 use crate::args_view::ViewArgs;
@@ -135,7 +135,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         },
         start,
         shards: held,
-        holder: this_process(),
+        holder: Holder::this_process(),
         take_over: args.take_over,
         outputs: Outputs {
             records,

@@ -11,7 +11,7 @@ use crawlkeeper_cluster::node::{ClusterNode, Connect, Exit, ItemMode, NodeConfig
 use crawlkeeper_model::cluster::{Heartbeat, NodeName};
 use crawlkeeper_node::group::{GroupSettings, JoinError, check_name, check_settings};
 use crawlkeeper_node::{CrawlRunner, NodeSettings};
-use crawlkeeper_store::this_process;
+use crawlkeeper_store::Holder;
 
 use crate::args_cluster::NodeArgs;
 use crate::cluster::{connect_zk, open_store, place};
@@ -54,7 +54,7 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
     cfg.session_timeout = args.cluster.session_timeout;
     let runner = CrawlRunner::new(NodeSettings {
         store: args.cluster.store.clone(),
-        holder: format!("{name}@{}", this_process()),
+        holder: Holder::node(&name.to_string()),
         max_workers: args.max_workers,
         local_address: args.bind_address,
     });

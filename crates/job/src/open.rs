@@ -11,7 +11,7 @@ use crawlkeeper_crawl::sink::FanOut;
 use crawlkeeper_crawl::state::Sharing;
 use crawlkeeper_crawl::{CrawlConfig, JsonlSink, Sink};
 use crawlkeeper_model::Partition;
-use crawlkeeper_store::{Claim, JobInfo, JobSpec, Store};
+use crawlkeeper_store::{Claim, Holder, JobInfo, JobSpec, Store};
 use url::Url;
 
 use crate::claim::claim_shards;
@@ -105,7 +105,7 @@ pub struct Opening {
     /// The shards this process crawls.
     pub shards: Vec<u32>,
     /// Who this process is to the others (see [`Claim::holder`]).
-    pub holder: String,
+    pub holder: Holder,
     /// Take the shards even from a live holder.
     pub take_over: bool,
     /// Where the records go.
@@ -149,7 +149,7 @@ pub enum Note {
         /// Of how many.
         of: u32,
         /// As whom.
-        holder: String,
+        holder: Holder,
     },
 }
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crawlkeeper_crawl::state::{Batch, CrawlState, Resumed, Sharing, StateError};
-use crawlkeeper_store::{Claim, JobId, JobInfo, Store, StoreError, this_process};
+use crawlkeeper_store::{Claim, Holder, JobId, JobInfo, Store, StoreError};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::claim::claim_shards;
@@ -25,7 +25,7 @@ pub struct StoreState {
     admit_limit: Option<u64>,
     wakeups: Option<UnboundedReceiver<()>>,
     /// Who this process is to the others (see [`Claim::holder`]).
-    holder: String,
+    holder: Holder,
     /// Keep each finished page's WARC records in the store.
     keep_archives: bool,
 }
@@ -40,7 +40,7 @@ impl StoreState {
             sharing: None,
             admit_limit: None,
             wakeups: None,
-            holder: this_process(),
+            holder: Holder::this_process(),
             keep_archives: false,
         }
     }
@@ -71,7 +71,7 @@ impl StoreState {
             sharing: Some(sharing),
             admit_limit: if whole { None } else { max_pages },
             wakeups: Some(rx),
-            holder: this_process(),
+            holder: Holder::this_process(),
             keep_archives: false,
         })
     }
@@ -85,7 +85,7 @@ impl StoreState {
 
     /// Claims shards taken later as `holder` (default: host and process id),
     /// as the shards were claimed first.
-    pub fn with_holder(mut self, holder: String) -> Self {
+    pub fn with_holder(mut self, holder: Holder) -> Self {
         self.holder = holder;
         self
     }

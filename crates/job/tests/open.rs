@@ -37,7 +37,7 @@ fn opening(location: Location, wanted: Wanted, start: Start) -> Opening {
         wanted,
         start,
         shards: vec![0],
-        holder: "me".to_owned(),
+        holder: "me".into(),
         take_over: false,
         outputs: Outputs::none(),
     }

@@ -30,7 +30,7 @@ fn admin(sql: &str) {
 fn claim(shards: &[u32], holder: &str) -> Claim {
     Claim {
         shards: shards.to_vec(),
-        holder: holder.to_owned(),
+        holder: holder.into(),
         take_over: false,
     }
 }

@@ -16,6 +16,30 @@ pub struct ShardItem {
     pub shard: u32,
 }
 
+impl std::fmt::Display for ShardItem {
+    /// `<job>/<shard>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.job, self.shard)
+    }
+}
+
+impl std::str::FromStr for ShardItem {
+    type Err = NotAShard;
+
+    /// Reads `<job>/<shard>` (a job's name never holds a `/`).
+    fn from_str(s: &str) -> Result<Self, NotAShard> {
+        let bad = || NotAShard(s.to_owned());
+        let (job, shard) = s.rsplit_once('/').ok_or_else(bad)?;
+        if job.is_empty() || job.contains('/') {
+            return Err(bad());
+        }
+        Ok(Self {
+            job: job.to_owned(),
+            shard: shard.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
 /// An item that is not a shard of a job.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("task item {0} is not a shard of a crawl job (parameters job and shard expected)")]
@@ -55,7 +79,7 @@ impl ShardItem {
 
     /// `<job>/<shard>`: the item's `task_id`.
     pub fn task_id(&self) -> TaskId {
-        TaskId::Text(format!("{}/{}", self.job, self.shard))
+        TaskId::Text(self.to_string())
     }
 
     /// The shard an item stands for.
@@ -87,9 +111,13 @@ mod tests {
         let item = s.to_item("http://127.0.0.1/");
         assert_eq!(item.task_id.to_string(), "0123456789ab/3");
         assert_eq!(item.method, "GET");
-        assert_eq!(ShardItem::of(&item), Ok(s));
+        assert_eq!(ShardItem::of(&item), Ok(s.clone()));
         let plain = RunningContent::get(TaskId::Int(1), "http://127.0.0.1/");
         assert!(ShardItem::of(&plain).is_err());
+        assert_eq!(item.task_id.to_string().parse(), Ok(s));
+        for bad in ["", "/3", "job", "job/", "job/x", "a/b/3", "job/-1"] {
+            assert!(bad.parse::<ShardItem>().is_err(), "{bad}");
+        }
     }
 
     #[test]

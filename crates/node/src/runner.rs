@@ -20,6 +20,7 @@ use crawlkeeper_crawl::{Control, Engine, EngineError, Registry, StopReason};
 use crawlkeeper_job::open::{Outputs, Start, Wanted};
 use crawlkeeper_job::{JobError, Location, Opening, open};
 use crawlkeeper_model::cluster::RunningContent;
+use crawlkeeper_store::Holder;
 use crawlkeeper_store::location::scrub;
 use tokio::sync::{mpsc, watch};
 
@@ -32,7 +33,7 @@ pub struct NodeSettings {
     /// The store every node of the cluster shares (`postgres://…`).
     pub store: String,
     /// Who this node is in the store's shard leases (`<name>@<host>:<pid>`).
-    pub holder: String,
+    pub holder: Holder,
     /// Requests in flight at once, per job, on this node.
     pub max_workers: usize,
     /// The local address requests leave from, if not the system's choice.

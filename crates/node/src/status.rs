@@ -310,7 +310,7 @@ pub async fn status(
                 let lease_node = s
                     .holder
                     .as_deref()
-                    .map(|h| h.split_once('@').map_or(h, |(n, _)| n).to_owned());
+                    .map(|h| crawlkeeper_store::Holder::from(h).name().unwrap_or(h).to_owned());
                 if let (Some(owner), Some(node), false) = (&owner, &lease_node, is_complete)
                     && owner != "queued"
                     && owner != node

@@ -166,8 +166,8 @@ async fn place(
         .await?
         .into_iter()
         .filter_map(|(id, placement)| {
-            let shard = id.to_string().rsplit_once('/')?.1.parse().ok()?;
-            Some((shard, placement))
+            let item: ShardItem = id.to_string().parse().ok()?;
+            Some((item.shard, placement))
         })
         .collect();
     Ok((placed, held.into_iter().collect()))

@@ -19,6 +19,7 @@
 
 pub mod checkpoint;
 pub mod codec;
+pub mod holder;
 pub mod location;
 pub mod postgres;
 pub mod schema;
@@ -28,6 +29,7 @@ use crawlkeeper_model::JobCounts;
 use crawlkeeper_model::state::{Batch, Resumed};
 use serde::{Deserialize, Serialize};
 
+pub use crate::holder::Holder;
 pub use crate::postgres::{PgStore, this_process};
 pub use crate::sqlite::SqliteStore;
 
@@ -82,8 +84,8 @@ pub struct Claimed {
 pub struct Claim {
     /// The shards, each below the job's count.
     pub shards: Vec<u32>,
-    /// Who claims them, as shown to others (host name and process id).
-    pub holder: String,
+    /// Who claims them, as shown to others.
+    pub holder: Holder,
     /// Take the shards even from a live holder, which is fenced off: its
     /// next transaction fails with [`StoreError::Fenced`].
     pub take_over: bool,
@@ -91,10 +93,10 @@ pub struct Claim {
 
 impl Claim {
     /// Every shard of `job`, for `holder`, not taken from a live holder.
-    pub fn whole(job: &JobInfo, holder: &str) -> Self {
+    pub fn whole(job: &JobInfo, holder: &Holder) -> Self {
         Self {
             shards: (0..job.shards).collect(),
-            holder: holder.to_owned(),
+            holder: holder.clone(),
             take_over: false,
         }
     }

@@ -222,7 +222,7 @@ pub fn take(
     }
     let deadline = Instant::now() + TAKE_OVER_WAIT;
     let generations = loop {
-        match bump(client, job.id.0, &shards, &claim.holder) {
+        match bump(client, job.id.0, &shards, &claim.holder.to_string()) {
             Ok(g) => break g,
             // The old holder's transaction holds its rows: wait for it.
             Err(StoreError::Conflict(why)) if Instant::now() < deadline => {

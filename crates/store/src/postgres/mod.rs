@@ -27,7 +27,9 @@ use tracing::{info, warn};
 use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
 use crate::location::scrub;
 use crate::schema::{self, state};
-use crate::{Claim, Claimed, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError, Writer};
+use crate::{
+    Claim, Claimed, Holder, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError, Writer,
+};
 use apply::{Cache, apply_in};
 use lease::{Lease, lock_key, locked_by_others, try_lock, unlock};
 
@@ -474,7 +476,7 @@ impl Store for PgStore {
         {
             return Ok(());
         }
-        match self.claim(job, &Claim::whole(job, &this_process())) {
+        match self.claim(job, &Claim::whole(job, &Holder::this_process())) {
             Err(StoreError::Held { .. }) => Err(StoreError::Locked(job.name.clone())),
             other => other.map(|_| ()),
         }

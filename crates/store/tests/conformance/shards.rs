@@ -18,7 +18,7 @@ fn sharded(name: &str, shards: u32) -> JobSpec {
 fn claim(shards: &[u32], holder: &str, take_over: bool) -> Claim {
     Claim {
         shards: shards.to_vec(),
-        holder: holder.to_owned(),
+        holder: holder.into(),
         take_over,
     }
 }
@@ -195,7 +195,7 @@ fn each_result_names_the_lease_it_was_stored_under() {
         .collect();
     let writer = |holder: &str, shard, generation| {
         Some(Writer {
-            holder: holder.to_owned(),
+            holder: holder.into(),
             shard,
             generation,
         })
