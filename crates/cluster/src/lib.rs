@@ -15,6 +15,13 @@
 //! | [`memory`] | [`MemoryCoordinator`]: in one process, with fault injection |
 //! | [`zk`] | [`ZkCoordinator`]: Apache ZooKeeper |
 
+// Library code never panics on a value it could not get, and never
+// prints: it returns errors and logs with `tracing` (tests may do both).
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
+)]
+
 pub mod coordinator;
 pub mod error;
 pub mod lock;

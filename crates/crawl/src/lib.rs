@@ -26,6 +26,13 @@
 //! [`Registry::add_extractor`] or [`Registry::add_scoper`], and naming it in
 //! [`config::PipelineConfig`].
 
+// Library code never panics on a value it could not get, and never
+// prints: it returns errors and logs with `tracing` (tests may do both).
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
+)]
+
 pub mod archive;
 pub mod config;
 pub mod engine;

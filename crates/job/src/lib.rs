@@ -15,6 +15,13 @@
 //! | [`export`] | a job's stored WARC records written out as WARC files (`results --format warc`) |
 //! | [`warc`] | the WARC output of a job: records before commits, cut after a crash |
 
+// Library code never panics on a value it could not get, and never
+// prints: it returns errors and logs with `tracing` (tests may do both).
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
+)]
+
 pub mod claim;
 pub mod error;
 pub mod export;

@@ -11,6 +11,13 @@
 //! | [`state`] | durable crawl state: frontier entries, finished URLs, per-authority state |
 //! | [`shard`] | a job's hosts split in shards, one holder each |
 
+// Library code never panics on a value it could not get, and never
+// prints: it returns errors and logs with `tracing` (tests may do both).
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
+)]
+
 pub mod authority;
 pub mod cluster;
 pub mod duration;

@@ -16,6 +16,13 @@
 //! | [`page`] | [`page::NodeSource`]: a node's status page and metrics, the cluster looked at in the background |
 //! | [`reach`] | reaching a cluster's ZooKeeper and store, each failure one clear line |
 
+// Library code never panics on a value it could not get, and never
+// prints: it returns errors and logs with `tracing` (tests may do both).
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
+)]
+
 pub mod group;
 pub mod item;
 pub mod page;

@@ -17,6 +17,13 @@
 //! result is written once per job and URL key, so a replay after a crash
 //! never makes a second row.
 
+// Library code never panics on a value it could not get, and never
+// prints: it returns errors and logs with `tracing` (tests may do both).
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
+)]
+
 pub mod checkpoint;
 pub mod codec;
 pub mod holder;

@@ -507,6 +507,7 @@ impl SitemapFile {
     }
 }
 
+/// The robots.txt `host` answers.
 pub fn render_robots(host: &HostConfig) -> String {
     let mut s =
         String::from("# test site\nUser-agent: *\nDisallow: /private/\nDisallow: /never/\n");

@@ -11,6 +11,13 @@
 //! | [`head`] | the request head, parsed; the `Host` rule |
 //! | [`page`] | the status page (HTML, CSS and script in one file) |
 
+// Library code never panics on a value it could not get, and never
+// prints: it returns errors and logs with `tracing` (tests may do both).
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
+)]
+
 pub mod head;
 pub mod page;
 pub mod prom;

@@ -18,6 +18,13 @@
 //! | [`scan`] | reading records back; the end of the last whole one |
 //! | [`target`] | what may be done to an output path: regular files only, no link followed |
 
+// Library code never panics on a value it could not get, and never
+// prints: it returns errors and logs with `tracing` (tests may do both).
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
+)]
+
 pub mod cdxj;
 pub mod digest;
 pub mod gzip;
