@@ -12,6 +12,7 @@
 //! | [`submit`] | a job into the store, its shards to the Runners |
 //! | [`status`] | members, roles, hearts, tasks, shards and progress |
 //! | [`status_json`] | that, every list capped, for a status page |
+//! | [`tasks`] | the group's tasks, their pending shards, whether a job is done |
 //! | [`view`] | a node's engines and shard events, for its status page and metrics |
 
 pub mod group;
@@ -20,6 +21,7 @@ pub mod runner;
 pub mod status;
 pub mod status_json;
 pub mod submit;
+pub mod tasks;
 pub mod view;
 
 pub use item::ShardItem;
