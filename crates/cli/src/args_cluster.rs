@@ -9,7 +9,7 @@ use crawlkeeper_crawl::config::DEFAULT_MAX_WORKERS;
 use crawlkeeper_model::cluster::NodeName;
 use crawlkeeper_model::parse_duration;
 
-use crate::args::JobArgs;
+use crate::args_job::{JobArgs, positive_usize};
 
 /// Where the cluster is: its coordinator, its store, its group.
 #[derive(Args, Debug, Clone)]
@@ -57,7 +57,7 @@ pub struct NodeArgs {
     pub heart_rhythm_timeout: u32,
     /// Requests in flight at once, per job, on this node.
     #[arg(long, env = "CRAWLKEEPER_MAX_WORKERS", default_value_t = DEFAULT_MAX_WORKERS,
-          value_name = "N", value_parser = crate::args::positive_usize)]
+          value_name = "N", value_parser = positive_usize)]
     pub max_workers: usize,
     /// The local address requests leave from (a machine with several).
     #[arg(long, value_name = "IP")]

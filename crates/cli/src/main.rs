@@ -3,6 +3,7 @@
 
 mod args;
 mod args_cluster;
+mod args_job;
 mod args_view;
 mod cluster;
 mod crawl_cmd;

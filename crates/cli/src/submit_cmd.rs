@@ -11,8 +11,8 @@ use crawlkeeper_crawl::{Engine, Registry};
 use crawlkeeper_job::job_spec;
 use crawlkeeper_model::cluster::{GroupState, TaskState};
 use crawlkeeper_node::ShardItem;
-use crawlkeeper_node::status::tasks_of;
-use crawlkeeper_node::submit::{complete, submit_job};
+use crawlkeeper_node::submit::submit_job;
+use crawlkeeper_node::tasks::{complete, tasks_of};
 use crawlkeeper_store::Store;
 use crawlkeeper_store::location::scrub;
 

@@ -12,6 +12,7 @@
 //! | [`submit`] | a job into the store, its shards to the Runners |
 //! | [`status`] | members, roles, hearts, tasks, shards and progress |
 //! | [`status_json`] | that, every list capped, for a status page |
+//! | [`tasks`] | the group's tasks, their pending shards, whether a job is done |
 //! | [`view`] | a node's engines and shard events, for its status page and metrics |
 //! | [`page`] | [`page::NodeSource`]: a node's status page and metrics, the cluster looked at in the background |
 //! | [`reach`] | reaching a cluster's ZooKeeper and store, each failure one clear line |
@@ -31,6 +32,7 @@ pub mod runner;
 pub mod status;
 pub mod status_json;
 pub mod submit;
+pub mod tasks;
 pub mod view;
 
 pub use item::ShardItem;

@@ -13,55 +13,7 @@ use crawlkeeper_model::cluster::{GroupState, Heartbeat, NodeName, NodeState, Tas
 use crawlkeeper_store::{JobInfo, ShardInfo, Store, StoreError};
 use serde::Serialize;
 
-use crate::submit::{complete, pending_shards};
-
-/// Where a task is: a member's task node, or the queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Holder {
-    /// A member's task.
-    Node(NodeName),
-    /// Waiting in the queue, at this node.
-    Queued(String),
-}
-
-/// Every task of the group: each member's, then the queued ones.
-pub async fn tasks_of(
-    c: &impl Coordinator,
-    layout: &Layout,
-) -> Result<Vec<(Holder, Task)>, MetaError> {
-    let mut tasks = Vec::new();
-    for name in members(c, layout).await? {
-        if let Some((t, _)) = metadata::read::<Task>(c, &layout.task(&name)).await? {
-            tasks.push((Holder::Node(name), t));
-        }
-    }
-    let queue = layout.queue();
-    for child in children(c, &queue).await? {
-        let path = crawlkeeper_cluster::path::join(&queue, &child);
-        if let Some((t, _)) = metadata::read::<Task>(c, &path).await? {
-            tasks.push((Holder::Queued(path), t));
-        }
-    }
-    Ok(tasks)
-}
-
-async fn children(c: &impl Coordinator, path: &str) -> Result<Vec<String>, MetaError> {
-    match c.children(path).await {
-        Ok(names) => Ok(names),
-        Err(crawlkeeper_cluster::CoordError::NoNode(_)) => Ok(Vec::new()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-async fn members(c: &impl Coordinator, layout: &Layout) -> Result<Vec<NodeName>, MetaError> {
-    let mut names: Vec<NodeName> = children(c, &layout.nodes())
-        .await?
-        .into_iter()
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    names.sort_by_key(|n: &NodeName| (n.base().to_owned(), n.index()));
-    Ok(names)
-}
+use crate::tasks::{Holder, complete, members, pending_shards, tasks_of};
 
 /// How a member's heart looked between two looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -14,7 +14,7 @@ use crawlkeeper_model::cluster::Task;
 use crawlkeeper_store::{JobInfo, JobSpec, Store, StoreError};
 
 use crate::item::ShardItem;
-use crate::status::tasks_of;
+use crate::tasks::{complete, pending_shards, tasks_of};
 
 /// How long a submission waits for the group lock.
 const LOCK_WAIT: Duration = Duration::from_secs(30);
@@ -49,11 +49,6 @@ pub struct Submitted {
     pub placed: Vec<(u32, Placement)>,
     /// Shards some member held or waited for already.
     pub already: Vec<u32>,
-}
-
-/// Whether a job's every URL is finished.
-pub fn complete(job: &JobInfo) -> bool {
-    job.counts.seen > 0 && job.counts.pending() == 0
 }
 
 /// The most shards a cluster job may have: every shard is an item of one
@@ -171,14 +166,6 @@ async fn place(
         })
         .collect();
     Ok((placed, held.into_iter().collect()))
-}
-
-/// The shards a task has pending (not finished): held or waiting.
-pub fn pending_shards(task: &Task) -> Vec<ShardItem> {
-    crawlkeeper_cluster::protocol::task::pending(task)
-        .into_iter()
-        .filter_map(|p| ShardItem::of(&task.running_content[p]).ok())
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The work a Runner does with each item of its task: the seed's
-//! `crawler_process_callback`. The crawl engine implements it in `cli`;
-//! tests use a fake.
+//! `crawler_process_callback`. The crawl engine implements it as
+//! `CrawlRunner` of the node crate (`crates/node/src/runner.rs`); tests use
+//! a fake.
 
 use std::future::Future;
 

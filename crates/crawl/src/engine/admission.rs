@@ -5,6 +5,9 @@
 //! shallower job of its authority is outstanding (breadth-first admission),
 //! so depth limits are exact whatever order responses arrive in. URLs past
 //! the in-memory limit stay in the store and are loaded when there is room.
+//!
+//! These are the decisions; the frontier's state changes only in
+//! `frontier.rs`, by the methods each decision calls.
 
 use crawlkeeper_model::Authority;
 use tokio::time::Instant;
@@ -13,7 +16,6 @@ use super::frontier::Frontier;
 use super::slot::Slot;
 use crate::pipeline::{Discovered, Job};
 use crate::scope::{Disposition, ScopeReason};
-use crate::state::Resumed;
 
 /// URLs loaded from the store at a time, per authority.
 const LOAD_BATCH: usize = 1000;
@@ -40,73 +42,36 @@ impl Frontier {
     /// Decides what becomes of a discovered URL; one that may be new goes
     /// to the outbox for the store, tagged with the page that found it.
     pub fn triage(&mut self, d: Discovered, owner: Option<u64>) -> Disposition {
-        if let Some(depth) = self.queued_depth.get_mut(&d.key) {
-            if d.job.depth < *depth {
-                let old = std::mem::replace(depth, d.job.depth);
-                if let Some(&slot) = Authority::of(&d.job.url)
-                    .ok()
-                    .and_then(|a| self.index.get(&a))
-                {
-                    self.slots[slot].count(old, false);
-                    self.slots[slot].count(d.job.depth, true);
-                }
-            }
+        if self.is_known(&d) {
             return Disposition::Duplicate;
         }
-        if let Some(best) = self.foreign_depth.get_mut(&d.key) {
-            // Another shard's: offered again only by a shorter path, which
-            // the store takes while the URL still waits there.
-            if d.job.depth >= *best {
-                return Disposition::Duplicate;
-            }
-            *best = d.job.depth;
-        } else if self.seen.contains(&d.key) {
-            return Disposition::Duplicate;
-        }
-        if self
-            .limits
-            .max_pages
-            .is_some_and(|max| self.admitted + self.admitting >= max)
-        {
+        if self.at_page_limit() {
             return Disposition::OverLimit;
         }
         let Ok(authority) = Authority::of(&d.job.url) else {
             return Disposition::OutOfScope(ScopeReason::Scheme);
         };
         let slot = self.slot_of(authority);
-        if self.seen.len() + self.foreign_depth.len() < self.limits.seen_cache {
-            if self.slots[slot].foreign {
-                self.foreign_depth.insert(d.key, d.job.depth);
-            } else {
-                self.seen.insert(d.key);
-            }
-        }
-        if self.slots[slot].abandoned {
-            self.skipped.push((slot, d.job));
+        self.remember(slot, d.key, d.job.depth);
+        if self.is_abandoned(slot) {
+            self.skip(slot, d.job);
             return Disposition::Skipped;
         }
-        self.slots[slot].count(d.job.depth, true);
-        self.admitting += 1;
-        self.outbox.push((slot, d.key, d.job, owner));
+        self.offer(slot, d.key, d.job, owner);
         Disposition::Queued
     }
 
     /// URLs for the store, each marked whether it will be kept in memory.
     pub fn take_outbox(&mut self) -> Vec<Outgoing> {
-        let items = std::mem::take(&mut self.outbox);
-        items
+        self.take_offers()
             .into_iter()
             .map(|(slot, key, job, owner)| {
-                let loaded = !self.slots[slot].foreign
-                    && self.queued + self.admitting_loaded < self.limits.max_queued;
-                if loaded {
-                    self.admitting_loaded += 1;
-                }
+                let loaded = self.reserve_place(slot);
                 Outgoing {
                     slot,
                     key,
                     job,
-                    authority: self.slots[slot].authority.clone(),
+                    authority: self.authority(slot).clone(),
                     loaded,
                     owner,
                 }
@@ -124,32 +89,22 @@ impl Frontier {
         loaded: bool,
         now: Instant,
     ) {
-        self.admitting -= 1;
-        if loaded {
-            self.admitting_loaded -= 1;
-        }
+        self.answered(new, loaded);
         let depth = job.depth;
-        let s = &mut self.slots[slot];
         if !new {
-            s.count(depth, false);
-        } else if s.foreign {
+            self.count(slot, depth, false);
+        } else if self.is_foreign(slot) {
             // Its shard's holder fetches it.
-            s.count(depth, false);
-            self.admitted += 1;
-        } else if s.abandoned {
-            s.count(depth, false);
-            self.admitted += 1;
-            self.skipped.push((slot, job));
+            self.count(slot, depth, false);
+        } else if self.is_abandoned(slot) {
+            self.count(slot, depth, false);
+            self.skip(slot, job);
         } else if loaded {
-            self.admitted += 1;
-            self.queued_depth.insert(key, depth);
-            s.queue.push(key, job);
-            self.queued += 1;
+            self.enqueue(slot, key, job);
             self.wake(slot, now);
         } else {
-            self.admitted += 1;
-            s.stored += 1;
-            s.count(depth, false);
+            self.leave_in_store(slot);
+            self.count(slot, depth, false);
             self.want_load(slot);
         }
         self.release_held(slot);
@@ -167,8 +122,8 @@ impl Frontier {
         batch: Vec<Discovered>,
         owner: Option<u64>,
     ) -> bool {
-        if !batch.is_empty() && self.slots[slot].blocks(depth) {
-            self.slots[slot].held.push((depth, batch, owner));
+        if !batch.is_empty() && self.blocks(slot, depth) {
+            self.hold(slot, depth, batch, owner);
             return true;
         }
         for d in batch {
@@ -180,17 +135,12 @@ impl Frontier {
     /// A job of `slot` at `depth` is finished: batches that waited for it
     /// are triaged.
     pub fn job_finished(&mut self, slot: Slot, depth: u32) {
-        self.slots[slot].count(depth, false);
+        self.count(slot, depth, false);
         self.release_held(slot);
     }
 
     fn release_held(&mut self, slot: Slot) {
-        loop {
-            let s = &mut self.slots[slot];
-            let Some(i) = s.held.iter().position(|(depth, _, _)| !s.blocks(*depth)) else {
-                return;
-            };
-            let (_, batch, owner) = s.held.swap_remove(i);
+        while let Some((batch, owner)) = self.take_unblocked(slot) {
             self.release(batch, owner);
         }
     }
@@ -200,31 +150,24 @@ impl Frontier {
             self.triage(d, owner);
         }
         if let Some(token) = owner {
-            self.released.push(token);
+            self.note_released(token);
         }
     }
 
     /// Releases every held batch now, whatever waits: for a stop, or when
     /// waiting could never end because the pages that wait fill every worker.
     pub fn release_all_held(&mut self) {
-        for slot in 0..self.slots.len() {
-            for (_, batch, owner) in std::mem::take(&mut self.slots[slot].held) {
+        for slot in 0..self.hosts().len() {
+            for (_, batch, owner) in self.take_held(slot) {
                 self.release(batch, owner);
             }
         }
     }
 
-    /// Tokens of pages whose held URLs were triaged since the last call.
-    pub fn take_released(&mut self) -> Vec<u64> {
-        std::mem::take(&mut self.released)
-    }
-
     /// Asks for more of `slot`'s URLs from the store when it runs low.
     pub(super) fn want_load(&mut self, slot: Slot) {
-        let s = &self.slots[slot];
-        if s.stored > 0 && !s.loading && s.queue.len() < LOW_WATER && !self.to_load.contains(&slot)
-        {
-            self.to_load.push(slot);
+        if self.may_load(slot) && self.queued_of(slot) < LOW_WATER {
+            self.ask_load(slot);
         }
     }
 
@@ -233,52 +176,38 @@ impl Frontier {
     pub fn take_loads(&mut self) -> Vec<(Slot, Authority, usize)> {
         let mut out = Vec::new();
         let mut keep = Vec::new();
-        for slot in std::mem::take(&mut self.to_load) {
-            let room = self
-                .limits
-                .max_queued
-                .saturating_sub(self.queued + self.admitting_loaded);
-            let s = &mut self.slots[slot];
-            if s.stored == 0 || s.loading {
+        for slot in self.take_load_requests() {
+            let room = self.room();
+            if !self.may_load(slot) {
                 continue;
             }
-            if room == 0 && !s.abandoned {
+            let abandoned = self.is_abandoned(slot);
+            if room == 0 && !abandoned {
                 keep.push(slot);
                 continue;
             }
-            s.loading = true;
-            self.loads_in_flight += 1;
-            let limit = if s.abandoned {
+            self.start_load(slot);
+            let limit = if abandoned {
                 LOAD_BATCH
             } else {
                 room.min(LOAD_BATCH)
             };
-            out.push((slot, s.authority.clone(), limit));
+            out.push((slot, self.authority(slot).clone(), limit));
         }
-        self.to_load = keep;
+        self.defer_loads(keep);
         out
     }
 
     /// URLs loaded from the store for `slot`; `more` when it may have others.
     pub fn loaded(&mut self, slot: Slot, jobs: Vec<(u128, Job)>, more: bool, now: Instant) {
-        let s = &mut self.slots[slot];
-        s.loading = false;
-        self.loads_in_flight -= 1;
-        s.stored = if more || std::mem::take(&mut s.news_pending) {
-            s.stored.saturating_sub(jobs.len() as u64).max(1)
-        } else {
-            0
-        };
+        self.load_answered(slot, jobs.len(), more);
         for (key, job) in jobs {
-            let s = &mut self.slots[slot];
-            if s.abandoned {
-                self.skipped.push((slot, job));
+            if self.is_abandoned(slot) {
+                self.skip(slot, job);
                 continue;
             }
-            s.count(job.depth, true);
-            self.queued_depth.insert(key, job.depth);
-            s.queue.push(key, job);
-            self.queued += 1;
+            self.count(slot, job.depth, true);
+            self.enqueue(slot, key, job);
         }
         self.wake(slot, now);
         self.want_load(slot);
@@ -288,62 +217,10 @@ impl Frontier {
     /// of them wait there now, to be loaded.
     pub fn news(&mut self, authority: Authority, queued: u64) {
         let slot = self.slot_of(authority);
-        let s = &mut self.slots[slot];
-        if s.foreign || queued == 0 {
+        if self.is_foreign(slot) || queued == 0 {
             return;
         }
-        s.stored = s.stored.max(queued);
-        if s.loading {
-            s.news_pending = true;
-        }
+        self.stored_elsewhere(slot, queued);
         self.want_load(slot);
-    }
-
-    /// Admissions of the whole job, as the store counts them (other
-    /// processes admit too): the page limit is judged on these.
-    pub fn job_admitted(&mut self, seen: u64) {
-        self.admitted = self.admitted.max(seen);
-    }
-
-    /// Takes back what earlier runs of the job left.
-    pub fn restore(&mut self, resumed: &Resumed) {
-        self.admitted = resumed.counts.seen;
-        self.restore_authorities(resumed);
-    }
-
-    /// Takes shards of the job (a holder that is gone left them): their
-    /// authorities are fetched here from now on, resuming what was left.
-    pub fn take_shards(&mut self, shards: &[u32], resumed: &Resumed) {
-        let Some(partition) = &mut self.partition else {
-            return;
-        };
-        partition.held.extend_from_slice(shards);
-        partition.held.sort_unstable();
-        partition.held.dedup();
-        let partition = partition.clone();
-        for s in &mut self.slots {
-            if s.foreign && partition.owns(&s.authority) {
-                s.foreign = false;
-            }
-        }
-        self.restore_authorities(resumed);
-    }
-
-    /// The saved state and queued counts of resumed authorities.
-    fn restore_authorities(&mut self, resumed: &Resumed) {
-        for saved in &resumed.authorities {
-            let slot = self.slot_of(saved.authority.clone());
-            let s = &mut self.slots[slot];
-            s.restore(saved);
-            if let super::slot::RobotsState::Known(rules) = &s.robots {
-                let rules = rules.clone();
-                s.take_crawl_delay(&rules, &self.politeness);
-            }
-        }
-        for (authority, count) in &resumed.queued {
-            let slot = self.slot_of(authority.clone());
-            self.slots[slot].stored = *count;
-            self.want_load(slot);
-        }
     }
 }

@@ -2,7 +2,9 @@
 //! authority waits its turn: the ready ring (may start now) and the timer
 //! heap (may start at an instant). Pure data owned by the engine task: time
 //! comes in as `now`, randomness from a seeded generator. Admission (dedup,
-//! limits, breadth-first order, the store) is in `admission.rs`.
+//! limits, breadth-first order, the store) is in `admission.rs`; it
+//! decides, and changes the frontier's state (its fields are private to
+//! this file) only through the methods here.
 
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
@@ -15,9 +17,10 @@ use tokio::time::Instant;
 
 use super::slot::{AuthoritySlot, DepthMap, RobotsState, Slot, Turn};
 use crate::config::PolitenessConfig;
-use crate::pipeline::Job;
+use crate::pipeline::{Discovered, Job};
 use crate::politeness::retry_backoff;
 use crate::robots::RobotsRules;
+use crate::state::Resumed;
 
 /// What the engine should start next.
 pub enum Next {
@@ -63,32 +66,50 @@ pub struct FrontierLimits {
     pub max_queued: usize,
 }
 
+/// A URL on its way to the store: its slot, key and job, and the page that
+/// found it.
+pub(super) type Offer = (Slot, u128, Job, Option<u64>);
+
 /// Per-authority queues with fair round-robin dispatch and politeness.
+/// Its state changes only here: admission (`admission.rs`) decides, and
+/// asks for each change by a method below.
 pub struct Frontier {
-    pub(super) slots: Vec<AuthoritySlot>,
-    pub(super) index: HashMap<Authority, Slot>,
+    slots: Vec<AuthoritySlot>,
+    index: HashMap<Authority, Slot>,
     ready: VecDeque<Slot>,
     waiting: BinaryHeap<Reverse<(Instant, Slot)>>,
-    pub(super) seen: KeySet,
+    /// Keys of the URLs met (other shards' aside), remembered while the
+    /// cache has room (`seen_cache`).
+    seen: KeySet,
     /// Keys of other shards' URLs this crawl offered, with the smallest
     /// depth offered (a shorter path is offered again).
-    pub(super) foreign_depth: DepthMap,
-    pub(super) queued_depth: DepthMap,
-    pub(super) queued: usize,
-    pub(super) admitted: u64,
-    pub(super) admitting: u64,
-    pub(super) admitting_loaded: usize,
-    pub(super) limits: FrontierLimits,
-    pub(super) politeness: PolitenessConfig,
-    pub(super) skipped: Vec<(Slot, Job)>,
-    pub(super) outbox: Vec<(Slot, u128, Job, Option<u64>)>,
-    pub(super) released: Vec<u64>,
-    pub(super) to_load: Vec<Slot>,
+    foreign_depth: DepthMap,
+    /// Keys of the URLs queued in memory, with the smallest depth each was
+    /// offered at.
+    queued_depth: DepthMap,
+    /// URLs queued in memory.
+    queued: usize,
+    /// URLs of the job admitted (by every process, as last heard).
+    admitted: u64,
+    /// URLs offered to the store and not yet answered.
+    admitting: u64,
+    /// Of those, the ones with a place in memory reserved.
+    admitting_loaded: usize,
+    limits: FrontierLimits,
+    politeness: PolitenessConfig,
+    /// URLs given up with their authority, not yet taken.
+    skipped: Vec<(Slot, Job)>,
+    /// URLs for the store, not yet taken.
+    outbox: Vec<Offer>,
+    /// Tokens of pages whose held URLs were triaged, not yet taken.
+    released: Vec<u64>,
+    /// Authorities whose URLs are to be loaded from the store.
+    to_load: Vec<Slot>,
     /// Loads asked of the store and not yet answered.
-    pub(super) loads_in_flight: usize,
+    loads_in_flight: usize,
     /// The shards this crawl fetches, when it shares its job; URLs of
     /// other shards' authorities are admitted for their holders only.
-    pub(super) partition: Option<Partition>,
+    partition: Option<Partition>,
     rng: fastrand::Rng,
 }
 
@@ -385,6 +406,285 @@ impl Frontier {
     /// Keys remembered in memory.
     pub fn cached_keys(&self) -> usize {
         self.seen.len() + self.foreign_depth.len()
+    }
+
+    /// Tokens of pages whose held URLs were triaged since the last call.
+    pub fn take_released(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.released)
+    }
+
+    /// Admissions of the whole job, as the store counts them (other
+    /// processes admit too): the page limit is judged on these.
+    pub fn job_admitted(&mut self, seen: u64) {
+        self.admitted = self.admitted.max(seen);
+    }
+
+    /// Takes back what earlier runs of the job left.
+    pub fn restore(&mut self, resumed: &Resumed) {
+        self.admitted = resumed.counts.seen;
+        self.restore_authorities(resumed);
+    }
+
+    /// Takes shards of the job (a holder that is gone left them): their
+    /// authorities are fetched here from now on, resuming what was left.
+    pub fn take_shards(&mut self, shards: &[u32], resumed: &Resumed) {
+        let Some(partition) = &mut self.partition else {
+            return;
+        };
+        partition.held.extend_from_slice(shards);
+        partition.held.sort_unstable();
+        partition.held.dedup();
+        let partition = partition.clone();
+        for s in &mut self.slots {
+            if s.foreign && partition.owns(&s.authority) {
+                s.foreign = false;
+            }
+        }
+        self.restore_authorities(resumed);
+    }
+
+    /// The saved state and queued counts of resumed authorities.
+    fn restore_authorities(&mut self, resumed: &Resumed) {
+        for saved in &resumed.authorities {
+            let slot = self.slot_of(saved.authority.clone());
+            let s = &mut self.slots[slot];
+            s.restore(saved);
+            if let RobotsState::Known(rules) = &s.robots {
+                let rules = rules.clone();
+                s.take_crawl_delay(&rules, &self.politeness);
+            }
+        }
+        for (authority, count) in &resumed.queued {
+            let slot = self.slot_of(authority.clone());
+            self.slots[slot].stored = *count;
+            self.want_load(slot);
+        }
+    }
+
+    /// Every authority's state, by slot, to be read (the live snapshot).
+    pub(super) fn hosts(&self) -> &[AuthoritySlot] {
+        &self.slots
+    }
+}
+
+/// The changes admission (`admission.rs`) makes: it decides, these keep
+/// the counts and queues that go with each decision.
+impl Frontier {
+    /// Whether the discovered URL is known here already: queued in memory
+    /// (it keeps the smaller of the two depths), another shard's offered
+    /// at no greater depth, or among the keys remembered. Another shard's
+    /// URL met at a smaller depth is noted at it, and offered again.
+    pub(super) fn is_known(&mut self, d: &Discovered) -> bool {
+        if let Some(depth) = self.queued_depth.get_mut(&d.key) {
+            if d.job.depth < *depth {
+                let old = std::mem::replace(depth, d.job.depth);
+                if let Some(&slot) = Authority::of(&d.job.url)
+                    .ok()
+                    .and_then(|a| self.index.get(&a))
+                {
+                    self.slots[slot].count(old, false);
+                    self.slots[slot].count(d.job.depth, true);
+                }
+            }
+            return true;
+        }
+        if let Some(best) = self.foreign_depth.get_mut(&d.key) {
+            // Another shard's: offered again only by a shorter path, which
+            // the store takes while the URL still waits there.
+            if d.job.depth >= *best {
+                return true;
+            }
+            *best = d.job.depth;
+        } else if self.seen.contains(&d.key) {
+            return true;
+        }
+        false
+    }
+
+    /// Whether the page limit is reached, URLs offered to the store and
+    /// not yet answered counted in.
+    pub(super) fn at_page_limit(&self) -> bool {
+        self.limits
+            .max_pages
+            .is_some_and(|max| self.admitted + self.admitting >= max)
+    }
+
+    /// Remembers the key of a URL of `slot` met at `depth`, while there is
+    /// room for it.
+    pub(super) fn remember(&mut self, slot: Slot, key: u128, depth: u32) {
+        if self.seen.len() + self.foreign_depth.len() < self.limits.seen_cache {
+            if self.slots[slot].foreign {
+                self.foreign_depth.insert(key, depth);
+            } else {
+                self.seen.insert(key);
+            }
+        }
+    }
+
+    /// Gives `job` up with its abandoned authority (to be recorded as
+    /// skipped: [`Frontier::take_skipped`]).
+    pub(super) fn skip(&mut self, slot: Slot, job: Job) {
+        self.skipped.push((slot, job));
+    }
+
+    /// Offers `job` to the store (see [`Frontier::take_offers`]); it is
+    /// outstanding at its depth from now on.
+    pub(super) fn offer(&mut self, slot: Slot, key: u128, job: Job, owner: Option<u64>) {
+        self.slots[slot].count(job.depth, true);
+        self.admitting += 1;
+        self.outbox.push((slot, key, job, owner));
+    }
+
+    /// The URLs offered since the last call.
+    pub(super) fn take_offers(&mut self) -> Vec<Offer> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// Places in memory not taken by queued URLs nor reserved for URLs on
+    /// their way to the store.
+    pub(super) fn room(&self) -> usize {
+        self.limits
+            .max_queued
+            .saturating_sub(self.queued + self.admitting_loaded)
+    }
+
+    /// Reserves a place in memory for an offered URL of `slot`, if it may
+    /// have one: there is room, and its authority is fetched here.
+    pub(super) fn reserve_place(&mut self, slot: Slot) -> bool {
+        let reserved = !self.slots[slot].foreign && self.room() > 0;
+        if reserved {
+            self.admitting_loaded += 1;
+        }
+        reserved
+    }
+
+    /// The store answered for an offered URL (`loaded`: with a place
+    /// reserved), which it took as new (`new`) or knew already.
+    pub(super) fn answered(&mut self, new: bool, loaded: bool) {
+        self.admitting -= 1;
+        if loaded {
+            self.admitting_loaded -= 1;
+        }
+        if new {
+            self.admitted += 1;
+        }
+    }
+
+    /// Counts a job of `slot` at `depth` as outstanding (`up`), or as no
+    /// longer.
+    pub(super) fn count(&mut self, slot: Slot, depth: u32, up: bool) {
+        self.slots[slot].count(depth, up);
+    }
+
+    /// Queues `job` of `slot` in memory under `key`.
+    pub(super) fn enqueue(&mut self, slot: Slot, key: u128, job: Job) {
+        self.queued_depth.insert(key, job.depth);
+        self.slots[slot].queue.push(key, job);
+        self.queued += 1;
+    }
+
+    /// A URL of `slot` was left in the store, to be loaded later.
+    pub(super) fn leave_in_store(&mut self, slot: Slot) {
+        self.slots[slot].stored += 1;
+    }
+
+    /// Whether `slot` is of a shard another process holds.
+    pub(super) fn is_foreign(&self, slot: Slot) -> bool {
+        self.slots[slot].foreign
+    }
+
+    /// Whether a job of `slot` shallower than `depth` is outstanding.
+    pub(super) fn blocks(&self, slot: Slot, depth: u32) -> bool {
+        self.slots[slot].blocks(depth)
+    }
+
+    /// Holds `batch`, found on page `owner` of `slot` at `depth`, until no
+    /// shallower job of the authority is outstanding.
+    pub(super) fn hold(
+        &mut self,
+        slot: Slot,
+        depth: u32,
+        batch: Vec<Discovered>,
+        owner: Option<u64>,
+    ) {
+        self.slots[slot].held.push((depth, batch, owner));
+    }
+
+    /// Takes out a batch of `slot` held for a job no longer outstanding.
+    pub(super) fn take_unblocked(&mut self, slot: Slot) -> Option<(Vec<Discovered>, Option<u64>)> {
+        let s = &mut self.slots[slot];
+        let i = s.held.iter().position(|(depth, _, _)| !s.blocks(*depth))?;
+        let (_, batch, owner) = s.held.swap_remove(i);
+        Some((batch, owner))
+    }
+
+    /// Takes out every batch `slot` holds.
+    pub(super) fn take_held(&mut self, slot: Slot) -> Vec<(u32, Vec<Discovered>, Option<u64>)> {
+        std::mem::take(&mut self.slots[slot].held)
+    }
+
+    /// The held URLs of page `token` were triaged (its token is given back
+    /// by [`Frontier::take_released`]).
+    pub(super) fn note_released(&mut self, token: u64) {
+        self.released.push(token);
+    }
+
+    /// URLs of `slot` queued in memory.
+    pub(super) fn queued_of(&self, slot: Slot) -> usize {
+        self.slots[slot].queue.len()
+    }
+
+    /// Whether URLs of `slot` wait in the store and none are being loaded.
+    pub(super) fn may_load(&self, slot: Slot) -> bool {
+        let s = &self.slots[slot];
+        s.stored > 0 && !s.loading
+    }
+
+    /// Asks for a load of `slot` (see [`Frontier::take_load_requests`]),
+    /// unless one is asked already.
+    pub(super) fn ask_load(&mut self, slot: Slot) {
+        if !self.to_load.contains(&slot) {
+            self.to_load.push(slot);
+        }
+    }
+
+    /// The loads asked for since the last call.
+    pub(super) fn take_load_requests(&mut self) -> Vec<Slot> {
+        std::mem::take(&mut self.to_load)
+    }
+
+    /// Loads taken by [`Frontier::take_load_requests`] and not started,
+    /// asked for again.
+    pub(super) fn defer_loads(&mut self, slots: Vec<Slot>) {
+        self.to_load = slots;
+    }
+
+    /// A load of `slot` was asked of the store.
+    pub(super) fn start_load(&mut self, slot: Slot) {
+        self.slots[slot].loading = true;
+        self.loads_in_flight += 1;
+    }
+
+    /// The store answered a load of `slot` with `got` URLs; `more` when it
+    /// may have others.
+    pub(super) fn load_answered(&mut self, slot: Slot, got: usize, more: bool) {
+        let s = &mut self.slots[slot];
+        s.loading = false;
+        self.loads_in_flight -= 1;
+        s.stored = if more || std::mem::take(&mut s.news_pending) {
+            s.stored.saturating_sub(got as u64).max(1)
+        } else {
+            0
+        };
+    }
+
+    /// Other processes left `queued` URLs of `slot` in the store.
+    pub(super) fn stored_elsewhere(&mut self, slot: Slot, queued: u64) {
+        let s = &mut self.slots[slot];
+        s.stored = s.stored.max(queued);
+        if s.loading {
+            s.news_pending = true;
+        }
     }
 }
 

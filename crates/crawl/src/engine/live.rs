@@ -153,8 +153,8 @@ impl Engine {
         let (mut queued_memory, mut queued_store) = (0, 0);
         // (requests, slot, state, queued) of every host; rows are made for
         // the busiest only, so a crawl of many hosts costs little here.
-        let mut ranked = Vec::with_capacity(self.frontier.slots.len());
-        for (slot, s) in self.frontier.slots.iter().enumerate() {
+        let mut ranked = Vec::with_capacity(self.frontier.hosts().len());
+        for (slot, s) in self.frontier.hosts().iter().enumerate() {
             if s.foreign {
                 continue;
             }
@@ -185,7 +185,7 @@ impl Engine {
         let rows = ranked
             .into_iter()
             .map(|(_, slot, state, queued)| {
-                let s = &self.frontier.slots[slot];
+                let s = &self.frontier.hosts()[slot];
                 let stats = self.stats.get(slot).cloned().unwrap_or_default();
                 let delay = s
                     .timing

@@ -23,8 +23,9 @@ pub use worker::{
     AdmitItem, Command, CommitStats, Polled, Reply, StateHandle, entry_of, job_of, spawn_worker,
 };
 
-/// Durable state of one crawl job. Implemented by the store crate for
-/// SQLite and PostgreSQL, and by [`MemoryState`].
+/// Durable state of one crawl job. Implemented for the stores (SQLite and
+/// PostgreSQL) by `StoreState` of the job crate (`crates/job/src/state.rs`),
+/// and by [`MemoryState`].
 pub trait CrawlState: Send + 'static {
     /// What earlier runs left. Every URL that was loaded into memory by a
     /// run that is gone counts as queued again.

@@ -10,6 +10,7 @@
 //! | [`task`] | [`Task`]: the work a Runner holds and its progress | `node/<name>/task` |
 //! | [`heartbeat`] | [`Heartbeat`]: a node's pulse and how to judge it | `node/<name>/heartbeat` |
 //! | [`name`] | [`NodeName`]: `<base><sep><index>` | |
+//! | `wire` | serde helpers: integers the seed writes as strings (`"3"`) | |
 
 pub mod group;
 pub mod heartbeat;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use postgres::{Client, Transaction};
 
-use super::apply::{Cache, q};
+use super::cache::{Cache, q};
 use super::err;
 use crate::codec::now_text;
 use crate::{Claim, Claimed, JobInfo, StoreError};

@@ -13,6 +13,7 @@
 //! so that a paused process cannot keep the locks its heir needs.
 
 mod apply;
+mod cache;
 mod lease;
 mod listen;
 
@@ -30,7 +31,8 @@ use crate::schema::{self, state};
 use crate::{
     Claim, Claimed, Holder, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError, Writer,
 };
-use apply::{Cache, apply_in};
+use apply::apply_in;
+use cache::Cache;
 use lease::{Lease, lock_key, locked_by_others, try_lock, unlock};
 
 /// Longest a statement waits for a row lock before its transaction is

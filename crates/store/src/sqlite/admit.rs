@@ -1,6 +1,6 @@
 //! Admitting URLs: the new ones (neither among the job's newest keys,
 //! held in memory, nor merged into `url_keys`; see [`super::keys`]) get a
-//! row of `urls`, inserted [`CHUNK`](super::apply::CHUNK) to a statement with the ids the keys
+//! row of `urls`, inserted [`CHUNK`](super::rows::CHUNK) to a statement with the ids the keys
 //! gave out. A key offered twice is new once, the first time.
 //!
 //! A page of a fresh site brings tens of new links; one statement per row
@@ -15,8 +15,8 @@ use crawlkeeper_model::{Authority, FrontierEntry};
 use rusqlite::Connection;
 use rusqlite::types::ToSql;
 
-use super::apply::{AuthorityIds, MultiRow, authority_id};
 use super::keys::{Keys, RowIds};
+use super::rows::{AuthorityIds, MultiRow, authority_id};
 use crate::StoreError;
 use crate::codec::{chain_text, key_bytes};
 use crate::schema::state;

@@ -1,7 +1,7 @@
 //! Storing finished URLs: each finds its row of `urls` (through [`Keys`],
 //! or makes one) and, unless a result names that row already, gets the
 //! next result position; the records, each naming its row, are then
-//! written [`CHUNK`](super::apply::CHUNK) to a statement. Rows of `urls` are left alone (see
+//! written [`CHUNK`](super::rows::CHUNK) to a statement. Rows of `urls` are left alone (see
 //! [`crate::schema`]).
 
 use std::collections::HashSet;
@@ -11,9 +11,9 @@ use crawlkeeper_model::state::Batch;
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::apply::{AuthorityIds, MultiRow, authority_id};
 use super::err;
 use super::keys::{Keys, RowIds};
+use super::rows::{AuthorityIds, MultiRow, authority_id};
 use crate::StoreError;
 use crate::codec::key_bytes;
 

@@ -28,8 +28,8 @@ use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use tracing::debug;
 
-use super::apply::{CHUNK, MultiRow};
 use super::err;
+use super::rows::{CHUNK, MultiRow};
 use crate::StoreError;
 use crate::codec::{key_bytes, key_from};
 

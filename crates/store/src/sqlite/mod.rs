@@ -8,6 +8,7 @@ mod admit;
 mod apply;
 mod finish;
 pub mod keys;
+mod rows;
 #[cfg(test)]
 mod tests;
 

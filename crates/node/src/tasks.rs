@@ -1,0 +1,76 @@
+//! The cluster's tasks as the coordinator holds them: every member's and
+//! the queued ones ([`tasks_of`]), the shards a task has not finished
+//! ([`pending_shards`]), and whether a job is done ([`complete`]). Both
+//! [`crate::submit`] and [`crate::status`] read them; this module imports
+//! neither.
+
+use crawlkeeper_cluster::{Coordinator, Layout, MetaError, metadata};
+use crawlkeeper_model::cluster::{NodeName, Task};
+use crawlkeeper_store::JobInfo;
+
+use crate::item::ShardItem;
+
+/// Where a task is: a member's task node, or the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// A member's task.
+    Node(NodeName),
+    /// Waiting in the queue, at this node.
+    Queued(String),
+}
+
+/// Every task of the group: each member's, then the queued ones.
+pub async fn tasks_of(
+    c: &impl Coordinator,
+    layout: &Layout,
+) -> Result<Vec<(Holder, Task)>, MetaError> {
+    let mut tasks = Vec::new();
+    for name in members(c, layout).await? {
+        if let Some((t, _)) = metadata::read::<Task>(c, &layout.task(&name)).await? {
+            tasks.push((Holder::Node(name), t));
+        }
+    }
+    let queue = layout.queue();
+    for child in children(c, &queue).await? {
+        let path = crawlkeeper_cluster::path::join(&queue, &child);
+        if let Some((t, _)) = metadata::read::<Task>(c, &path).await? {
+            tasks.push((Holder::Queued(path), t));
+        }
+    }
+    Ok(tasks)
+}
+
+async fn children(c: &impl Coordinator, path: &str) -> Result<Vec<String>, MetaError> {
+    match c.children(path).await {
+        Ok(names) => Ok(names),
+        Err(crawlkeeper_cluster::CoordError::NoNode(_)) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The group's members, by base name and index.
+pub(crate) async fn members(
+    c: &impl Coordinator,
+    layout: &Layout,
+) -> Result<Vec<NodeName>, MetaError> {
+    let mut names: Vec<NodeName> = children(c, &layout.nodes())
+        .await?
+        .into_iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    names.sort_by_key(|n: &NodeName| (n.base().to_owned(), n.index()));
+    Ok(names)
+}
+
+/// Whether a job's every URL is finished.
+pub fn complete(job: &JobInfo) -> bool {
+    job.counts.seen > 0 && job.counts.pending() == 0
+}
+
+/// The shards a task has pending (not finished): held or waiting.
+pub fn pending_shards(task: &Task) -> Vec<ShardItem> {
+    crawlkeeper_cluster::protocol::task::pending(task)
+        .into_iter()
+        .filter_map(|p| ShardItem::of(&task.running_content[p]).ok())
+        .collect()
+}
