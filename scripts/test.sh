@@ -51,3 +51,8 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace --all-targets "$@"
+
+# --all-targets leaves out doc-tests: the guide's library examples are
+# among them (compiled by the node crate).
+echo "== cargo test --doc"
+cargo test --workspace --doc "$@"

@@ -174,7 +174,7 @@ pub struct CrawlArgs {
 }
 
 /// The gzip level of WARC records unless told otherwise (measured: see
-/// the README's WARC section).
+/// docs/guide/output-and-warc.md).
 pub const WARC_GZIP_LEVEL: u32 = 1;
 
 /// WARC output of `crawl`.

@@ -48,7 +48,7 @@ async fn a_paused_runner_taken_over_is_fenced_when_it_wakes_and_rejoins_as_a_bac
     assert!(!hosts.is_empty(), "crawler_1's shard has hosts: {s:#}");
 
     // Paused while each of its hosts answers it: no request of its is past
-    // the lease gate and not yet on the wire (see the README).
+    // the lease gate and not yet on the wire (see docs/guide/durable-state.md).
     c.stop_while_busy(&nodes[0], 1, 10, &hosts).await;
     let stopped_at = Instant::now();
     let sent_before = c.requests_from(1);

@@ -105,7 +105,7 @@ async fn a_nodes_page_shows_the_members_roles_and_a_dead_runner_after_a_kill() {
         })
     })
     .await;
-    // The dashboard the README offers asks only for what a node serves.
+    // The dashboard the guide offers asks only for what a node serves.
     let served = wait_for(metrics, "/metrics", deadline, |t| {
         t.contains("crawlkeeper_requests_total{")
     })

@@ -60,7 +60,7 @@ async fn a_paused_holder_taken_over_is_fenced_and_sends_nothing_after_it_resumes
     let other = job.process(1, "other", &[]).spawn().unwrap();
     // Paused while each of its hosts answers it: no request of its is on
     // its way out (one in the microseconds between the lease check and
-    // the socket would still go out after SIGCONT; see the README).
+    // the socket would still go out after SIGCONT; see docs/guide/durable-state.md).
     job.wait_until_all_busy("old", 10, &zero).await;
     signal(&old, "-STOP");
     let before = job.requests_from("old");
