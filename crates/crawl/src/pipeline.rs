@@ -18,7 +18,7 @@ use crate::scope::{Candidate, ScopeChain, Verdict};
 
 /// A URL the engine has decided to request.
 #[derive(Debug, Clone)]
-pub struct Job {
+pub struct Request {
     /// The normalised URL.
     pub url: Url,
     /// Its depth from the seeds.
@@ -35,14 +35,14 @@ pub struct Job {
     pub known: Option<Arc<Known>>,
 }
 
-impl Job {
+impl Request {
     /// How many sitemap indexes below the top one this sitemap file is;
     /// `None` for a page.
     pub fn sitemap_level(&self) -> Option<u8> {
         self.known.as_deref().and_then(|k| k.sitemap)
     }
 
-    /// A seed job at depth 0.
+    /// A seed request at depth 0.
     pub fn seed(url: Url) -> Self {
         Self {
             url,
@@ -55,16 +55,16 @@ impl Job {
     }
 }
 
-/// A URL found while processing a job, in scope but not yet deduplicated.
+/// A URL found while processing a request, in scope but not yet deduplicated.
 #[derive(Debug, Clone)]
 pub struct Discovered {
     /// The dedup key of the normalised URL.
     pub key: u128,
-    /// The job that would fetch it.
-    pub job: Job,
+    /// The request that would fetch it.
+    pub request: Request,
 }
 
-/// The outcome of one job: its record and the URLs it leads to.
+/// The outcome of one request: its record and the URLs it leads to.
 #[derive(Debug, Clone)]
 pub struct Processed {
     /// The record to write.
@@ -137,17 +137,17 @@ impl Pipeline {
         let parent: Arc<str> = Arc::from(authority.robots_url().as_str());
         let known = Arc::new(Known::sitemap(0));
         let mut seen = HashSet::new();
-        let jobs = files
+        let requests = files
             .into_iter()
             .filter_map(|file| {
                 let url = self.normalizer.resolve(&file, file.as_str()).ok()?;
                 self.listed_job(url, &parent, Some(known.clone()), &mut seen)
             })
             .collect();
-        (jobs, skipped)
+        (requests, skipped)
     }
 
-    /// The job of a URL a sitemap names (a listed page, or another
+    /// The request of a URL a sitemap names (a listed page, or another
     /// sitemap file when `known` says so) at depth 1, if it is in scope
     /// and not in `seen` yet.
     fn listed_job(
@@ -167,7 +167,7 @@ impl Pipeline {
         let key = url_key(&url);
         seen.insert(key).then(|| Discovered {
             key,
-            job: Job {
+            request: Request {
                 url,
                 depth: 1,
                 parent: Some(parent.clone()),
@@ -178,7 +178,7 @@ impl Pipeline {
         })
     }
 
-    /// Reads the sitemap file `job` fetched (off the async threads: up to
+    /// Reads the sitemap file `request` fetched (off the async threads: up to
     /// 50 MB of XML) into `processed`: the pages it lists at depth 1 and,
     /// from an index less than [`sitemap::MAX_LEVEL`] deep, at most
     /// [`sitemap::MAX_FILES`] further sitemap files, each through scope.
@@ -191,7 +191,7 @@ impl Pipeline {
     /// [`sitemap::MAX_FILES`]: crate::sitemap::MAX_FILES
     async fn read_sitemap(
         &self,
-        job: &Job,
+        request: &Request,
         level: u8,
         body: bytes::Bytes,
         processed: &mut Processed,
@@ -214,12 +214,12 @@ impl Pipeline {
                 format!("{e}; the URLs read before are kept"),
             ));
         }
-        let parent: Arc<str> = Arc::from(job.url.as_str());
+        let parent: Arc<str> = Arc::from(request.url.as_str());
         let mut seen: HashSet<u128> = HashSet::with_capacity(map.urls.len());
         let mut dropped = map.dropped;
         let found = &mut processed.discovered;
         for (loc, lastmod) in map.urls {
-            let Ok(url) = self.normalizer.resolve(&job.url, &loc) else {
+            let Ok(url) = self.normalizer.resolve(&request.url, &loc) else {
                 dropped += 1;
                 continue;
             };
@@ -235,7 +235,7 @@ impl Pipeline {
                 dropped += 1;
                 continue;
             }
-            let Ok(url) = self.normalizer.resolve(&job.url, &loc) else {
+            let Ok(url) = self.normalizer.resolve(&request.url, &loc) else {
                 dropped += 1;
                 continue;
             };
@@ -258,10 +258,10 @@ impl Pipeline {
         &self.normalizer
     }
 
-    /// Runs `job` through robots, fetch, extract and scope.
-    pub async fn process(&self, job: &Job, robots: &RobotsRules) -> Processed {
-        let mut record = blank_record(job);
-        if let Err(denied) = robots.check(&job.url) {
+    /// Runs `request` through robots, fetch, extract and scope.
+    pub async fn process(&self, request: &Request, robots: &RobotsRules) -> Processed {
+        let mut record = blank_record(request);
+        if let Err(denied) = robots.check(&request.url) {
             record.error = Some(denied);
             return Processed {
                 record,
@@ -272,7 +272,7 @@ impl Pipeline {
         }
         match self
             .fetcher
-            .fetch_known(&job.url, job.known.as_deref())
+            .fetch_known(&request.url, request.known.as_deref())
             .await
         {
             Err(e) => {
@@ -289,11 +289,11 @@ impl Pipeline {
                 }
             }
             Ok(response) => {
-                let mut processed = self.interpret(job, record, &response);
-                if let Some(level) = job.sitemap_level()
+                let mut processed = self.interpret(request, record, &response);
+                if let Some(level) = request.sitemap_level()
                     && (200..300).contains(&response.status)
                 {
-                    self.read_sitemap(job, level, response.body.clone(), &mut processed)
+                    self.read_sitemap(request, level, response.body.clone(), &mut processed)
                         .await;
                 }
                 // Made even for a response that may be retried: the last
@@ -302,7 +302,7 @@ impl Pipeline {
                     let outlinks = processed
                         .discovered
                         .iter()
-                        .map(|d| d.job.url.to_string())
+                        .map(|d| d.request.url.to_string())
                         .collect();
                     processed.archive = archiver.page(&processed.record, &response, outlinks);
                 }
@@ -311,7 +311,12 @@ impl Pipeline {
         }
     }
 
-    fn interpret(&self, job: &Job, mut record: CrawlRecord, r: &FetchResponse) -> Processed {
+    fn interpret(
+        &self,
+        request: &Request,
+        mut record: CrawlRecord,
+        r: &FetchResponse,
+    ) -> Processed {
         record.fetched_at = rfc3339(r.started_at);
         record.response_ms = Some(millis(r.elapsed));
         record.status = Some(r.status);
@@ -329,7 +334,7 @@ impl Pipeline {
         let mut discovered = Vec::new();
         let mut retry = None;
         match r.status {
-            304 if let Some(known) = job.known.as_deref().filter(|k| k.validates()) => {
+            304 if let Some(known) = request.known.as_deref().filter(|k| k.validates()) => {
                 // The earlier copy is current: its validators stay unless
                 // the server sent new ones.
                 record.etag = record.etag.or_else(|| known.etag.clone());
@@ -346,10 +351,10 @@ impl Pipeline {
                     "304 Not Modified to a request that was not conditional",
                 ));
             }
-            300..=399 => self.redirect(job, r, &mut record, &mut discovered),
+            300..=399 => self.redirect(request, r, &mut record, &mut discovered),
             // A sitemap file is read by `read_sitemap`, not as a page.
-            200..=299 if job.sitemap_level().is_some() => {}
-            200..=299 => self.links(job, r, &mut record, &mut discovered),
+            200..=299 if request.sitemap_level().is_some() => {}
+            200..=299 => self.links(request, r, &mut record, &mut discovered),
             429 | 500..=599 => {
                 let after = r
                     .headers
@@ -370,7 +375,7 @@ impl Pipeline {
 
     fn redirect(
         &self,
-        job: &Job,
+        request: &Request,
         r: &FetchResponse,
         record: &mut CrawlRecord,
         discovered: &mut Vec<Discovered>,
@@ -385,7 +390,7 @@ impl Pipeline {
             }
             return;
         };
-        let target = match self.normalizer.resolve(&job.url, location) {
+        let target = match self.normalizer.resolve(&request.url, location) {
             Ok(t) => t,
             Err(e) => {
                 record.error = Some(RecordError::new(
@@ -397,14 +402,16 @@ impl Pipeline {
         };
         record.final_url = target.to_string();
         let target_str = target.as_str();
-        if target_str == job.url.as_str() || job.redirect_chain.iter().any(|u| &**u == target_str) {
+        if target_str == request.url.as_str()
+            || request.redirect_chain.iter().any(|u| &**u == target_str)
+        {
             record.error = Some(RecordError::new(
                 ErrorKind::RedirectLoop,
                 format!("redirect back to {target_str}, already in this chain"),
             ));
             return;
         }
-        let hops = job.redirect_chain.len() as u32 + 1;
+        let hops = request.redirect_chain.len() as u32 + 1;
         if hops > self.max_redirects {
             record.error = Some(RecordError::new(
                 ErrorKind::TooManyRedirects,
@@ -414,24 +421,24 @@ impl Pipeline {
         }
         let candidate = Candidate {
             url: &target,
-            depth: job.depth,
+            depth: request.depth,
         };
         if self.scope.check(&candidate) != Verdict::Accept {
             return;
         }
-        let here: Arc<str> = Arc::from(job.url.as_str());
-        let mut chain = job.redirect_chain.clone();
+        let here: Arc<str> = Arc::from(request.url.as_str());
+        let mut chain = request.redirect_chain.clone();
         chain.push(here.clone());
         discovered.push(Discovered {
             key: url_key(&target),
-            job: Job {
+            request: Request {
                 url: target,
-                depth: job.depth,
+                depth: request.depth,
                 parent: Some(here),
                 redirect_chain: chain,
                 attempts: 0,
                 // A sitemap file that moved is still a sitemap file.
-                known: job
+                known: request
                     .sitemap_level()
                     .map(|level| Arc::new(Known::sitemap(level))),
             },
@@ -440,13 +447,13 @@ impl Pipeline {
 
     fn links(
         &self,
-        job: &Job,
+        request: &Request,
         r: &FetchResponse,
         record: &mut CrawlRecord,
         discovered: &mut Vec<Discovered>,
     ) {
         let page = Page {
-            url: &job.url,
+            url: &request.url,
             response: r,
             limits: PageLimits {
                 max_links: self.max_links_per_page,
@@ -481,9 +488,9 @@ impl Pipeline {
         if found.hrefs.is_empty() {
             return;
         }
-        let base = found.base_url(&job.url);
-        let depth = job.depth + 1;
-        let parent: Arc<str> = Arc::from(job.url.as_str());
+        let base = found.base_url(&request.url);
+        let depth = request.depth + 1;
+        let parent: Arc<str> = Arc::from(request.url.as_str());
         let mut on_page: HashSet<u128> = HashSet::with_capacity(found.hrefs.len());
         for href in &found.hrefs {
             let Ok(url) = self.normalizer.resolve(&base, href) else {
@@ -499,7 +506,7 @@ impl Pipeline {
             if self.follow {
                 discovered.push(Discovered {
                     key,
-                    job: Job {
+                    request: Request {
                         url,
                         depth,
                         parent: Some(parent.clone()),
@@ -520,16 +527,16 @@ fn header_validator(r: &FetchResponse, name: reqwest::header::HeaderName) -> Opt
     crawlkeeper_model::known::validator(value.as_bytes())
 }
 
-/// The record of `job` before anything is known of its response.
-pub(crate) fn blank_record(job: &Job) -> CrawlRecord {
+/// The record of `request` before anything is known of its response.
+pub(crate) fn blank_record(request: &Request) -> CrawlRecord {
     CrawlRecord {
-        url: job.url.to_string(),
-        final_url: job.url.to_string(),
+        url: request.url.to_string(),
+        final_url: request.url.to_string(),
         status: None,
-        depth: job.depth,
-        parent: job.parent.as_deref().map(str::to_owned),
+        depth: request.depth,
+        parent: request.parent.as_deref().map(str::to_owned),
         // Jobs only hold http(s) URLs with a host, which always have an authority.
-        authority: Authority::of(&job.url).expect("job URLs have an authority"),
+        authority: Authority::of(&request.url).expect("job URLs have an authority"),
         fetched_at: rfc3339(std::time::SystemTime::now()),
         response_ms: None,
         content_type: None,
@@ -541,9 +548,11 @@ pub(crate) fn blank_record(job: &Job) -> CrawlRecord {
         error: None,
         etag: None,
         last_modified: None,
-        lastmod: job.known.as_deref().and_then(|k| k.lastmod.clone()),
+        lastmod: request.known.as_deref().and_then(|k| k.lastmod.clone()),
         unchanged_since: None,
-        via: job.sitemap_level().map(|_| crawlkeeper_model::Via::Sitemap),
+        via: request
+            .sitemap_level()
+            .map(|_| crawlkeeper_model::Via::Sitemap),
     }
 }
 

@@ -1,8 +1,8 @@
-//! Admission: which discovered URLs become jobs, in what order, and where
+//! Admission: which discovered URLs become requests, in what order, and where
 //! they wait. A URL is checked against the in-memory queue and key cache,
 //! the page limit and its authority's state, then offered to the store,
 //! which alone knows whether it is new. Links of a page wait while a
-//! shallower job of its authority is outstanding (breadth-first admission),
+//! shallower request of its authority is outstanding (breadth-first admission),
 //! so depth limits are exact whatever order responses arrive in. URLs past
 //! the in-memory limit stay in the store and are loaded when there is room.
 //!
@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::frontier::Frontier;
 use super::slot::Slot;
-use crate::pipeline::{Discovered, Job};
+use crate::pipeline::{Discovered, Request};
 use crate::scope::{Disposition, ScopeReason};
 
 /// URLs loaded from the store at a time, per authority.
@@ -28,8 +28,8 @@ pub struct Outgoing {
     pub slot: Slot,
     /// Its dedup key.
     pub key: u128,
-    /// The job.
-    pub job: Job,
+    /// The request.
+    pub request: Request,
     /// Its authority.
     pub authority: Authority,
     /// Kept in memory (else left in the store).
@@ -48,16 +48,16 @@ impl Frontier {
         if self.at_page_limit() {
             return Disposition::OverLimit;
         }
-        let Ok(authority) = Authority::of(&d.job.url) else {
+        let Ok(authority) = Authority::of(&d.request.url) else {
             return Disposition::OutOfScope(ScopeReason::Scheme);
         };
         let slot = self.slot_of(authority);
-        self.remember(slot, d.key, d.job.depth);
+        self.remember(slot, d.key, d.request.depth);
         if self.is_abandoned(slot) {
-            self.skip(slot, d.job);
+            self.skip(slot, d.request);
             return Disposition::Skipped;
         }
-        self.offer(slot, d.key, d.job, owner);
+        self.offer(slot, d.key, d.request, owner);
         Disposition::Queued
     }
 
@@ -65,12 +65,12 @@ impl Frontier {
     pub fn take_outbox(&mut self) -> Vec<Outgoing> {
         self.take_offers()
             .into_iter()
-            .map(|(slot, key, job, owner)| {
+            .map(|(slot, key, request, owner)| {
                 let loaded = self.reserve_place(slot);
                 Outgoing {
                     slot,
                     key,
-                    job,
+                    request,
                     authority: self.authority(slot).clone(),
                     loaded,
                     owner,
@@ -84,13 +84,13 @@ impl Frontier {
         &mut self,
         slot: Slot,
         key: u128,
-        job: Job,
+        request: Request,
         new: bool,
         loaded: bool,
         now: Instant,
     ) {
         self.answered(new, loaded);
-        let depth = job.depth;
+        let depth = request.depth;
         if !new {
             self.count(slot, depth, false);
         } else if self.is_foreign(slot) {
@@ -98,9 +98,9 @@ impl Frontier {
             self.count(slot, depth, false);
         } else if self.is_abandoned(slot) {
             self.count(slot, depth, false);
-            self.skip(slot, job);
+            self.skip(slot, request);
         } else if loaded {
-            self.enqueue(slot, key, job);
+            self.enqueue(slot, key, request);
             self.wake(slot, now);
         } else {
             self.leave_in_store(slot);
@@ -111,7 +111,7 @@ impl Frontier {
     }
 
     /// URLs found on page `owner` of `slot` at `depth`. They are triaged at
-    /// once unless a shallower job of the authority is still outstanding:
+    /// once unless a shallower request of the authority is still outstanding:
     /// then they wait for it, so that every URL is admitted at its smallest
     /// depth. Returns true when they wait (the page's token is given back
     /// by [`Frontier::take_released`] when they go).
@@ -132,7 +132,7 @@ impl Frontier {
         false
     }
 
-    /// A job of `slot` at `depth` is finished: batches that waited for it
+    /// A request of `slot` at `depth` is finished: batches that waited for it
     /// are triaged.
     pub fn job_finished(&mut self, slot: Slot, depth: u32) {
         self.count(slot, depth, false);
@@ -199,15 +199,15 @@ impl Frontier {
     }
 
     /// URLs loaded from the store for `slot`; `more` when it may have others.
-    pub fn loaded(&mut self, slot: Slot, jobs: Vec<(u128, Job)>, more: bool, now: Instant) {
-        self.load_answered(slot, jobs.len(), more);
-        for (key, job) in jobs {
+    pub fn loaded(&mut self, slot: Slot, requests: Vec<(u128, Request)>, more: bool, now: Instant) {
+        self.load_answered(slot, requests.len(), more);
+        for (key, request) in requests {
             if self.is_abandoned(slot) {
-                self.skip(slot, job);
+                self.skip(slot, request);
                 continue;
             }
-            self.count(slot, job.depth, true);
-            self.enqueue(slot, key, job);
+            self.count(slot, request.depth, true);
+            self.enqueue(slot, key, request);
         }
         self.wake(slot, now);
         self.want_load(slot);

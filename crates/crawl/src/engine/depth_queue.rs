@@ -4,15 +4,15 @@
 
 use std::collections::VecDeque;
 
-use crate::pipeline::Job;
+use crate::pipeline::Request;
 
-/// A queued job with its dedup key.
+/// A queued request with its dedup key.
 #[derive(Debug)]
 pub struct Queued {
-    /// The dedup key of the job's URL.
+    /// The dedup key of the request's URL.
     pub key: u128,
-    /// The job.
-    pub job: Job,
+    /// The request.
+    pub request: Request,
 }
 
 /// Jobs by depth, popped shallowest first.
@@ -24,18 +24,18 @@ pub struct DepthQueue {
 }
 
 impl DepthQueue {
-    /// Adds a job at its depth.
-    pub fn push(&mut self, key: u128, job: Job) {
-        let depth = job.depth as usize;
+    /// Adds a request at its depth.
+    pub fn push(&mut self, key: u128, request: Request) {
+        let depth = request.depth as usize;
         if self.levels.len() <= depth {
             self.levels.resize_with(depth + 1, VecDeque::new);
         }
-        self.levels[depth].push_back(Queued { key, job });
+        self.levels[depth].push_back(Queued { key, request });
         self.shallowest = self.shallowest.min(depth);
         self.len += 1;
     }
 
-    /// Removes the shallowest, oldest job.
+    /// Removes the shallowest, oldest request.
     pub fn pop(&mut self) -> Option<Queued> {
         while let Some(level) = self.levels.get_mut(self.shallowest) {
             if let Some(q) = level.pop_front() {
@@ -48,14 +48,14 @@ impl DepthQueue {
         None
     }
 
-    /// Removes every job.
+    /// Removes every request.
     pub fn drain(&mut self) -> impl Iterator<Item = Queued> + '_ {
         self.len = 0;
         self.shallowest = 0;
         self.levels.iter_mut().flat_map(|l| l.drain(..))
     }
 
-    /// Number of jobs.
+    /// Number of requests.
     pub fn len(&self) -> usize {
         self.len
     }
@@ -71,8 +71,8 @@ mod tests {
     use super::*;
     use url::Url;
 
-    fn job(path: &str, depth: u32) -> Job {
-        let mut j = Job::seed(Url::parse(&format!("http://a.test{path}")).unwrap());
+    fn request(path: &str, depth: u32) -> Request {
+        let mut j = Request::seed(Url::parse(&format!("http://a.test{path}")).unwrap());
         j.depth = depth;
         j
     }
@@ -80,18 +80,18 @@ mod tests {
     #[test]
     fn shallowest_first_then_fifo() {
         let mut q = DepthQueue::default();
-        q.push(1, job("/d2a", 2));
-        q.push(2, job("/d1a", 1));
-        q.push(3, job("/d2b", 2));
-        q.push(4, job("/d1b", 1));
+        q.push(1, request("/d2a", 2));
+        q.push(2, request("/d1a", 1));
+        q.push(3, request("/d2b", 2));
+        q.push(4, request("/d1b", 1));
         let order: Vec<String> = std::iter::from_fn(|| q.pop())
-            .map(|q| q.job.url.path().to_owned())
+            .map(|q| q.request.url.path().to_owned())
             .collect();
         assert_eq!(order, ["/d1a", "/d1b", "/d2a", "/d2b"]);
         assert!(q.is_empty());
-        q.push(5, job("/d3", 3));
-        q.push(6, job("/d0", 0));
-        assert_eq!(q.pop().unwrap().job.url.path(), "/d0");
+        q.push(5, request("/d3", 3));
+        q.push(6, request("/d0", 0));
+        assert_eq!(q.pop().unwrap().request.url.path(), "/d0");
         assert_eq!(q.len(), 1);
         assert_eq!(q.drain().count(), 1);
         assert!(q.pop().is_none());

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::slot::{AuthoritySlot, DepthMap, RobotsState, Slot, Turn};
 use crate::config::PolitenessConfig;
-use crate::pipeline::{Discovered, Job};
+use crate::pipeline::{Discovered, Request};
 use crate::politeness::retry_backoff;
 use crate::robots::RobotsRules;
 use crate::state::Resumed;
@@ -31,13 +31,13 @@ pub enum Next {
         /// The authority.
         authority: Authority,
     },
-    /// Run a job with the authority's robots rules.
+    /// Run a request with the authority's robots rules.
     Page {
         /// The authority's slot.
         slot: Slot,
-        /// The job.
-        job: Job,
-        /// The rules to check the job against.
+        /// The request.
+        request: Request,
+        /// The rules to check the request against.
         robots: RobotsRules,
     },
 }
@@ -66,9 +66,9 @@ pub struct FrontierLimits {
     pub max_queued: usize,
 }
 
-/// A URL on its way to the store: its slot, key and job, and the page that
+/// A URL on its way to the store: its slot, key and request, and the page that
 /// found it.
-pub(super) type Offer = (Slot, u128, Job, Option<u64>);
+pub(super) type Offer = (Slot, u128, Request, Option<u64>);
 
 /// Per-authority queues with fair round-robin dispatch and politeness.
 /// Its state changes only here: admission (`admission.rs`) decides, and
@@ -98,7 +98,7 @@ pub struct Frontier {
     limits: FrontierLimits,
     politeness: PolitenessConfig,
     /// URLs given up with their authority, not yet taken.
-    skipped: Vec<(Slot, Job)>,
+    skipped: Vec<(Slot, Request)>,
     /// URLs for the store, not yet taken.
     outbox: Vec<Offer>,
     /// Tokens of pages whose held URLs were triaged, not yet taken.
@@ -234,7 +234,7 @@ impl Frontier {
                         continue;
                     }
                     let before = s.queue.len();
-                    let Some(job) = s.take_job(now, &mut self.queued_depth) else {
+                    let Some(request) = s.take_request(now, &mut self.queued_depth) else {
                         self.wake(slot, now);
                         continue;
                     };
@@ -246,7 +246,7 @@ impl Frontier {
                     self.wake(slot, now);
                     return Some(Next::Page {
                         slot,
-                        job,
+                        request,
                         robots: rules,
                     });
                 }
@@ -292,7 +292,7 @@ impl Frontier {
     }
 
     /// When every place of `slot` is taken by a page whose links wait for
-    /// a shallower job of the authority, that job could never start: the
+    /// a shallower request of the authority, that request could never start: the
     /// links go now (exact depth yields to progress, as in
     /// [`Frontier::release_all_held`]), their pages' records go to the
     /// store, and the places free up as they become durable.
@@ -312,43 +312,43 @@ impl Frontier {
         s.abandoned = true;
         let queued: Vec<_> = s.queue.drain().collect();
         self.queued -= queued.len();
-        let mut jobs = Vec::with_capacity(queued.len() + s.retries.len());
+        let mut requests = Vec::with_capacity(queued.len() + s.retries.len());
         for q in queued {
             self.queued_depth.remove(&q.key);
-            jobs.push(q.job);
+            requests.push(q.request);
         }
-        jobs.extend(s.retries.drain(..).map(|(_, j)| j));
-        for j in &jobs {
+        requests.extend(s.retries.drain(..).map(|(_, j)| j));
+        for j in &requests {
             s.count(j.depth, false);
         }
-        self.skipped.extend(jobs.into_iter().map(|j| (slot, j)));
+        self.skipped.extend(requests.into_iter().map(|j| (slot, j)));
         // URLs left in the store are loaded to be recorded as skipped too.
         self.want_load(slot);
     }
 
-    /// Queues `job` again after a retryable failure and returns `None`;
+    /// Queues `request` again after a retryable failure and returns `None`;
     /// hands it back when its retries are used up or its authority was
     /// abandoned. `after` is the server's `Retry-After`: it holds back the
     /// whole authority.
     pub fn retry(
         &mut self,
         slot: Slot,
-        mut job: Job,
+        mut request: Request,
         now: Instant,
         after: Option<Duration>,
-    ) -> Option<Job> {
-        if self.slots[slot].abandoned || job.attempts >= self.politeness.retries {
-            return Some(job);
+    ) -> Option<Request> {
+        if self.slots[slot].abandoned || request.attempts >= self.politeness.retries {
+            return Some(request);
         }
-        job.attempts += 1;
-        let backoff = retry_backoff(self.politeness.retry_base, job.attempts, self.rng.f64());
+        request.attempts += 1;
+        let backoff = retry_backoff(self.politeness.retry_base, request.attempts, self.rng.f64());
         let s = &mut self.slots[slot];
         if let Some(after) = after {
             let until = now + after;
             s.not_before = Some(s.not_before.map_or(until, |t| t.max(until)));
         }
         s.retries
-            .push((now + backoff.max(after.unwrap_or_default()), job));
+            .push((now + backoff.max(after.unwrap_or_default()), request));
         if s.turn == Turn::None {
             self.wake(slot, now);
         }
@@ -372,7 +372,7 @@ impl Frontier {
     }
 
     /// URLs given up with their authority, since the last call.
-    pub fn take_skipped(&mut self) -> Vec<(Slot, Job)> {
+    pub fn take_skipped(&mut self) -> Vec<(Slot, Request)> {
         std::mem::take(&mut self.skipped)
     }
 
@@ -476,14 +476,14 @@ impl Frontier {
     /// URL met at a smaller depth is noted at it, and offered again.
     pub(super) fn is_known(&mut self, d: &Discovered) -> bool {
         if let Some(depth) = self.queued_depth.get_mut(&d.key) {
-            if d.job.depth < *depth {
-                let old = std::mem::replace(depth, d.job.depth);
-                if let Some(&slot) = Authority::of(&d.job.url)
+            if d.request.depth < *depth {
+                let old = std::mem::replace(depth, d.request.depth);
+                if let Some(&slot) = Authority::of(&d.request.url)
                     .ok()
                     .and_then(|a| self.index.get(&a))
                 {
                     self.slots[slot].count(old, false);
-                    self.slots[slot].count(d.job.depth, true);
+                    self.slots[slot].count(d.request.depth, true);
                 }
             }
             return true;
@@ -491,10 +491,10 @@ impl Frontier {
         if let Some(best) = self.foreign_depth.get_mut(&d.key) {
             // Another shard's: offered again only by a shorter path, which
             // the store takes while the URL still waits there.
-            if d.job.depth >= *best {
+            if d.request.depth >= *best {
                 return true;
             }
-            *best = d.job.depth;
+            *best = d.request.depth;
         } else if self.seen.contains(&d.key) {
             return true;
         }
@@ -521,18 +521,18 @@ impl Frontier {
         }
     }
 
-    /// Gives `job` up with its abandoned authority (to be recorded as
+    /// Gives `request` up with its abandoned authority (to be recorded as
     /// skipped: [`Frontier::take_skipped`]).
-    pub(super) fn skip(&mut self, slot: Slot, job: Job) {
-        self.skipped.push((slot, job));
+    pub(super) fn skip(&mut self, slot: Slot, request: Request) {
+        self.skipped.push((slot, request));
     }
 
-    /// Offers `job` to the store (see [`Frontier::take_offers`]); it is
+    /// Offers `request` to the store (see [`Frontier::take_offers`]); it is
     /// outstanding at its depth from now on.
-    pub(super) fn offer(&mut self, slot: Slot, key: u128, job: Job, owner: Option<u64>) {
-        self.slots[slot].count(job.depth, true);
+    pub(super) fn offer(&mut self, slot: Slot, key: u128, request: Request, owner: Option<u64>) {
+        self.slots[slot].count(request.depth, true);
         self.admitting += 1;
-        self.outbox.push((slot, key, job, owner));
+        self.outbox.push((slot, key, request, owner));
     }
 
     /// The URLs offered since the last call.
@@ -570,16 +570,16 @@ impl Frontier {
         }
     }
 
-    /// Counts a job of `slot` at `depth` as outstanding (`up`), or as no
+    /// Counts a request of `slot` at `depth` as outstanding (`up`), or as no
     /// longer.
     pub(super) fn count(&mut self, slot: Slot, depth: u32, up: bool) {
         self.slots[slot].count(depth, up);
     }
 
-    /// Queues `job` of `slot` in memory under `key`.
-    pub(super) fn enqueue(&mut self, slot: Slot, key: u128, job: Job) {
-        self.queued_depth.insert(key, job.depth);
-        self.slots[slot].queue.push(key, job);
+    /// Queues `request` of `slot` in memory under `key`.
+    pub(super) fn enqueue(&mut self, slot: Slot, key: u128, request: Request) {
+        self.queued_depth.insert(key, request.depth);
+        self.slots[slot].queue.push(key, request);
         self.queued += 1;
     }
 
@@ -593,13 +593,13 @@ impl Frontier {
         self.slots[slot].foreign
     }
 
-    /// Whether a job of `slot` shallower than `depth` is outstanding.
+    /// Whether a request of `slot` shallower than `depth` is outstanding.
     pub(super) fn blocks(&self, slot: Slot, depth: u32) -> bool {
         self.slots[slot].blocks(depth)
     }
 
     /// Holds `batch`, found on page `owner` of `slot` at `depth`, until no
-    /// shallower job of the authority is outstanding.
+    /// shallower request of the authority is outstanding.
     pub(super) fn hold(
         &mut self,
         slot: Slot,
@@ -610,7 +610,7 @@ impl Frontier {
         self.slots[slot].held.push((depth, batch, owner));
     }
 
-    /// Takes out a batch of `slot` held for a job no longer outstanding.
+    /// Takes out a batch of `slot` held for a request no longer outstanding.
     pub(super) fn take_unblocked(&mut self, slot: Slot) -> Option<(Vec<Discovered>, Option<u64>)> {
         let s = &mut self.slots[slot];
         let i = s.held.iter().position(|(depth, _, _)| !s.blocks(*depth))?;

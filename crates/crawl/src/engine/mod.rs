@@ -3,7 +3,7 @@
 //! the state worker, and stops in order on completion, timeout or shutdown.
 //!
 //! One task (the caller of [`Engine::run`]) owns all scheduling state.
-//! Requests run as spawned tasks that own nothing but their job; the state
+//! Requests run as spawned tasks that own nothing but their request; the state
 //! worker owns the store and the sink. Both report back as events.
 
 mod admission;
@@ -32,7 +32,7 @@ pub use slot::Slot;
 use tasks::TaskOutput;
 
 use crate::config::{ConfigError, CrawlConfig};
-use crate::pipeline::{Discovered, Job, Pipeline, Processed, url_key};
+use crate::pipeline::{Discovered, Pipeline, Processed, Request, url_key};
 use crate::registry::Registry;
 use crate::sink::{Sink, SinkError};
 use crate::state::{
@@ -131,7 +131,7 @@ const NEWS_EVERY: Duration = Duration::from_millis(100);
 /// A finished page whose record goes to the store with its links.
 struct PendingFinish {
     slot: Slot,
-    job: Job,
+    request: Request,
     record: CrawlRecord,
     json: String,
     /// Its WARC records, encoded (empty when not archiving).
@@ -316,7 +316,7 @@ impl Engine {
             self.frontier.triage(
                 Discovered {
                     key: url_key(&url),
-                    job: Job::seed(url),
+                    request: Request::seed(url),
                 },
                 None,
             );
@@ -515,7 +515,7 @@ impl Engine {
             let item = AdmitItem {
                 slot: o.slot,
                 key: o.key,
-                job: o.job,
+                request: o.request,
                 authority: o.authority,
                 loaded: o.loaded,
             };
@@ -536,7 +536,7 @@ impl Engine {
             };
             let links = by_page.remove(&token).unwrap_or_default();
             let finished = FinishedUrl {
-                key: url_key(&p.job.url),
+                key: url_key(&p.request.url),
                 record: p.record,
                 json: p.json,
                 archive: p.archive,
@@ -573,7 +573,7 @@ impl Engine {
                 })
                 .map_err(|_| gone())?;
         }
-        for (slot, job) in self.frontier.take_skipped() {
+        for (slot, request) in self.frontier.take_skipped() {
             let limit = self.config.politeness.max_host_errors;
             if !self.stats_of(slot).abandoned {
                 self.stats_of(slot).abandoned = true;
@@ -585,9 +585,9 @@ impl Engine {
                 let saved = self.frontier.saved(slot);
                 store.tx.send(Command::Save(saved)).map_err(|_| gone())?;
             }
-            let record = records::skipped(&job, limit);
+            let record = records::skipped(&request, limit);
             self.record(slot, &record);
-            let finished = FinishedUrl::new(url_key(&job.url), record);
+            let finished = FinishedUrl::new(url_key(&request.url), record);
             store
                 .tx
                 .send(Command::Finish(Box::new(finished), Vec::new()))
@@ -619,8 +619,12 @@ impl Engine {
                 Next::Robots { slot, authority } => {
                     tasks.spawn(tasks::robots(pipeline, slot, authority));
                 }
-                Next::Page { slot, job, robots } => {
-                    tasks.spawn(tasks::page(pipeline, slot, job, robots));
+                Next::Page {
+                    slot,
+                    request,
+                    robots,
+                } => {
+                    tasks.spawn(tasks::page(pipeline, slot, request, robots));
                 }
             }
         }
@@ -638,11 +642,21 @@ impl Engine {
             }
             Reply::Admitted(pairs) => {
                 for (item, new) in pairs {
-                    self.frontier
-                        .admitted(item.slot, item.key, item.job, new, item.loaded, now);
+                    self.frontier.admitted(
+                        item.slot,
+                        item.key,
+                        item.request,
+                        new,
+                        item.loaded,
+                        now,
+                    );
                 }
             }
-            Reply::Loaded { slot, jobs, more } => self.frontier.loaded(slot, jobs, more, now),
+            Reply::Loaded {
+                slot,
+                requests,
+                more,
+            } => self.frontier.loaded(slot, requests, more, now),
             Reply::Polled(polled) => self.on_polled(polled),
             Reply::ShardsTaken(shards, resumed) => {
                 info!(?shards, "took shards");
@@ -705,7 +719,7 @@ impl Engine {
             }
             TaskOutput::Page {
                 slot,
-                job,
+                request,
                 processed,
                 json,
             } => {
@@ -723,16 +737,16 @@ impl Engine {
                 if report.failed {
                     self.stats_of(slot).note_failure(&record);
                 }
-                let depth = job.depth;
-                let job = match retry {
-                    Some(hint) => match self.frontier.retry(slot, job, now, hint.after) {
+                let depth = request.depth;
+                let request = match retry {
+                    Some(hint) => match self.frontier.retry(slot, request, now, hint.after) {
                         None => {
                             self.stats_of(slot).retries += 1;
                             return Ok(());
                         }
-                        Some(job) => job,
+                        Some(request) => request,
                     },
-                    None => job,
+                    None => request,
                 };
                 self.record(slot, &record);
                 let token = self.next_token;
@@ -745,7 +759,7 @@ impl Engine {
                     token,
                     PendingFinish {
                         slot,
-                        job,
+                        request,
                         record,
                         json,
                         archive,

@@ -1,13 +1,13 @@
-//! Records the engine writes itself, for jobs that produced no response.
+//! Records the engine writes itself, for requests that produced no response.
 
 use crawlkeeper_model::{CrawlRecord, ErrorKind, RecordError};
 use tracing::error;
 
-use crate::pipeline::{Job, Processed, blank_record};
+use crate::pipeline::{Processed, Request, blank_record};
 
-/// A record for `job` with no response and `error`.
-fn without_response(job: &Job, error: RecordError) -> CrawlRecord {
-    let mut record = blank_record(job);
+/// A record for `request` with no response and `error`.
+fn without_response(request: &Request, error: RecordError) -> CrawlRecord {
+    let mut record = blank_record(request);
     record.error = Some(error);
     record
 }
@@ -21,12 +21,12 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
-/// The outcome of a job whose processing panicked.
-pub fn internal_error(job: &Job, why: &str) -> Processed {
-    error!(url = %job.url, panic = why, "processing panicked; recording an error");
+/// The outcome of a request whose processing panicked.
+pub fn internal_error(request: &Request, why: &str) -> Processed {
+    error!(url = %request.url, panic = why, "processing panicked; recording an error");
     Processed {
         record: without_response(
-            job,
+            request,
             RecordError::new(ErrorKind::Internal, format!("internal error: {why}")),
         ),
         discovered: Vec::new(),
@@ -36,9 +36,9 @@ pub fn internal_error(job: &Job, why: &str) -> Processed {
 }
 
 /// The record of a URL not requested because its authority was abandoned.
-pub fn skipped(job: &Job, failures: u32) -> CrawlRecord {
+pub fn skipped(request: &Request, failures: u32) -> CrawlRecord {
     without_response(
-        job,
+        request,
         RecordError::new(
             ErrorKind::Skipped,
             format!("authority abandoned after {failures} consecutive failures"),

@@ -8,7 +8,7 @@ use tracing::warn;
 
 use super::depth_queue::{DepthQueue, Queued};
 use crate::config::PolitenessConfig;
-use crate::pipeline::{Discovered, Job};
+use crate::pipeline::{Discovered, Request};
 use crate::politeness::{MAX_DELAY, Timing};
 use crate::robots::RobotsRules;
 
@@ -38,7 +38,7 @@ pub(super) enum Turn {
 pub(super) struct AuthoritySlot {
     pub authority: Authority,
     pub queue: DepthQueue,
-    pub retries: Vec<(Instant, Job)>,
+    pub retries: Vec<(Instant, Request)>,
     pub in_flight: usize,
     /// Records of this authority's finished requests not yet durable. Each
     /// keeps its place among the authority's `per_host` until it is, so a
@@ -54,7 +54,7 @@ pub(super) struct AuthoritySlot {
     /// Jobs of this authority not yet finished (queued, offered for
     /// admission, waiting for a retry, or in flight), by depth.
     pub outstanding: Vec<u32>,
-    /// URLs found on this authority's pages, held until no shallower job of
+    /// URLs found on this authority's pages, held until no shallower request of
     /// the authority is outstanding: (depth of the page, what it found, the
     /// page's token).
     pub held: Vec<(u32, Vec<Discovered>, Option<u64>)>,
@@ -121,7 +121,7 @@ impl AuthoritySlot {
         }
     }
 
-    /// True while a job shallower than `depth` is outstanding.
+    /// True while a request shallower than `depth` is outstanding.
     pub fn blocks(&self, depth: u32) -> bool {
         self.outstanding.iter().take(depth as usize).any(|&n| n > 0)
     }
@@ -136,9 +136,9 @@ impl AuthoritySlot {
         Some(gate.max(due))
     }
 
-    /// The job to start now: a due retry first, then the queue. A queued
-    /// job takes the smallest depth it was offered at.
-    pub fn take_job(&mut self, now: Instant, queued_depth: &mut DepthMap) -> Option<Job> {
+    /// The request to start now: a due retry first, then the queue. A queued
+    /// request takes the smallest depth it was offered at.
+    pub fn take_request(&mut self, now: Instant, queued_depth: &mut DepthMap) -> Option<Request> {
         let due = self
             .retries
             .iter()
@@ -148,11 +148,11 @@ impl AuthoritySlot {
             .map(|(i, _)| i);
         match due {
             Some(i) => Some(self.retries.swap_remove(i).1),
-            None => self.queue.pop().map(|Queued { key, mut job }| {
+            None => self.queue.pop().map(|Queued { key, mut request }| {
                 if let Some(depth) = queued_depth.remove(&key) {
-                    job.depth = job.depth.min(depth);
+                    request.depth = request.depth.min(depth);
                 }
-                job
+                request
             }),
         }
     }

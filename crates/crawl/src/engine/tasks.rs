@@ -1,7 +1,7 @@
 //! The request tasks the engine spawns: an authority's robots.txt (and,
 //! with `--sitemaps`, the sitemap files it names), or one request through
 //! the pipeline.
-//! Each owns nothing but its job and reports back a [`TaskOutput`]; a
+//! Each owns nothing but its request and reports back a [`TaskOutput`]; a
 //! panic inside becomes an error for the URLs concerned, never a hang.
 
 use std::panic::AssertUnwindSafe;
@@ -13,7 +13,7 @@ use tracing::error;
 
 use super::records;
 use super::slot::Slot;
-use crate::pipeline::{Discovered, Job, Pipeline, Processed};
+use crate::pipeline::{Discovered, Pipeline, Processed, Request};
 use crate::robots::RobotsRules;
 
 /// What a request task reports to the engine.
@@ -30,7 +30,7 @@ pub(super) enum TaskOutput {
     },
     Page {
         slot: Slot,
-        job: Job,
+        request: Request,
         processed: Box<Processed>,
         /// The record as JSON, made on the request's own task.
         json: String,
@@ -80,22 +80,21 @@ pub(super) async fn robots(
     }
 }
 
-/// Runs `job` through the pipeline under `robots`.
+/// Runs `request` through the pipeline under `robots`.
 pub(super) async fn page(
     pipeline: Arc<Pipeline>,
     slot: Slot,
-    job: Job,
+    request: Request,
     robots: RobotsRules,
 ) -> TaskOutput {
-    let run = AssertUnwindSafe(pipeline.process(&job, &robots));
-    let processed = run
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| records::internal_error(&job, &records::panic_message(&*panic)));
+    let run = AssertUnwindSafe(pipeline.process(&request, &robots));
+    let processed = run.catch_unwind().await.unwrap_or_else(|panic| {
+        records::internal_error(&request, &records::panic_message(&*panic))
+    });
     let json = processed.record.to_json();
     TaskOutput::Page {
         slot,
-        job,
+        request,
         processed: Box::new(processed),
         json,
     }

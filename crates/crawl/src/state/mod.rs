@@ -20,7 +20,7 @@ pub use crawlkeeper_model::state::{Batch, Resumed};
 pub use group::GroupPolicy;
 pub use memory::MemoryState;
 pub use worker::{
-    AdmitItem, Command, CommitStats, Polled, Reply, StateHandle, entry_of, job_of, spawn_worker,
+    AdmitItem, Command, CommitStats, Polled, Reply, StateHandle, entry_of, request_of, spawn_worker,
 };
 
 /// Durable state of one crawl job. Implemented for the stores (SQLite and

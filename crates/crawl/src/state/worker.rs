@@ -17,7 +17,7 @@ use url::Url;
 
 use super::group::GroupPolicy;
 use super::{Batch, CrawlState, Resumed, StateError};
-use crate::pipeline::Job;
+use crate::pipeline::Request;
 use crate::sink::Sink;
 
 /// Most commands gathered into one transaction.
@@ -32,8 +32,8 @@ pub struct AdmitItem {
     pub slot: usize,
     /// Its dedup key.
     pub key: u128,
-    /// The job that would fetch it.
-    pub job: Job,
+    /// The request that would fetch it.
+    pub request: Request,
     /// Its authority.
     pub authority: Authority,
     /// Whether the engine keeps it in memory (else it stays in the store).
@@ -104,8 +104,8 @@ pub enum Reply {
     Loaded {
         /// The slot they belong to.
         slot: usize,
-        /// Their keys and jobs, shallowest first.
-        jobs: Vec<(u128, Job)>,
+        /// Their keys and requests, shallowest first.
+        requests: Vec<(u128, Request)>,
         /// True when the store may have more.
         more: bool,
     },
@@ -402,8 +402,12 @@ fn run(
         }
         for ((slot, limit), entries) in loads.into_iter().zip(batch.loaded.drain(..)) {
             let more = entries.len() >= limit;
-            let jobs = entries.into_iter().filter_map(job_of).collect();
-            let _ = replies.send(Reply::Loaded { slot, jobs, more });
+            let requests = entries.into_iter().filter_map(request_of).collect();
+            let _ = replies.send(Reply::Loaded {
+                slot,
+                requests,
+                more,
+            });
         }
         // After the loads: news found after a load of the same transaction
         // must reach a slot that is no longer loading.
@@ -443,7 +447,7 @@ fn run(
 fn admit_into(batch: &mut Batch, admits: &mut Vec<AdmitItem>, items: Vec<AdmitItem>) {
     for item in items {
         batch.admit.push((
-            entry_of(item.key, &item.job),
+            entry_of(item.key, &item.request),
             item.authority.clone(),
             item.loaded,
         ));
@@ -487,24 +491,28 @@ fn with_retry<T>(mut op: impl FnMut() -> Result<T, StateError>) -> Result<T, Sta
     }
 }
 
-/// The stored form of a job.
-pub fn entry_of(key: u128, job: &Job) -> FrontierEntry {
+/// The stored form of a request.
+pub fn entry_of(key: u128, request: &Request) -> FrontierEntry {
     FrontierEntry {
         key,
-        url: job.url.to_string(),
-        depth: job.depth,
-        parent: job.parent.as_deref().map(str::to_owned),
-        redirect_chain: job.redirect_chain.iter().map(|u| u.to_string()).collect(),
-        known: job.known.as_deref().cloned(),
+        url: request.url.to_string(),
+        depth: request.depth,
+        parent: request.parent.as_deref().map(str::to_owned),
+        redirect_chain: request
+            .redirect_chain
+            .iter()
+            .map(|u| u.to_string())
+            .collect(),
+        known: request.known.as_deref().cloned(),
     }
 }
 
 /// The job of a stored entry; `None` (logged) if its URL no longer parses.
-pub fn job_of(e: FrontierEntry) -> Option<(u128, Job)> {
+pub fn request_of(e: FrontierEntry) -> Option<(u128, Request)> {
     match Url::parse(&e.url) {
         Ok(url) => Some((
             e.key,
-            Job {
+            Request {
                 url,
                 depth: e.depth,
                 parent: e.parent.map(Arc::from),

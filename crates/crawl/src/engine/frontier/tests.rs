@@ -33,18 +33,18 @@ fn frontier(per_host: usize, max_pages: Option<u64>, robots: bool) -> Frontier {
 /// Plays the store: every URL offered is new.
 fn store_admits_all(f: &mut Frontier, now: Instant) {
     for o in f.take_outbox() {
-        f.admitted(o.slot, o.key, o.job, true, o.loaded, now);
+        f.admitted(o.slot, o.key, o.request, true, o.loaded, now);
     }
 }
 
 fn offer_at(f: &mut Frontier, url: &str, depth: u32, now: Instant) -> Disposition {
     let url = Url::parse(url).unwrap();
-    let mut job = Job::seed(url.clone());
-    job.depth = depth;
+    let mut request = Request::seed(url.clone());
+    request.depth = depth;
     let d = f.triage(
         Discovered {
             key: url_key(&url),
-            job,
+            request,
         },
         None,
     );
@@ -56,9 +56,9 @@ fn offer(f: &mut Frontier, url: &str, now: Instant) -> Disposition {
     offer_at(f, url, 0, now)
 }
 
-fn take_page(f: &mut Frontier, now: Instant) -> (Slot, Job) {
+fn take_page(f: &mut Frontier, now: Instant) -> (Slot, Request) {
     match f.next_start(now) {
-        Some(Next::Page { slot, job, .. }) => (slot, job),
+        Some(Next::Page { slot, request, .. }) => (slot, request),
         Some(Next::Robots { .. }) => panic!("expected a page, got robots"),
         None => panic!("expected a page, got nothing"),
     }
@@ -109,8 +109,8 @@ fn robots_first_then_one_request_at_a_time_per_host() {
         "nothing else until robots is known"
     );
     f.robots_known(slot, RobotsRules::AllowAll, None, now);
-    let (slot, job) = take_page(&mut f, now);
-    assert_eq!(job.url.as_str(), "http://a.test/1");
+    let (slot, request) = take_page(&mut f, now);
+    assert_eq!(request.url.as_str(), "http://a.test/1");
     assert!(f.next_start(now).is_none(), "per_host = 1");
     f.request_done(slot, now, ok(5));
     assert_eq!(take_page(&mut f, now).1.url.as_str(), "http://a.test/2");
@@ -194,10 +194,10 @@ fn retries_back_off_and_retry_after_holds_the_authority() {
     let mut f = frontier(1, None, false);
     offer(&mut f, "http://a.test/1", t0);
     offer(&mut f, "http://a.test/2", t0);
-    let (slot, job) = take_page(&mut f, t0);
+    let (slot, request) = take_page(&mut f, t0);
     f.request_done(slot, t0, failed());
     assert!(
-        f.retry(slot, job, t0, Some(Duration::from_secs(5)))
+        f.retry(slot, request, t0, Some(Duration::from_secs(5)))
             .is_none()
     );
     assert!(
@@ -207,15 +207,15 @@ fn retries_back_off_and_retry_after_holds_the_authority() {
     assert_eq!(f.next_wake(), Some(t0 + Duration::from_secs(5)));
     let t1 = t0 + Duration::from_secs(5);
     f.release_due(t1);
-    let (slot, job) = take_page(&mut f, t1);
+    let (slot, request) = take_page(&mut f, t1);
     assert_eq!(
-        (job.url.as_str(), job.attempts),
+        (request.url.as_str(), request.attempts),
         ("http://a.test/1", 1),
         "the retry goes first"
     );
     // Without Retry-After only the URL waits its backoff; the next URL goes ahead.
     f.request_done(slot, t1, failed());
-    assert!(f.retry(slot, job, t1, None).is_none());
+    assert!(f.retry(slot, request, t1, None).is_none());
     let (_, next) = take_page(&mut f, t1);
     assert_eq!(next.url.as_str(), "http://a.test/2");
 }
@@ -225,10 +225,10 @@ fn retries_are_bounded() {
     let t0 = Instant::now();
     let mut f = frontier(1, None, false);
     offer(&mut f, "http://a.test/1", t0);
-    let (slot, mut job) = take_page(&mut f, t0);
-    job.attempts = 3;
+    let (slot, mut request) = take_page(&mut f, t0);
+    request.attempts = 3;
     assert!(
-        f.retry(slot, job, t0, None).is_some(),
+        f.retry(slot, request, t0, None).is_some(),
         "3 retries were made"
     );
 }
@@ -242,8 +242,8 @@ fn an_authority_failing_in_a_row_is_abandoned_and_its_urls_skipped() {
     }
     offer(&mut f, "http://b.test/", t0);
     for _ in 0..3 {
-        let (slot, job) = take_page(&mut f, t0);
-        if job.url.host_str() == Some("b.test") {
+        let (slot, request) = take_page(&mut f, t0);
+        if request.url.host_str() == Some("b.test") {
             f.request_done(slot, t0, ok(1));
             let (slot, _) = take_page(&mut f, t0);
             f.request_done(slot, t0, failed());
@@ -297,8 +297,11 @@ fn a_queued_url_found_closer_to_a_seed_takes_the_smaller_depth() {
     );
     let (slot, _) = take_page(&mut f, now);
     f.request_done(slot, now, ok(1));
-    let (_, job) = take_page(&mut f, now);
-    assert_eq!((job.url.as_str(), job.depth), ("http://a.test/x", 1));
+    let (_, request) = take_page(&mut f, now);
+    assert_eq!(
+        (request.url.as_str(), request.depth),
+        ("http://a.test/x", 1)
+    );
 }
 
 #[test]
@@ -307,11 +310,11 @@ fn links_from_deeper_pages_wait_for_shallower_jobs_of_the_authority() {
     let mut f = frontier(2, None, false);
     let at = |path: &str, depth| {
         let url = Url::parse(&format!("http://a.test{path}")).unwrap();
-        let mut job = Job::seed(url.clone());
-        job.depth = depth;
+        let mut request = Request::seed(url.clone());
+        request.depth = depth;
         Discovered {
             key: url_key(&url),
-            job,
+            request,
         }
     };
     // A depth-1 page and a depth-2 page in flight; the deeper one finishes first.
@@ -359,7 +362,7 @@ fn urls_past_the_memory_limit_wait_in_the_store() {
         f.triage(
             Discovered {
                 key: url_key(&url),
-                job: Job::seed(url),
+                request: Request::seed(url),
             },
             None,
         );
@@ -370,9 +373,9 @@ fn urls_past_the_memory_limit_wait_in_the_store() {
     let mut spilled = Vec::new();
     for o in out {
         if !o.loaded {
-            spilled.push((o.key, o.job.clone()));
+            spilled.push((o.key, o.request.clone()));
         }
-        f.admitted(o.slot, o.key, o.job, true, o.loaded, now);
+        f.admitted(o.slot, o.key, o.request, true, o.loaded, now);
     }
     assert_eq!(f.pending(), 5);
     assert!(f.take_loads().is_empty(), "no room in memory yet");
@@ -394,10 +397,10 @@ fn a_record_not_yet_durable_keeps_its_place_among_per_host() {
     let mut f = frontier(1, None, false);
     offer(&mut f, "http://a.test/1", now);
     offer(&mut f, "http://a.test/2", now);
-    let (slot, job) = take_page(&mut f, now);
+    let (slot, request) = take_page(&mut f, now);
     f.request_done(slot, now, ok(1));
     f.record_pending(slot);
-    f.job_finished(slot, job.depth);
+    f.job_finished(slot, request.depth);
     assert!(
         f.next_start(now).is_none(),
         "the record of /1 is not durable"
@@ -413,14 +416,14 @@ fn places_all_taken_by_waiting_pages_release_their_links() {
     let mut f = frontier(1, None, false);
     let link = |path: &str| {
         let url = Url::parse(&format!("http://a.test{path}")).unwrap();
-        let mut job = Job::seed(url.clone());
-        job.depth = 2;
+        let mut request = Request::seed(url.clone());
+        request.depth = 2;
         Discovered {
             key: url_key(&url),
-            job,
+            request,
         }
     };
-    // A depth-1 page in flight; a depth-0 job admitted after it started.
+    // A depth-1 page in flight; a depth-0 request admitted after it started.
     offer_at(&mut f, "http://a.test/deep", 1, now);
     let (slot, deep) = take_page(&mut f, now);
     offer_at(&mut f, "http://a.test/", 0, now);
@@ -465,8 +468,8 @@ fn another_shards_urls_go_to_the_store_and_are_never_started() {
     assert!(f.is_idle(), "nothing of it is waited for");
     assert!(f.take_loads().is_empty(), "nor loaded");
     offer(&mut f, &format!("http://{mine}/"), now);
-    let (_, job) = take_page(&mut f, now);
-    assert_eq!(job.url.host_str(), Some(mine.as_str()));
+    let (_, request) = take_page(&mut f, now);
+    assert_eq!(request.url.host_str(), Some(mine.as_str()));
 }
 
 #[test]
