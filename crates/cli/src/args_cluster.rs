@@ -101,7 +101,7 @@ pub struct StatusArgs {
     /// Where the cluster is.
     #[command(flatten)]
     pub cluster: ClusterArgs,
-    /// JSON instead of text (the seed's objects by their field names).
+    /// JSON instead of text (SmoothCrawler-Cluster's objects by their field names).
     #[arg(long)]
     pub json: bool,
     /// Refresh in place until interrupted.

@@ -3,12 +3,12 @@
 //! and a ZooKeeper backend that pass one conformance suite. This crate
 //! does not know the crawl engine.
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`coordinator`] | the [`Coordinator`] trait: versioned tree, sessions, watches, transactions |
 //! | [`error`] | [`CoordError`], with retryable and fatal kept apart |
-//! | [`path`] | path checks, the value limit, the seed's layout of a group's meta-data |
-//! | [`metadata`] | the seed's meta-data objects as JSON at the layout's paths |
+//! | [`path`] | path checks, the value limit, SmoothCrawler-Cluster's layout of a group's meta-data |
+//! | [`metadata`] | SmoothCrawler-Cluster's meta-data objects as JSON at the layout's paths |
 //! | [`protocol`] | the protocol's decisions as pure code: heart judgement, GroupState transitions |
 //! | [`node`] | a cluster node: the runtime that plays a role on a coordinator, with a [`node::TaskRunner`] |
 //! | [`lock`] | a distributed lock with a timeout, on any coordinator |

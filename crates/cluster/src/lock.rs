@@ -61,7 +61,7 @@ impl<C: Coordinator> Lock<C> {
         }
     }
 
-    /// Runs `work` while holding the lock (the seed's `strongly_run`).
+    /// Runs `work` while holding the lock (SmoothCrawler-Cluster's `strongly_run`).
     pub async fn run<T>(&self, timeout: Duration, work: impl Future<Output = T>) -> Result<T> {
         let guard = self.acquire(timeout).await?;
         let out = work.await;

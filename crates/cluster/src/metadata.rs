@@ -1,4 +1,4 @@
-//! The seed's meta-data objects stored as JSON in coordinator nodes, at the
+//! SmoothCrawler-Cluster's meta-data objects stored as JSON in coordinator nodes, at the
 //! paths of [`Layout`](crate::Layout): typed reads and versioned writes,
 //! with a clear error (naming the node) for a value that does not decode.
 

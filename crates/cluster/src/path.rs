@@ -1,5 +1,5 @@
 //! Coordinator paths: checked the same way for every backend, and the
-//! layout of a group's meta-data, like the seed's
+//! layout of a group's meta-data, like SmoothCrawler-Cluster's
 //! (`/crawlkeeper/<group>/node/<name>/{state,task,heartbeat}`,
 //! `/crawlkeeper/<group>/group/state`).
 
@@ -219,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn the_layout_is_the_seeds() {
+    fn the_layout_is_smoothcrawler_clusters() {
         let l = Layout::new("sc-crawler-cluster").unwrap();
         let n: NodeName = "sc-crawler_1".parse().unwrap();
         assert_eq!(

@@ -1,7 +1,7 @@
 //! The crawl engine of crawlkeeper: Spyder's pipeline (fetcher → extractor
 //! chain → scoper chain) driven by a per-authority scheduler.
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`config`] | every setting, with documented defaults, validated once |
 //! | [`archive`] | the WARC records of fetched pages, made on the request's task |

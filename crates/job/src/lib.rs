@@ -2,7 +2,7 @@
 //! both run it: what identifies it, the engine's durable state in the
 //! store, and its JSON Lines output that survives crashes.
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`open`] | [`open()`]: the one way a job is opened to crawl it, by `crawl` and by a Runner |
 //! | [`location`] | [`Location`]: where a job's state is kept, opened with errors fit for a user |

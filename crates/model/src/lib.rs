@@ -1,6 +1,6 @@
 //! Plain data shared by every crawlkeeper crate. Nothing here does I/O.
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`authority`] | scheme + host + port: the unit of politeness and scheduling |
 //! | [`record`] | the record written for every URL the crawler requested |

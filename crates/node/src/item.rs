@@ -1,4 +1,4 @@
-//! A shard of a job as an item of the seed's Task: `task_id` is
+//! A shard of a job as an item of SmoothCrawler-Cluster's Task: `task_id` is
 //! `<job>/<shard>`, `url` the job's first seed (for people reading the
 //! task), `parameters` name the job and the shard. The crawl's progress is
 //! in the store, never in the item.

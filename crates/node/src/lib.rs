@@ -4,7 +4,7 @@
 //! job to the store and spreads its shards over the Runners; [`status`]
 //! gathers what the coordinator and the store say of the cluster.
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`group`] | what the nodes of a group must agree on, checked before joining |
 //! | [`item`] | a shard of a job as a task item ([`ShardItem`]) |

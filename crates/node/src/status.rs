@@ -1,5 +1,5 @@
 //! What the cluster looks like: the GroupState, every member's NodeState,
-//! Heartbeat and Task (the seed's objects, by their field names), and each
+//! Heartbeat and Task (SmoothCrawler-Cluster's objects, by their field names), and each
 //! job's shards as the store holds them. Hearts and rates are judged by
 //! progress between two looks `window` apart on this process's own clock:
 //! a heartbeat whose version moved is beating, whatever its time stamp
@@ -13,7 +13,7 @@ use crawlkeeper_model::cluster::{GroupState, Heartbeat, NodeName, NodeState, Tas
 use crawlkeeper_store::{JobInfo, ShardInfo, Store, StoreError};
 use serde::Serialize;
 
-use crate::tasks::{Holder, complete, members, pending_shards, tasks_of};
+use crate::tasks::{TaskAt, complete, members, pending_shards, tasks_of};
 
 /// How a member's heart looked between two looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -128,7 +128,7 @@ type MemberLook = (
 struct CoordLook {
     group: Option<GroupState>,
     members: Vec<MemberLook>,
-    tasks: Vec<(Holder, Task)>,
+    tasks: Vec<(TaskAt, Task)>,
 }
 
 async fn look_coord(c: &impl Coordinator, layout: &Layout) -> Result<CoordLook, MetaError> {
@@ -196,10 +196,10 @@ pub async fn status(
     for (holder, task) in &second.tasks {
         for s in pending_shards(task) {
             let who = match holder {
-                Holder::Node(n) => n.to_string(),
-                Holder::Queued(_) => "queued".to_owned(),
+                TaskAt::Node(n) => n.to_string(),
+                TaskAt::Queued(_) => "queued".to_owned(),
             };
-            if matches!(holder, Holder::Queued(_)) {
+            if matches!(holder, TaskAt::Queued(_)) {
                 queued.push(format!("{}/{}", s.job, s.shard));
             }
             assigned.insert((s.job, s.shard), who);
@@ -219,7 +219,7 @@ pub async fn status(
                 (false, false) => Pulse::Gone,
             };
             let task = second.tasks.iter().find_map(|(h, t)| match h {
-                Holder::Node(n) if n == name => Some(t.clone()),
+                TaskAt::Node(n) if n == name => Some(t.clone()),
                 _ => None,
             });
             let shards = task

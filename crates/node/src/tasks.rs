@@ -12,7 +12,7 @@ use crate::item::ShardItem;
 
 /// Where a task is: a member's task node, or the queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Holder {
+pub enum TaskAt {
     /// A member's task.
     Node(NodeName),
     /// Waiting in the queue, at this node.
@@ -23,18 +23,18 @@ pub enum Holder {
 pub async fn tasks_of(
     c: &impl Coordinator,
     layout: &Layout,
-) -> Result<Vec<(Holder, Task)>, MetaError> {
+) -> Result<Vec<(TaskAt, Task)>, MetaError> {
     let mut tasks = Vec::new();
     for name in members(c, layout).await? {
         if let Some((t, _)) = metadata::read::<Task>(c, &layout.task(&name)).await? {
-            tasks.push((Holder::Node(name), t));
+            tasks.push((TaskAt::Node(name), t));
         }
     }
     let queue = layout.queue();
     for child in children(c, &queue).await? {
         let path = crawlkeeper_cluster::path::join(&queue, &child);
         if let Some((t, _)) = metadata::read::<Task>(c, &path).await? {
-            tasks.push((Holder::Queued(path), t));
+            tasks.push((TaskAt::Queued(path), t));
         }
     }
     Ok(tasks)

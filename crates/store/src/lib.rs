@@ -2,7 +2,7 @@
 //! process, behind one [`Store`] trait with two backends that pass one
 //! conformance suite.
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`sqlite`] | [`SqliteStore`]: one file, WAL, the embedded default; [`sqlite::keys`]: its URL keys, merged in bulk |
 //! | [`checkpoint`] | SQLite checkpoints on their own thread, off the commit path |

@@ -1,7 +1,7 @@
 //! A deterministic synthetic web site on loopback, for tests, benchmarks
 //! and `crawlkeeper demo`. Nothing here reaches beyond loopback (127.0.0.0/8).
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`edition`] | a site that changes between crawls: page revisions, validators, 304s |
 //! | [`site`] | the site's shape: hosts, pages, links, special pages; and the oracle of what a crawl must reach |

@@ -4,7 +4,7 @@
 //! Read-only; bound to loopback unless the operator says otherwise, and
 //! then behind a token.
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`prom`] | the Prometheus text format, and a crawl's metrics in it |
 //! | [`server`] | the HTTP server: routes, the token, the bind rules, its connections |

@@ -7,7 +7,7 @@
 //! engine hands over what it sent and received ([`HttpExchange`]) and gets
 //! records back; a [`WarcWriter`] appends them to files.
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`digest`] | `sha1:` digests in base32, as WARC writers spell them |
 //! | [`gzip`] | gzip members from one deflate state per thread |

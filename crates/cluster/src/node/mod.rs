@@ -14,7 +14,7 @@
 //! judges Runners' hearts and fails dead ones over in one transaction that
 //! fences their task nodes; secondary backups watch the primary.
 //!
-//! | file | job |
+//! | file | what it does |
 //! |---|---|
 //! | `mod.rs` | the node: start, the event loop, items, new sessions |
 //! | `exec.rs` | performing a batch of coordinator requests |

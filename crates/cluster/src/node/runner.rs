@@ -1,4 +1,4 @@
-//! The work a Runner does with each item of its task: the seed's
+//! The work a Runner does with each item of its task: SmoothCrawler-Cluster's
 //! `crawler_process_callback`. The crawl engine implements it as
 //! `CrawlRunner` of the node crate (`crates/node/src/runner.rs`); tests use
 //! a fake.

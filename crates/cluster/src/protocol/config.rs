@@ -1,4 +1,4 @@
-//! A node's settings, with the seed's defaults.
+//! A node's settings, with SmoothCrawler-Cluster's defaults.
 
 use std::time::Duration;
 
@@ -11,13 +11,13 @@ pub struct NodeConfig {
     pub group: String,
     /// This node's name (`<base><sep><index>`).
     pub name: NodeName,
-    /// How many Runners the election makes (the seed's `runner`).
+    /// How many Runners the election makes (SmoothCrawler-Cluster's `runner`).
     pub runners: usize,
-    /// How many Backup Runners are expected (the seed's `backup`).
+    /// How many Backup Runners are expected (SmoothCrawler-Cluster's `backup`).
     pub backups: usize,
     /// How long to wait for the expected members before electing anyway.
     pub formation_timeout: Duration,
-    /// The heartbeat rules every node of the group uses (seed defaults:
+    /// The heartbeat rules every node of the group uses (SmoothCrawler-Cluster's defaults:
     /// beat every 500 ms, late after 2 s, dead after 3 late checks).
     pub heartbeat: Heartbeat,
     /// How long to wait for the group lock.
@@ -33,7 +33,7 @@ pub struct NodeConfig {
 /// How a Runner runs the items of its task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ItemMode {
-    /// One at a time, in list order (the seed's Runner: each item a
+    /// One at a time, in list order (SmoothCrawler-Cluster's Runner: each item a
     /// request). A Runner claims queued tasks only when it has nothing
     /// left to run; a leaving Runner first finishes its item.
     #[default]
@@ -46,7 +46,7 @@ pub enum ItemMode {
 }
 
 impl NodeConfig {
-    /// A config with the seed's heartbeat defaults.
+    /// A config with SmoothCrawler-Cluster's heartbeat defaults.
     pub fn new(group: &str, name: NodeName, runners: usize, backups: usize) -> Self {
         NodeConfig {
             group: group.to_owned(),

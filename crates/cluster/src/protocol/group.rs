@@ -1,7 +1,7 @@
 //! GroupState transitions, as pure functions (the runtime applies them
 //! under the group lock with compare-and-set): election by index, a late
 //! joiner, a Runner replaced by the primary backup, a dead backup. Lists
-//! never hold a name twice (the seed's own dumps show duplicates).
+//! never hold a name twice (SmoothCrawler-Cluster's own dumps show duplicates).
 
 use crawlkeeper_model::cluster::{GroupState, NodeName};
 

@@ -2,7 +2,7 @@
 //! observer's own monotonic clock: a Runner is late when the observer has
 //! seen no new heartbeat for `update_timeout`, dead after
 //! `heart_rhythm_timeout` late checks in a row; a late count resets after
-//! [`RESET_AFTER`] checks on time (the seed's `reset_timeout`). The beat's
+//! [`RESET_AFTER`] checks on time (SmoothCrawler-Cluster's `reset_timeout`). The beat's
 //! own timestamp is never compared with the observer's clock: only the
 //! change of the heartbeat node's version, seen at the observer's instant.
 //! A Runner whose session node is gone is dead at once.
@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use crate::coordinator::Version;
 
-/// Checks on time that clear a late count (the seed's `reset_timeout`).
+/// Checks on time that clear a late count (SmoothCrawler-Cluster's `reset_timeout`).
 pub const RESET_AFTER: u32 = 10;
 
 /// What a check found about one Runner.

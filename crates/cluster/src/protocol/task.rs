@@ -179,7 +179,7 @@ pub fn record(task: &mut Task, position: usize, detail: ResultDetail) -> bool {
 /// added: appended, so the positions of items running keep their meaning,
 /// and without an item whose `task_id` `own` already has pending (work
 /// handed out twice runs once). A task with nothing pending is replaced,
-/// as the seed gives a new task to an idle Runner. `None` when `new`
+/// as SmoothCrawler-Cluster gives a new task to an idle Runner. `None` when `new`
 /// brings nothing. The owner and the higher epoch are kept; cookies and
 /// credentials are those of the task the items join.
 pub fn merge(own: &Task, new: &Task) -> Option<Task> {

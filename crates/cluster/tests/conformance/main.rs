@@ -41,5 +41,5 @@ conformance!(
     large_values_are_rejected_cleanly,
     bad_paths_are_rejected,
     a_closed_session_takes_its_ephemeral_nodes,
-    meta_data_lives_at_the_seeds_paths,
+    meta_data_lives_at_smoothcrawler_clusters_paths,
 );

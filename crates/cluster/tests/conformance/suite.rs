@@ -426,7 +426,7 @@ pub async fn a_closed_session_takes_its_ephemeral_nodes(b: &impl Backend) {
     assert!(owner.get("/bye").await.unwrap_err().is_fatal());
 }
 
-pub async fn meta_data_lives_at_the_seeds_paths(b: &impl Backend) {
+pub async fn meta_data_lives_at_smoothcrawler_clusters_paths(b: &impl Backend) {
     use crawlkeeper_cluster::{Layout, MetaError, metadata};
     use crawlkeeper_model::cluster::{
         CrawlerRole, GroupState, Heartbeat, NodeName, NodeState, Task,

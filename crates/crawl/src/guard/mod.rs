@@ -13,7 +13,7 @@
 //! `--deny-net` refuses a network whatever else is said. A refused URL is
 //! recorded with the error kind `blocked_address` and never retried.
 //!
-//! | module | job |
+//! | module | what it does |
 //! |---|---|
 //! | [`class`] | which addresses are special, as pure functions |
 //! | [`resolve`] | the DNS resolver that checks every address it returns |

@@ -1,4 +1,4 @@
-//! `GroupState`: who is in a group and in which role (seed path
+//! `GroupState`: who is in a group and in which role (SmoothCrawler-Cluster's path
 //! `group/<group>/state`). Written only under the group's lock.
 
 use serde::{Deserialize, Serialize};
@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::name::NodeName;
 use super::wire;
 
-/// The membership of one group, as the seed writes it.
+/// The membership of one group, as SmoothCrawler-Cluster writes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupState {
     /// Members, Runners and Backup Runners together.
@@ -16,7 +16,7 @@ pub struct GroupState {
     /// How many members stand by.
     pub total_backup: u32,
     /// The index of the primary Backup Runner (the one that watches the
-    /// Runners), written as a string like the seed (`"3"`).
+    /// Runners), written as a string like SmoothCrawler-Cluster (`"3"`).
     #[serde(with = "wire::u32_text")]
     pub standby_id: u32,
     /// Every live member.
@@ -44,7 +44,7 @@ impl GroupState {
 mod tests {
     use super::*;
 
-    /// The example of the seed's GroupState documentation.
+    /// The example of SmoothCrawler-Cluster's GroupState documentation.
     const SEED_EXAMPLE: &str = r#"{
         "total_crawler": 3,
         "total_runner": 2,
@@ -59,7 +59,7 @@ mod tests {
     }"#;
 
     #[test]
-    fn round_trips_the_seed_example() {
+    fn round_trips_smoothcrawler_clusters_example() {
         let g: GroupState = serde_json::from_str(SEED_EXAMPLE).unwrap();
         assert_eq!((g.total_crawler, g.total_runner, g.total_backup), (3, 2, 1));
         assert_eq!(g.standby_id, 3);

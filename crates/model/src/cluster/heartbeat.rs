@@ -1,6 +1,6 @@
-//! `Heartbeat`: a node's pulse and the rules to judge it (seed path
-//! `node/<name>/heartbeat`). Durations are written like the seed (`500ms`,
-//! `2s`, `1m`) and checked as the seed's setters check them.
+//! `Heartbeat`: a node's pulse and the rules to judge it (SmoothCrawler-Cluster's path
+//! `node/<name>/heartbeat`). Durations are written like SmoothCrawler-Cluster (`500ms`,
+//! `2s`, `1m`) and checked as SmoothCrawler-Cluster's setters check them.
 //!
 //! `heart_rhythm_time` is written for people reading a status dump; no
 //! decision uses it, because two machines' clocks need not agree: an
@@ -17,7 +17,7 @@ use super::task::TaskState;
 use super::wire;
 use crate::duration::{DurationError, format_duration, parse_duration};
 
-/// A heart's state, with the seed's wire strings.
+/// A heart's state, with SmoothCrawler-Cluster's wire strings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum HeartState {
     /// Registered, not yet beating.
@@ -87,7 +87,7 @@ pub enum HeartbeatError {
 pub struct TimeFormat(String);
 
 impl TimeFormat {
-    /// The seed's default, `%Y-%m-%d %H:%M:%S`.
+    /// SmoothCrawler-Cluster's default, `%Y-%m-%d %H:%M:%S`.
     pub const SEED: &'static str = "%Y-%m-%d %H:%M:%S";
 
     /// Checks a format: no unknown specifier, and a time written with it
@@ -131,11 +131,11 @@ pub struct Heartbeat {
     pub heart_rhythm_time: Option<NaiveDateTime>,
     /// How `heart_rhythm_time` is written.
     pub time_format: TimeFormat,
-    /// How often the node beats (seed default 0.5 s).
+    /// How often the node beats (SmoothCrawler-Cluster's default 0.5 s).
     pub update_time: Duration,
-    /// A beat not seen for this long makes the node late (seed default 2 s).
+    /// A beat not seen for this long makes the node late (SmoothCrawler-Cluster's default 2 s).
     pub update_timeout: Duration,
-    /// Late checks in a row before the node is dead (seed default 3).
+    /// Late checks in a row before the node is dead (SmoothCrawler-Cluster's default 3).
     pub heart_rhythm_timeout: u32,
     /// The heart's state.
     pub healthy_state: HeartState,
@@ -144,7 +144,7 @@ pub struct Heartbeat {
 }
 
 impl Default for Heartbeat {
-    /// The seed's defaults: beat every 500 ms, late after 2 s, dead after 3
+    /// SmoothCrawler-Cluster's defaults: beat every 500 ms, late after 2 s, dead after 3
     /// late checks.
     fn default() -> Self {
         Heartbeat {
@@ -197,7 +197,7 @@ impl Heartbeat {
     }
 }
 
-/// The JSON shape: every value a string, like the seed's.
+/// The JSON shape: every value a string, like SmoothCrawler-Cluster's.
 #[derive(Serialize, Deserialize)]
 struct Wire {
     heart_rhythm_time: Option<String>,
@@ -268,7 +268,7 @@ impl From<Heartbeat> for Wire {
 mod tests {
     use super::*;
 
-    /// The example of the seed's Heartbeat documentation.
+    /// The example of SmoothCrawler-Cluster's Heartbeat documentation.
     const SEED_EXAMPLE: &str = r#"{
         "heart_rhythm_time": "2022-07-15 08:42:59",
         "time_format": "%Y-%m-%d %H:%M:%S",
@@ -292,7 +292,7 @@ mod tests {
     }
 
     #[test]
-    fn round_trips_the_seed_example() {
+    fn round_trips_smoothcrawler_clusters_example() {
         let h: Heartbeat = serde_json::from_str(SEED_EXAMPLE).unwrap();
         assert_eq!(h.update_time, Duration::from_secs(2));
         assert_eq!(h.update_timeout, Duration::from_secs(4));

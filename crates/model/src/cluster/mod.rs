@@ -1,6 +1,6 @@
 //! The cluster's meta-data, as SmoothCrawler-Cluster writes it: the same
 //! objects, JSON field names and wire strings, so a status dump reads like
-//! the seed's documents. Values are typed and checked when read: a bad
+//! SmoothCrawler-Cluster's documents. Values are typed and checked when read: a bad
 //! duration, state or name is a clear error, never a panic.
 //!
 //! | module | object | stored at |
@@ -10,7 +10,7 @@
 //! | [`task`] | [`Task`]: the work a Runner holds and its progress | `node/<name>/task` |
 //! | [`heartbeat`] | [`Heartbeat`]: a node's pulse and how to judge it | `node/<name>/heartbeat` |
 //! | [`name`] | [`NodeName`]: `<base><sep><index>` | |
-//! | `wire` | serde helpers: integers the seed writes as strings (`"3"`) | |
+//! | `wire` | serde helpers: integers SmoothCrawler-Cluster writes as strings (`"3"`) | |
 
 pub mod group;
 pub mod heartbeat;

@@ -1,8 +1,8 @@
-//! `NodeState`: one node's group and role (seed path `node/<name>/state`).
+//! `NodeState`: one node's group and role (SmoothCrawler-Cluster's path `node/<name>/state`).
 
 use serde::{Deserialize, Serialize};
 
-/// A node's role, with the seed's wire strings.
+/// A node's role, with SmoothCrawler-Cluster's wire strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CrawlerRole {
     /// Registered, before the election.
@@ -55,9 +55,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_the_seed_example_and_every_role() {
-        let seed = r#"{"role": "runner", "group": "sc-crawler-cluster"}"#;
-        let n: NodeState = serde_json::from_str(seed).unwrap();
+    fn round_trips_smoothcrawler_clusters_example_and_every_role() {
+        let example = r#"{"role": "runner", "group": "sc-crawler-cluster"}"#;
+        let n: NodeState = serde_json::from_str(example).unwrap();
         assert_eq!(
             n,
             NodeState {
@@ -67,7 +67,7 @@ mod tests {
         );
         assert_eq!(
             serde_json::to_value(&n).unwrap(),
-            serde_json::from_str::<serde_json::Value>(seed).unwrap()
+            serde_json::from_str::<serde_json::Value>(example).unwrap()
         );
         for role in [
             CrawlerRole::Initial,

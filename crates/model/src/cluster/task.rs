@@ -1,4 +1,4 @@
-//! `Task`: the work a Runner holds and its progress (seed path
+//! `Task`: the work a Runner holds and its progress (SmoothCrawler-Cluster's path
 //! `node/<name>/task`). It carries control state only: page results live
 //! in the crawl store, never in the coordinator.
 
@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::wire;
 
-/// A task's state, with the seed's wire strings.
+/// A task's state, with SmoothCrawler-Cluster's wire strings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskState {
@@ -38,7 +38,7 @@ impl TaskState {
     }
 }
 
-/// An item's identifier as the submitter wrote it: the seed's examples
+/// An item's identifier as the submitter wrote it: SmoothCrawler-Cluster's examples
 /// use integers (`0`) and its documentation strings; both are kept as
 /// written. It identifies; it does not order (items run in list order).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -126,7 +126,7 @@ pub struct Task {
     #[serde(default)]
     pub authorization: BTreeMap<String, String>,
     /// The position of the item being run, or `-1` when none (written as a
-    /// string, like the seed).
+    /// string, like SmoothCrawler-Cluster).
     #[serde(with = "wire::int_text")]
     pub in_progressing_id: i64,
     /// Counts of items done.
@@ -135,7 +135,7 @@ pub struct Task {
     pub running_status: TaskState,
     /// One entry per item that ran.
     pub result_detail: Vec<ResultDetail>,
-    /// crawlkeeper's fencing (not in the seed, written only when set): the
+    /// crawlkeeper's fencing (not in SmoothCrawler-Cluster, written only when set): the
     /// node that owns the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<super::NodeName>,
@@ -169,8 +169,8 @@ impl Default for Task {
 mod tests {
     use super::*;
 
-    /// The seed's Task example (its `None` written as JSON `null`), with a
-    /// result detail as the seed's Runner writes one.
+    /// SmoothCrawler-Cluster's Task example (its `None` written as JSON `null`), with a
+    /// result detail as SmoothCrawler-Cluster's Runner writes one.
     const SEED_EXAMPLE: &str = r#"{
         "running_content": [
             {"task_id": 0, "url": "https://www.example.com", "method": "GET",
@@ -188,7 +188,7 @@ mod tests {
     }"#;
 
     #[test]
-    fn round_trips_the_seed_example() {
+    fn round_trips_smoothcrawler_clusters_example() {
         let t: Task = serde_json::from_str(SEED_EXAMPLE).unwrap();
         assert_eq!(t.running_content[0].task_id, TaskId::Int(0));
         assert_eq!(t.in_progressing_id, 0);
@@ -201,7 +201,7 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_task_is_written_like_the_seeds() {
+    fn an_idle_task_is_written_like_smoothcrawler_clusters() {
         let v = serde_json::to_value(Task::default()).unwrap();
         assert_eq!(v["in_progressing_id"], "-1");
         assert_eq!(v["running_status"], "nothing");

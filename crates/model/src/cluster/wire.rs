@@ -1,4 +1,4 @@
-//! Small serde helpers for values the seed writes as strings of integers
+//! Small serde helpers for values SmoothCrawler-Cluster writes as strings of integers
 //! (`"standby_id": "3"`, `"in_progressing_id": "-1"`,
 //! `"heart_rhythm_timeout": "3"`): written as strings, read from a string
 //! or a number.

@@ -73,7 +73,7 @@ impl Machine {
             .map(|(n, _)| n)
             .collect();
         if !dead.is_empty() {
-            self.then([Job::FailOver(dead)]);
+            self.then([Step::FailOver(dead)]);
         }
     }
 
@@ -92,7 +92,7 @@ impl Machine {
         r: impl Iterator<Item = Reply>,
         out: &mut Vec<Command>,
     ) {
-        let Some((g, version)) = self.group_under_lock(r, vec![Job::SyncRole], out) else {
+        let Some((g, version)) = self.group_under_lock(r, vec![Step::SyncRole], out) else {
             return;
         };
         let heirs = roles::heirs(&g, &dead);
@@ -176,7 +176,7 @@ impl Machine {
             }
         }
         if ops.is_empty() {
-            return self.io(Flow::Ack(vec![Job::SyncRole]), vec![Request::Unlock], out);
+            return self.io(Flow::Ack(vec![Step::SyncRole]), vec![Request::Unlock], out);
         }
         ops.push(set_op(self.layout.group_state(), &g, Some(gv)));
         let requests = vec![Request::Multi(ops), Request::Unlock];
@@ -186,9 +186,9 @@ impl Machine {
     pub(super) fn failed_over(&mut self, g: GroupState) {
         self.group = g;
         if self.duty() == Duty::Runner {
-            self.then([Job::ReloadTask, Job::SyncRole]);
+            self.then([Step::ReloadTask, Step::SyncRole]);
         } else {
-            self.then([Job::SyncRole]);
+            self.then([Step::SyncRole]);
         }
     }
 
@@ -197,7 +197,7 @@ impl Machine {
     /// queued work while busy), the Runners that are not heirs in this
     /// fail-over first, round robin, so that the work spreads instead of
     /// going to whoever ticks first; none with sequential items (the first
-    /// idle Runner claims, as in the seed).
+    /// idle Runner claims, as in SmoothCrawler-Cluster).
     fn orphan_placement(
         &self,
         g: &GroupState,
@@ -288,10 +288,10 @@ impl Machine {
     }
 
     pub(super) fn backups_checked(&mut self, names: Vec<NodeName>, r: impl Iterator<Item = Reply>) {
-        let gone: Vec<Job> = names
+        let gone: Vec<Step> = names
             .into_iter()
             .zip(r)
-            .filter_map(|(b, reply)| reply.exists().is_none().then_some(Job::DropBackup(b)))
+            .filter_map(|(b, reply)| reply.exists().is_none().then_some(Step::DropBackup(b)))
             .collect();
         self.then(gone);
     }
@@ -331,14 +331,14 @@ impl Machine {
         mut r: impl Iterator<Item = Reply>,
         out: &mut Vec<Command>,
     ) {
-        let found = self.group_under_lock(r.by_ref().take(2), vec![Job::SyncRole], out);
+        let found = self.group_under_lock(r.by_ref().take(2), vec![Step::SyncRole], out);
         let Some((mut g, gv)) = found else {
             return;
         };
         let session = next(&mut r).exists();
         let beat = next(&mut r).value();
         if !g.current_backup.contains(&b) || session.is_some() {
-            return self.io(Flow::Ack(vec![Job::SyncRole]), vec![Request::Unlock], out);
+            return self.io(Flow::Ack(vec![Step::SyncRole]), vec![Request::Unlock], out);
         }
         let Some(hb) = self.decode_beat(&b, beat, out) else {
             return;

@@ -10,7 +10,7 @@ use crate::protocol::{group, task as progress};
 impl Machine {
     pub(super) fn leave(&mut self, out: &mut Vec<Command>) {
         if let Some((position, outcome)) = self.unrecorded.pop_front() {
-            return self.then([Job::Record(position, outcome)]);
+            return self.then([Step::Record(position, outcome)]);
         }
         let requests = vec![self.lock(), Request::Get(self.layout.group_state())];
         self.io(Flow::LeaveRead, requests, out);

@@ -97,7 +97,7 @@ impl Machine {
         self.joined_once = true;
         self.recovering = None;
         self.reset_judgement(now.mono);
-        self.then([Job::SyncRole]);
+        self.then([Step::SyncRole]);
     }
 
     /// Reads the GroupState from the second reply of `[Lock, read]`.
@@ -116,7 +116,7 @@ impl Machine {
     pub(super) fn group_under_lock(
         &mut self,
         r: impl Iterator<Item = Reply>,
-        otherwise: Vec<Job>,
+        otherwise: Vec<Step>,
         out: &mut Vec<Command>,
     ) -> Option<(GroupState, Version)> {
         let found = self.read_group(r, out);
@@ -169,12 +169,12 @@ impl Machine {
             self.group = g;
         }
         let duty = self.duty();
-        let mut jobs = Vec::new();
+        let mut steps = Vec::new();
         if duty != before {
             self.reset_judgement(now.mono);
-            jobs.push(Job::SyncRole);
+            steps.push(Step::SyncRole);
             if duty == Duty::Runner {
-                jobs.push(Job::ReloadTask);
+                steps.push(Step::ReloadTask);
             }
         }
         if duty == Duty::Outside
@@ -183,17 +183,17 @@ impl Machine {
         {
             // Dropped from the group (declared dead): join again.
             if !self.running.is_empty() || !self.task.running_content.is_empty() {
-                jobs.push(Job::ReloadTask);
+                steps.push(Step::ReloadTask);
             }
-            jobs.push(Job::Join);
+            steps.push(Step::Join);
         }
-        self.then(jobs);
+        self.then(steps);
     }
 
     /// What the duty asks for at each tick.
     pub(super) fn act_on_duty(&mut self) {
         if !roles::formed(&self.group) {
-            return self.then([Job::MaybeElect]);
+            return self.then([Step::MaybeElect]);
         }
         match self.duty() {
             Duty::Runner => {
@@ -201,13 +201,13 @@ impl Machine {
                 // fail-over re-reads GroupState under the lock, so the
                 // first to act wins and the others find nothing to do).
                 if self.group.current_backup.is_empty() {
-                    self.then([Job::Judge, Job::ClaimQueued]);
+                    self.then([Step::Judge, Step::ClaimQueued]);
                 } else {
-                    self.then([Job::ClaimQueued]);
+                    self.then([Step::ClaimQueued]);
                 }
             }
-            Duty::PrimaryBackup => self.then([Job::Judge, Job::CheckBackups]),
-            Duty::SecondaryBackup => self.then([Job::CheckPrimary]),
+            Duty::PrimaryBackup => self.then([Step::Judge, Step::CheckBackups]),
+            Duty::SecondaryBackup => self.then([Step::CheckPrimary]),
             Duty::Outside => {}
         }
     }
@@ -228,13 +228,13 @@ impl Machine {
     }
 
     pub(super) fn elect_read(&mut self, r: impl Iterator<Item = Reply>, out: &mut Vec<Command>) {
-        let Some((g, version)) = self.group_under_lock(r, vec![Job::SyncRole], out) else {
+        let Some((g, version)) = self.group_under_lock(r, vec![Step::SyncRole], out) else {
             return;
         };
         if roles::formed(&g) {
             // Someone else held it first.
             self.group = g;
-            return self.io(Flow::Ack(vec![Job::SyncRole]), vec![Request::Unlock], out);
+            return self.io(Flow::Ack(vec![Step::SyncRole]), vec![Request::Unlock], out);
         }
         let elected = group::elect(&g.current_crawler, self.cfg.runners);
         let requests = vec![
@@ -263,7 +263,7 @@ impl Machine {
             return;
         }
         if !self.stopping {
-            self.then([Job::Register, Job::Join]);
+            self.then([Step::Register, Step::Join]);
         }
     }
 }

@@ -56,7 +56,7 @@ use crate::path::Layout;
 
 /// Work to do next, in agenda order.
 #[derive(Debug, Clone, PartialEq)]
-enum Job {
+enum Step {
     Register,
     Join,
     SyncRole,
@@ -81,8 +81,8 @@ enum Job {
 /// The answer awaited, with what the flow needs to go on.
 #[derive(Debug)]
 enum Flow {
-    /// Nothing to do with the replies but go on with these jobs.
-    Ack(Vec<Job>),
+    /// Nothing to do with the replies but go on with these steps.
+    Ack(Vec<Step>),
     Reconnect,
     Register,
     JoinRead,
@@ -152,7 +152,7 @@ pub struct Machine {
     /// Opening a new session: the next pause if this attempt fails.
     recovering: Option<Duration>,
     done: bool,
-    agenda: VecDeque<Job>,
+    agenda: VecDeque<Step>,
     flow: Option<Flow>,
 }
 
@@ -232,7 +232,7 @@ impl Machine {
     /// Registers and joins the group: the first commands.
     pub fn start(&mut self, now: Now) -> Vec<Command> {
         let mut out = Vec::new();
-        self.then([Job::Register, Job::Join]);
+        self.then([Step::Register, Step::Join]);
         self.pump(now, &mut out);
         out
     }
@@ -256,7 +256,7 @@ impl Machine {
                 match result {
                     Ok(()) => {
                         self.connected = true;
-                        self.then([Job::Register, Job::Join, Job::Advance]);
+                        self.then([Step::Register, Step::Join, Step::Advance]);
                     }
                     Err(e) => self.fail(e, &mut out),
                 }
@@ -276,13 +276,13 @@ impl Machine {
                     response: None,
                     error: Some("the task runner panicked".into()),
                 });
-                self.then([Job::Record(position, outcome)]);
-                self.agenda.push_back(Job::Advance);
+                self.then([Step::Record(position, outcome)]);
+                self.agenda.push_back(Step::Advance);
             }
             Event::Changed(path) => {
                 if path == self.layout.task(&self.cfg.name) {
                     self.watch_armed = false;
-                    self.then([Job::ReloadTask, Job::Advance]);
+                    self.then([Step::ReloadTask, Step::Advance]);
                 }
             }
             Event::Stop => {
@@ -303,9 +303,9 @@ impl Machine {
             return;
         }
         if self.stopping {
-            self.then([Job::Beat]);
+            self.then([Step::Beat]);
         } else {
-            self.then([Job::Beat, Job::RefreshGroup, Job::Duty, Job::Advance]);
+            self.then([Step::Beat, Step::RefreshGroup, Step::Duty, Step::Advance]);
         }
     }
 
@@ -333,55 +333,55 @@ impl Machine {
         }
     }
 
-    /// Starts jobs until one awaits an answer or the agenda is empty; then
+    /// Starts steps until one awaits an answer or the agenda is empty; then
     /// the idle work: keep the task watched, leave when asked.
     fn pump(&mut self, now: Now, out: &mut Vec<Command>) {
         while self.flow.is_none() && !self.done {
-            if let Some(job) = self.agenda.pop_front() {
-                self.begin(job, now, out);
+            if let Some(step) = self.agenda.pop_front() {
+                self.begin(step, now, out);
                 continue;
             }
             if self.quiet || self.recovering.is_some() || !self.joined_once {
                 return;
             }
             if self.stopping && self.running.is_empty() {
-                self.begin(Job::Leave, now, out);
+                self.begin(Step::Leave, now, out);
             } else if !self.watch_armed && !self.stopping {
-                self.begin(Job::WatchTask, now, out);
+                self.begin(Step::WatchTask, now, out);
             } else {
                 return;
             }
         }
     }
 
-    fn begin(&mut self, job: Job, now: Now, out: &mut Vec<Command>) {
-        match job {
-            Job::Register => self.register(out),
-            Job::Join => self.join(out),
-            Job::SyncRole => self.sync_role(out),
-            Job::RefreshGroup => self.refresh_group(out),
-            Job::Duty => self.act_on_duty(),
-            Job::MaybeElect => self.maybe_elect(now, out),
-            Job::Beat => self.beat(now, out),
-            Job::Advance => self.advance(out),
-            Job::Record(position, outcome) => self.record(position, outcome, out),
-            Job::ReloadTask => self.reload_task(out),
-            Job::Rejoin => self.rejoin(out),
-            Job::ClaimQueued => self.claim_queued(out),
-            Job::WatchTask => self.watch_task(out),
-            Job::Judge => self.judge(now, out),
-            Job::FailOver(dead) => self.fail_over(dead, out),
-            Job::CheckBackups => self.check_backups(now, out),
-            Job::CheckPrimary => self.check_primary(now, out),
-            Job::DropBackup(b) => self.drop_backup(b, out),
-            Job::Leave => self.leave(out),
+    fn begin(&mut self, step: Step, now: Now, out: &mut Vec<Command>) {
+        match step {
+            Step::Register => self.register(out),
+            Step::Join => self.join(out),
+            Step::SyncRole => self.sync_role(out),
+            Step::RefreshGroup => self.refresh_group(out),
+            Step::Duty => self.act_on_duty(),
+            Step::MaybeElect => self.maybe_elect(now, out),
+            Step::Beat => self.beat(now, out),
+            Step::Advance => self.advance(out),
+            Step::Record(position, outcome) => self.record(position, outcome, out),
+            Step::ReloadTask => self.reload_task(out),
+            Step::Rejoin => self.rejoin(out),
+            Step::ClaimQueued => self.claim_queued(out),
+            Step::WatchTask => self.watch_task(out),
+            Step::Judge => self.judge(now, out),
+            Step::FailOver(dead) => self.fail_over(dead, out),
+            Step::CheckBackups => self.check_backups(now, out),
+            Step::CheckPrimary => self.check_primary(now, out),
+            Step::DropBackup(b) => self.drop_backup(b, out),
+            Step::Leave => self.leave(out),
         }
     }
 
     fn on_reply(&mut self, flow: Flow, replies: Vec<Reply>, now: Now, out: &mut Vec<Command>) {
         let mut r = replies.into_iter();
         match flow {
-            Flow::Ack(jobs) => self.then(jobs),
+            Flow::Ack(steps) => self.then(steps),
             Flow::Reconnect => unreachable!("a reconnection is answered by Reconnected"),
             Flow::Register => self.registered(r, out),
             Flow::JoinRead => self.join_read(r, out),
@@ -391,7 +391,7 @@ impl Machine {
             Flow::ElectWrite(g) => {
                 tracing::info!(runners = ?g.current_runner, backups = ?g.current_backup, "election");
                 self.group = g;
-                self.then([Job::SyncRole]);
+                self.then([Step::SyncRole]);
             }
             Flow::Beat => self.beat_version = next(&mut r).version(),
             Flow::BeatConflict => self.beat_conflict(next(&mut r), out),
@@ -410,14 +410,14 @@ impl Machine {
             Flow::CheckBackups(names) => self.backups_checked(names, r),
             Flow::CheckPrimary(p) => {
                 if next(&mut r).exists().is_none() {
-                    self.then([Job::DropBackup(p)]);
+                    self.then([Step::DropBackup(p)]);
                 }
             }
             Flow::DropRead(b) => self.drop_read(b, r, out),
             Flow::DropCommit(b, g) => {
                 tracing::warn!(dead = %b, "backup runner dead");
                 self.group = g;
-                self.then([Job::SyncRole]);
+                self.then([Step::SyncRole]);
             }
             Flow::LeaveRead => self.leave_read(r, now, out),
             Flow::LeaveGather(g, gv, heir) => {
@@ -441,12 +441,12 @@ impl Machine {
                 let path = self.layout.heartbeat(&self.cfg.name);
                 self.io(Flow::BeatConflict, vec![Request::Get(path)], out);
             }
-            Flow::StartItems(..) if conflict => self.then([Job::ReloadTask, Job::Advance]),
+            Flow::StartItems(..) if conflict => self.then([Step::ReloadTask, Step::Advance]),
             Flow::Record(position, outcome, _) => {
                 // Kept, and recorded first when the node goes on.
                 self.unrecorded.push_front((position, outcome));
                 if conflict {
-                    self.then([Job::ReloadTask]);
+                    self.then([Step::ReloadTask]);
                 } else {
                     self.fail(e, out);
                 }
@@ -501,10 +501,10 @@ impl Machine {
         out.push(Command::Exit(Err(why)));
     }
 
-    /// Puts jobs at the front of the agenda, in this order.
-    fn then(&mut self, jobs: impl IntoIterator<Item = Job, IntoIter: DoubleEndedIterator>) {
-        for job in jobs.into_iter().rev() {
-            self.agenda.push_front(job);
+    /// Puts steps at the front of the agenda, in this order.
+    fn then(&mut self, steps: impl IntoIterator<Item = Step, IntoIter: DoubleEndedIterator>) {
+        for step in steps.into_iter().rev() {
+            self.agenda.push_front(step);
         }
     }
 

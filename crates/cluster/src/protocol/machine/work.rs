@@ -38,7 +38,7 @@ impl Machine {
         };
         self.beat_version = version;
         if hb.healthy_state == HeartState::Asystole {
-            self.then([Job::Rejoin]);
+            self.then([Step::Rejoin]);
         }
     }
 
@@ -93,7 +93,7 @@ impl Machine {
 
     pub(super) fn reloaded(&mut self, reply: Reply, out: &mut Vec<Command>) {
         if self.take_task(reply, out) && self.fenced() {
-            self.then([Job::Rejoin]);
+            self.then([Step::Rejoin]);
         }
     }
 
@@ -102,7 +102,7 @@ impl Machine {
     /// every pending item not running yet when concurrent.
     pub(super) fn advance(&mut self, out: &mut Vec<Command>) {
         if let Some((position, outcome)) = self.unrecorded.pop_front() {
-            return self.then([Job::Record(position, outcome), Job::Advance]);
+            return self.then([Step::Record(position, outcome), Step::Advance]);
         }
         if self.stopping || self.duty() != Duty::Runner {
             return;

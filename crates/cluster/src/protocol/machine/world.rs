@@ -56,7 +56,7 @@ pub(super) fn name(s: &str) -> NodeName {
     s.parse().expect("a test node name")
 }
 
-/// Settings with the seed's heartbeat defaults (500 ms, 2 s, 3).
+/// Settings with SmoothCrawler-Cluster's heartbeat defaults (500 ms, 2 s, 3).
 pub(super) fn config(me: &str, runners: usize, backups: usize) -> NodeConfig {
     NodeConfig::new(GROUP, name(me), runners, backups)
 }
