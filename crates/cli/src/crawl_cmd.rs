@@ -53,68 +53,9 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
         engine = engine.archive(archiver(w, &args.warc));
     }
     let spec = job_spec(&config, &seeds, args.shards);
-    let mut protected: Vec<Protected> = seed_files(&args.seeds)
-        .map(|path| Protected {
-            path: path.to_path_buf(),
-            what: "a seed file",
-        })
-        .collect();
-    if !args.no_state && args.store.store.is_none() {
-        protected.extend(state_files(&args.store.state, Some(&spec.name)));
-        refuse_odd_lock(&args.store.state, &spec.name)?;
-    }
-    if let Some(out) = &args.out {
-        refuse_protected(out, &protected)?;
-    }
-    if warc.is_some() && (args.shards > 1 || args.take_over) {
-        return Err(CliError::Usage(
-            "--warc is not available yet with --shards or --take-over".to_owned(),
-        ));
-    }
-    if let Some(w) = &warc {
-        if args.out.as_ref().is_some_and(|o| *o == w.path) {
-            return Err(CliError::Usage(
-                "--warc and --out name the same file".to_owned(),
-            ));
-        }
-        // Every file the WARC output writes (rotations, --cdx indexes)
-        // spares the state, the seeds and --out.
-        let cdx = args.warc.cdx;
-        refuse_protected_warc(w, &spec.name, cdx, "--warc", &protected)?;
-        if let Some(out) = &args.out {
-            let out = Protected {
-                path: out.clone(),
-                what: "the --out file",
-            };
-            refuse_protected_warc(w, &spec.name, cdx, "--warc", &[out])?;
-        }
-    }
+    check_paths(&args, warc.as_ref(), &spec.name)?;
     if args.no_state {
-        if let Some(out) = &args.out {
-            check_existing(out, None, args.overwrite)?;
-        }
-        if let Some(w) = &warc {
-            check_warc(w, JobLook::fresh(&spec.name), args.overwrite)?;
-            if args.warc.cdx {
-                w.check_indexes(&spec.name, args.overwrite)?;
-            }
-        }
-        let mut sink = fresh_sink(args.out.as_deref())?;
-        if let Some(w) = &warc {
-            let archive = open_warc(w, JobLook::fresh(&spec.name), None)?;
-            sink = Box::new(FanOut(vec![sink, Box::new(archive)]));
-        }
-        let engine = engine.attach(Box::new(MemoryState::new()), sink);
-        let run = Run {
-            title: spec.name.clone(),
-            view: &args.view,
-            bound,
-            quiet: args.quiet,
-            shard: false,
-        };
-        let outcome = crawl(engine, run).await?;
-        index_warc(&warc, &spec.name, args.warc.cdx)?;
-        return Ok(outcome);
+        return run_without_state(&args, engine, warc, &spec.name, bound).await;
     }
     let warc_index = warc.clone();
     let records = match &args.out {
@@ -163,6 +104,84 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     let engine = engine.attach(Box::new(opened.state), opened.sink);
     let outcome = crawl(engine, run).await?;
     index_warc(&warc_index, &opened.job.name, args.warc.cdx)?;
+    Ok(outcome)
+}
+
+/// Refuses outputs that would destroy what is the user's: `--out` or a
+/// file `--warc` writes (rotations, `--cdx` indexes) naming a seed file,
+/// the state file or one of its companions, or each other.
+fn check_paths(args: &CrawlArgs, warc: Option<&WarcOptions>, job: &str) -> Result<(), CliError> {
+    let mut protected: Vec<Protected> = seed_files(&args.seeds)
+        .map(|path| Protected {
+            path: path.to_path_buf(),
+            what: "a seed file",
+        })
+        .collect();
+    if !args.no_state && args.store.store.is_none() {
+        protected.extend(state_files(&args.store.state, Some(job)));
+        refuse_odd_lock(&args.store.state, job)?;
+    }
+    if let Some(out) = &args.out {
+        refuse_protected(out, &protected)?;
+    }
+    let Some(w) = warc else {
+        return Ok(());
+    };
+    if args.shards > 1 || args.take_over {
+        return Err(CliError::Usage(
+            "--warc is not available yet with --shards or --take-over".to_owned(),
+        ));
+    }
+    if args.out.as_ref().is_some_and(|o| *o == w.path) {
+        return Err(CliError::Usage(
+            "--warc and --out name the same file".to_owned(),
+        ));
+    }
+    let cdx = args.warc.cdx;
+    refuse_protected_warc(w, job, cdx, "--warc", &protected)?;
+    if let Some(out) = &args.out {
+        let out = Protected {
+            path: out.clone(),
+            what: "the --out file",
+        };
+        refuse_protected_warc(w, job, cdx, "--warc", &[out])?;
+    }
+    Ok(())
+}
+
+/// `--no-state`: the crawl kept in memory, its outputs written from their
+/// start.
+async fn run_without_state(
+    args: &CrawlArgs,
+    engine: Engine,
+    warc: Option<WarcOptions>,
+    job: &str,
+    bound: Bound,
+) -> Result<Outcome, CliError> {
+    if let Some(out) = &args.out {
+        check_existing(out, None, args.overwrite)?;
+    }
+    if let Some(w) = &warc {
+        check_warc(w, JobLook::fresh(job), args.overwrite)?;
+        if args.warc.cdx {
+            w.check_indexes(job, args.overwrite)?;
+        }
+    }
+    let mut sink = fresh_sink(args.out.as_deref())?;
+    if let Some(w) = &warc {
+        let archive = open_warc(w, JobLook::fresh(job), None)?;
+        sink = Box::new(FanOut(vec![sink, Box::new(archive)]));
+    }
+    let engine = engine.attach(Box::new(MemoryState::new()), sink);
+    let run = Run {
+        title: job.to_owned(),
+        view: &args.view,
+        bound,
+        quiet: args.quiet,
+        shard: false,
+    };
+    let outcome = crawl(engine, run).await?;
+    index_warc(&warc, job, args.warc.cdx)?;
     Ok(outcome)
 }
 

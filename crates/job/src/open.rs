@@ -38,6 +38,24 @@ pub enum Wanted {
     Stored(String),
 }
 
+impl Wanted {
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Spec { spec, .. } => &spec.name,
+            Self::Stored(name) => name,
+        }
+    }
+
+    /// True for a job of one shard (`existing`: the job as stored, if it is).
+    fn is_whole(&self, existing: Option<&JobInfo>) -> bool {
+        match self {
+            Self::Spec { spec, .. } => spec.shards == 1,
+            Self::Stored(_) => existing.is_none_or(|job| job.shards == 1),
+        }
+    }
+}
+
 /// How a job the store holds already is started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -217,21 +235,10 @@ impl std::fmt::Debug for Opened {
 /// Opens the job `o` names (see the module's documentation). Blocking:
 /// run it off an async runtime's workers.
 pub fn open(o: &Opening) -> Result<Opened, JobError> {
-    let name = match &o.wanted {
-        Wanted::Spec { spec, .. } => spec.name.clone(),
-        Wanted::Stored(name) => name.clone(),
-    };
+    let name = o.wanted.name().to_owned();
     let outputs = &o.outputs;
-    // A state file that does not exist yet holds no job: the outputs are
-    // checked as a new job's before it is made.
     if o.location.is_new_file() {
-        if o.start == Start::Recrawl {
-            return Err(no_earlier_crawl(&name, &o.location));
-        }
-        if let Some(out) = outputs.file() {
-            check_existing(out, None, outputs.overwrite)?;
-        }
-        check_new_warc(outputs, &name)?;
+        check_new_file(o, &name)?;
     }
     let mut store = o.location.open()?;
     let mut existing = store.find_job(&name)?;
@@ -248,11 +255,7 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
         _ => false,
     };
     let fresh = o.start == Start::Fresh;
-    let whole = match &o.wanted {
-        Wanted::Spec { spec, .. } => spec.shards == 1,
-        Wanted::Stored(_) => existing.as_ref().is_none_or(|job| job.shards == 1),
-    };
-    let part_shards = (!whole).then_some(o.shards.as_slice());
+    let part_shards = (!o.wanted.is_whole(existing.as_ref())).then_some(o.shards.as_slice());
     check_outputs(
         store.as_mut(),
         existing.as_ref(),
@@ -301,13 +304,8 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
             .find_job(&name)?
             .ok_or_else(|| JobError::Missing(name.clone()))?;
         notes.push(Note::Recrawling { queued });
-    } else if job.counts.seen > 0 {
-        let (done, pending) = (job.counts.done, job.counts.pending());
-        notes.push(match o.start {
-            _ if pending == 0 => Note::Complete { done },
-            Start::Recrawl => Note::NotFinished { done, pending },
-            _ => Note::Resuming { done, pending },
-        });
+    } else {
+        notes.extend(standing(o.start, &job));
     }
     if job.shards > 1 {
         notes.push(Note::Crawling {
@@ -322,16 +320,7 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
     };
     let shards = (job.shards > 1).then_some(o.shards.as_slice());
     let sink = sink(store.as_mut(), &job, shards, outputs, locked)?;
-    // A job in a shared store is fenced and gated even with one shard: a
-    // process taking it over may displace this one.
-    let state = if o.location.is_shared() {
-        let sharing = Sharing::new(partition);
-        StoreState::shared(store, job.clone(), sharing, config.scope.max_pages)?
-            .with_holder(o.holder.clone())
-    } else {
-        StoreState::new(store, job.id)
-    }
-    .keeping_archives(config.archive.store_bodies);
+    let state = engine_state(o, store, &job, partition, &config)?;
     Ok(Opened {
         job,
         config,
@@ -343,8 +332,17 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
     })
 }
 
-/// Checks the outputs of a job the state file is about to hold (none yet).
-fn check_new_warc(outputs: &Outputs, name: &str) -> Result<(), JobError> {
+/// A state file that does not exist yet holds no job: a re-crawl is
+/// refused, and the outputs are checked as a new job's, before the file
+/// is made.
+fn check_new_file(o: &Opening, name: &str) -> Result<(), JobError> {
+    if o.start == Start::Recrawl {
+        return Err(no_earlier_crawl(name, &o.location));
+    }
+    let outputs = &o.outputs;
+    if let Some(out) = outputs.file() {
+        check_existing(out, None, outputs.overwrite)?;
+    }
     if let Some(w) = &outputs.warc {
         check_warc(w, JobLook::fresh(name), outputs.overwrite)?;
         if outputs.cdx {
@@ -352,6 +350,39 @@ fn check_new_warc(outputs: &Outputs, name: &str) -> Result<(), JobError> {
         }
     }
     Ok(())
+}
+
+/// Where a job that has been crawled before stands, as `start` takes it.
+fn standing(start: Start, job: &JobInfo) -> Option<Note> {
+    if job.counts.seen == 0 {
+        return None;
+    }
+    let (done, pending) = (job.counts.done, job.counts.pending());
+    Some(match start {
+        _ if pending == 0 => Note::Complete { done },
+        Start::Recrawl => Note::NotFinished { done, pending },
+        _ => Note::Resuming { done, pending },
+    })
+}
+
+/// The engine's state of `job` in `store`. A job in a shared store is
+/// fenced and gated even with one shard: a process taking it over may
+/// displace this one.
+fn engine_state(
+    o: &Opening,
+    store: Box<dyn Store>,
+    job: &JobInfo,
+    partition: Partition,
+    config: &CrawlConfig,
+) -> Result<StoreState, JobError> {
+    let state = if o.location.is_shared() {
+        let sharing = Sharing::new(partition);
+        StoreState::shared(store, job.clone(), sharing, config.scope.max_pages)?
+            .with_holder(o.holder.clone())
+    } else {
+        StoreState::new(store, job.id)
+    };
+    Ok(state.keeping_archives(config.archive.store_bodies))
 }
 
 /// Checks the outputs against what the store holds of `existing` (its
