@@ -20,11 +20,11 @@ use crate::args::CrawlArgs;
 use crate::args_view::ViewArgs;
 use crate::exit::{CliError, Outcome};
 use crate::progress::{Progress, ProgressMode};
-use crate::seeds::{read_seeds, seed_files, stdin};
 use crate::serve::{Bound, CrawlSource};
 use crate::signals::Shutdown;
 use crate::state::location;
 use crate::warc_out::{archiver, warc_options};
+use crawlkeeper_job::seeds::{read_seeds, seed_files, stdin};
 
 /// Runs `crawlkeeper crawl`: the job's state is kept in the store, so the
 /// same command run again resumes it. Everything the user gave is checked

@@ -12,7 +12,6 @@ mod exit;
 mod node_cmd;
 mod progress;
 mod results_cmd;
-mod seeds;
 mod serve;
 mod signals;
 mod state;

@@ -6,16 +6,14 @@ use crawlkeeper_crawl::CrawlConfig;
 use crawlkeeper_job::export::{check_export, export_warc};
 use crawlkeeper_job::guard::{create, refuse_protected, refuse_protected_warc, state_files};
 use crawlkeeper_job::output::{Part, check_existing};
+use crawlkeeper_job::records::{RecordsError, write_records};
 use crawlkeeper_job::warc::WarcOptions;
-use crawlkeeper_store::{JobInfo, Store, Writer};
+use crawlkeeper_store::{JobInfo, Store};
 
 use crate::args::{Format, JobsArgs, ResultsArgs};
 use crate::exit::{CliError, Outcome};
 use crate::state::{fatal, open_existing_store};
 use crate::warc_out::warc_info;
-
-/// Results read from the store at a time.
-const PAGE: usize = 10_000;
 
 /// Runs `crawlkeeper results`: every stored record of a job, in the order
 /// the URLs finished.
@@ -49,23 +47,10 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::new(out);
-    let mut after = 0;
-    loop {
-        let page = store.results_by(job.id, after, PAGE).map_err(fatal)?;
-        let Some((last, _, _)) = page.last() else {
-            break;
-        };
-        after = *last;
-        for (_, json, writer) in &page {
-            let written = if args.writer {
-                writeln!(out, "{}", with_writer(json, writer.as_ref()))
-            } else {
-                writeln!(out, "{json}")
-            };
-            written.map_err(|e| CliError::Fatal(e.into()))?;
-        }
-    }
-    out.flush().map_err(|e| CliError::Fatal(e.into()))?;
+    write_records(store.as_mut(), &job, &mut out, args.writer).map_err(|e| match e {
+        RecordsError::Store(e) => fatal(e),
+        e => CliError::Fatal(e.into()),
+    })?;
     Ok(Outcome::Finished)
 }
 
@@ -205,37 +190,4 @@ pub fn jobs(args: JobsArgs) -> Result<Outcome, CliError> {
         }
     }
     Ok(Outcome::Finished)
-}
-
-/// `record` (a JSON object) with a last member `"writer"`: who stored it.
-fn with_writer(record: &str, writer: Option<&Writer>) -> String {
-    let writer = serde_json::to_string(&writer).unwrap_or_else(|_| "null".to_owned());
-    match record.trim_end().strip_suffix('}') {
-        Some(open) if open.trim_end().ends_with('{') => format!(r#"{open}"writer":{writer}}}"#),
-        Some(open) => format!(r#"{open},"writer":{writer}}}"#),
-        // Not an object (this build never stores one): left as it is.
-        None => record.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_writer_is_the_records_last_member() {
-        let w = Writer {
-            holder: "crawler_1@box:7".into(),
-            shard: 2,
-            generation: 3,
-        };
-        let line = with_writer(r#"{"url":"http://a/","status":200}"#, Some(&w));
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["url"], "http://a/");
-        assert_eq!(v["writer"]["holder"], "crawler_1@box:7");
-        assert_eq!(v["writer"]["shard"], 2);
-        assert_eq!(v["writer"]["generation"], 3);
-        let none: serde_json::Value = serde_json::from_str(&with_writer("{}", None)).unwrap();
-        assert_eq!(none, serde_json::json!({"writer": null}));
-    }
 }

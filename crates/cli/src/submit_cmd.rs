@@ -3,16 +3,14 @@
 //! goes to the store and its shards to the Runners. With `--wait` it
 //! blocks until the job is complete.
 
-use std::time::Duration;
-
 use crawlkeeper_cluster::node::Placement;
 use crawlkeeper_cluster::{Coordinator, Layout, metadata};
 use crawlkeeper_crawl::{Engine, Registry};
 use crawlkeeper_job::job_spec;
-use crawlkeeper_model::cluster::{GroupState, TaskState};
-use crawlkeeper_node::ShardItem;
+use crawlkeeper_model::cluster::GroupState;
 use crawlkeeper_node::submit::submit_job;
-use crawlkeeper_node::tasks::{complete, tasks_of};
+use crawlkeeper_node::tasks::complete;
+use crawlkeeper_node::wait::{JobEnd, wait_for_job};
 use crawlkeeper_store::Store;
 use crawlkeeper_store::location::scrub;
 
@@ -20,10 +18,7 @@ use crate::args_cluster::SubmitArgs;
 use crate::cluster::{check_store, connect_zk, open_store};
 use crate::crawl_cmd::engine_error;
 use crate::exit::{CliError, Outcome};
-use crate::seeds::{read_seeds, stdin};
-
-/// How often `--wait` looks at the job.
-const WAIT_EVERY: Duration = Duration::from_millis(500);
+use crawlkeeper_job::seeds::{read_seeds, stdin};
 
 /// Runs `crawlkeeper submit`.
 pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
@@ -107,63 +102,28 @@ async fn wait(
     store: &mut Option<Box<dyn Store>>,
     name: &str,
 ) -> Result<Outcome, CliError> {
-    loop {
-        let mut s = store.take().expect("the store is put back each round");
-        let name_owned = name.to_owned();
-        let (job, s) = tokio::task::spawn_blocking(move || {
-            let job = s.find_job(&name_owned);
-            (job, s)
-        })
+    let end = wait_for_job(zk, layout, store, name)
         .await
         .map_err(|e| CliError::Fatal(e.into()))?;
-        *store = Some(s);
-        let job = job
-            .map_err(crate::state::fatal)?
-            .ok_or_else(|| CliError::Fatal(anyhow::anyhow!("job {name} left the store")))?;
-        if complete(&job) {
-            if job.counts.errors == job.counts.done {
-                eprintln!(
-                    "job {name} complete: every one of its {} URLs failed",
-                    job.counts.done
-                );
-                return Ok(Outcome::AllFailed);
-            }
+    Ok(match end {
+        JobEnd::Complete(job) if job.counts.errors == job.counts.done => {
+            eprintln!(
+                "job {name} complete: every one of its {} URLs failed",
+                job.counts.done
+            );
+            Outcome::AllFailed
+        }
+        JobEnd::Complete(job) => {
             eprintln!(
                 "job {name} complete: {} URLs, {} with errors",
                 job.counts.done, job.counts.errors
             );
-            return Ok(Outcome::Finished);
+            Outcome::Finished
         }
-        if let Some(why) = failed_shard(zk, layout, name).await? {
+        JobEnd::ShardFailed(why) => {
             eprintln!("job {name} failed: {why}");
-            return Ok(Outcome::AllFailed);
+            Outcome::AllFailed
         }
-        tokio::time::sleep(WAIT_EVERY).await;
-    }
-}
-
-/// A shard of the job recorded as failed on a Runner, if any.
-async fn failed_shard(
-    zk: &impl Coordinator,
-    layout: &Layout,
-    name: &str,
-) -> Result<Option<String>, CliError> {
-    let tasks = tasks_of(zk, layout)
-        .await
-        .map_err(|e| CliError::Fatal(anyhow::anyhow!("ZooKeeper: {e}")))?;
-    for (_, task) in tasks {
-        for d in &task.result_detail {
-            let Some(item) = task.running_content.iter().find(|i| i.task_id == d.task_id) else {
-                continue;
-            };
-            if d.state == TaskState::Error && ShardItem::of(item).is_ok_and(|s| s.job == name) {
-                return Ok(Some(format!(
-                    "shard {}: {}",
-                    d.task_id,
-                    d.error_msg.as_deref().unwrap_or("error")
-                )));
-            }
-        }
-    }
-    Ok(None)
+        _ => Outcome::AllFailed,
+    })
 }

@@ -12,6 +12,8 @@
 //! | [`identity`] | a job's name from its seeds, scope and shard count |
 //! | [`state`] | [`StoreState`]: the engine's [`crawlkeeper_crawl::state::CrawlState`] in a store, shards and all |
 //! | [`output`] | the JSON Lines output of a job that may be resumed |
+//! | [`seeds`] | a job's seeds from the command line: URLs, files of URLs, standard input (bounded lines) |
+//! | [`records`] | a job's stored records as JSON Lines (`results`), with who stored each if asked |
 //! | [`export`] | a job's stored WARC records written out as WARC files (`results --format warc`) |
 //! | [`warc`] | the WARC output of a job: records before commits, cut after a crash |
 
@@ -30,6 +32,8 @@ pub mod identity;
 pub mod location;
 pub mod open;
 pub mod output;
+pub mod records;
+pub mod seeds;
 pub mod state;
 pub mod warc;
 

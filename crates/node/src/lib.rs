@@ -15,6 +15,7 @@
 //! | [`tasks`] | the group's tasks, their pending shards, whether a job is done |
 //! | [`view`] | a node's engines and shard events, for its status page and metrics |
 //! | [`page`] | [`page::NodeSource`]: a node's status page and metrics, the cluster looked at in the background |
+//! | [`wait`] | waiting for a submitted job's end: complete, or a shard failed on its Runner |
 //! | [`reach`] | reaching a cluster's ZooKeeper and store, each failure one clear line |
 
 // Library code never panics on a value it could not get, and never
@@ -34,6 +35,7 @@ pub mod status_json;
 pub mod submit;
 pub mod tasks;
 pub mod view;
+pub mod wait;
 
 pub use item::ShardItem;
 
