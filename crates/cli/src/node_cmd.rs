@@ -96,6 +96,8 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
     });
     match node.run(stop_rx).await {
         Ok(Exit::Left) => Ok(Outcome::Finished),
+        // Stopped as asked; the log says it could not hand its task over.
+        Ok(Exit::Abandoned) => Ok(Outcome::Finished),
         Err(e) => Err(CliError::Fatal(anyhow::anyhow!("node {name} stopped: {e}"))),
     }
 }

@@ -116,9 +116,16 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
         let mut stop_sent = false;
         let mut stop_open = true;
         let mut session_open = true;
+        // Once asked to stop, the node is gone by then whatever the
+        // coordinator does: a request or a reconnection that hangs cannot
+        // hold the stop up (the machine gives up at its leave timeout; this
+        // bounds the runtime's awaits too).
+        let mut gone_by: Option<tokio::time::Instant> = None;
         loop {
             let event = if !stop_sent && *stop.borrow() {
                 stop_sent = true;
+                let grace = self.machine.leave_timeout() + self.machine.update_time() * 4;
+                gone_by = Some(tokio::time::Instant::now() + grace);
                 Event::Stop
             } else {
                 let running = async {
@@ -162,7 +169,19 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                 }
             };
             let commands = self.machine.handle(now(), event);
-            if let Some(exit) = self.perform(commands).await {
+            let performed = match gone_by {
+                Some(at) => match tokio::time::timeout_at(at, self.perform(commands)).await {
+                    Ok(performed) => performed,
+                    Err(_) => {
+                        tracing::warn!("the coordinator held the leave up; stopping without it");
+                        self.lock = None;
+                        self.abort_items();
+                        return Ok(Exit::Abandoned);
+                    }
+                },
+                None => self.perform(commands).await,
+            };
+            if let Some(exit) = performed {
                 return exit;
             }
         }

@@ -28,6 +28,12 @@ pub struct NodeConfig {
     /// session lives is not judged by its silence until the longer of this
     /// and the heart limit has passed (its reconnection may lag ours).
     pub session_timeout: Duration,
+    /// How long a graceful leave may wait for the coordinator: a node asked
+    /// to stop that cannot reach it for this long (or whose session
+    /// expired meanwhile) stops without leaving, as a crashed one would:
+    /// its session lapses and the group judges it dead and fails its task
+    /// over. It never registers again once asked to stop.
+    pub leave_timeout: Duration,
 }
 
 /// How a Runner runs the items of its task.
@@ -58,6 +64,7 @@ impl NodeConfig {
             lock_timeout: Duration::from_secs(10),
             items: ItemMode::Sequential,
             session_timeout: Duration::from_secs(4),
+            leave_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crawlkeeper_cluster::node::{ClusterNode, Connect, ItemOutcome, NodeConfig, TaskRunner};
+use crawlkeeper_cluster::node::{ClusterNode, Connect, Exit, ItemOutcome, NodeConfig, TaskRunner};
 use crawlkeeper_cluster::{
     CoordError, Coordinator, Layout, MemoryCoordinator, MemoryEnsemble, MetaError, metadata,
 };
@@ -76,7 +76,8 @@ pub struct Member<C> {
     pub name: NodeName,
     pub session: Arc<Mutex<Option<C>>>,
     pub stop: watch::Sender<bool>,
-    pub handle: JoinHandle<()>,
+    /// Its run, ending with how it stopped.
+    pub handle: JoinHandle<Exit>,
 }
 
 impl<C: Clone> Member<C> {
@@ -140,9 +141,7 @@ impl<B: Backend> Cluster<B> {
             .await
             .unwrap();
         let (stop, rx) = watch::channel(false);
-        let handle = tokio::spawn(async move {
-            node.run(rx).await.unwrap();
-        });
+        let handle = tokio::spawn(async move { node.run(rx).await.unwrap() });
         Member {
             name,
             session,

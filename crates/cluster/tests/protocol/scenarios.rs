@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crawlkeeper_cluster::Coordinator;
+use crawlkeeper_cluster::node::{Exit, NodeConfig};
 use crawlkeeper_model::cluster::{CrawlerRole, HeartState, TaskState};
 
 use crate::harness::*;
@@ -257,6 +258,42 @@ async fn a_graceful_leave_hands_the_task_over_at_once() {
     );
     assert_eq!(recorded(&c.task(&n("c_2")).await.0), 6);
     each_ran_once(&c, 6, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_asked_to_stop_while_cut_off_stops_without_leaving_and_its_task_fails_over() {
+    let c = Cluster::new(1, 1, Duration::from_secs(1));
+    let m1 = c.start(1).await;
+    let _m2 = c.start(2).await;
+    c.elected(1).await;
+    c.give(&n("c_1"), 6).await;
+    c.recorded(&n("c_1"), 2).await;
+    // The coordinator is out of reach when the stop comes: no leave can be
+    // written, and the node must not wait for the coordinator's return.
+    m1.session().cut_off();
+    let asked = tokio::time::Instant::now();
+    m1.stop.send(true).unwrap();
+    let exit = tokio::time::timeout(LIMIT, m1.handle)
+        .await
+        .expect("the node stopped")
+        .expect("its run ended without a panic");
+    assert_eq!(exit, Exit::Abandoned);
+    let leave_timeout = NodeConfig::new(GROUP, n("c_1"), 1, 1).leave_timeout;
+    assert!(
+        asked.elapsed() <= leave_timeout + Duration::from_secs(3),
+        "it stopped at the leave timeout (or when its session expired), not later: {:?}",
+        asked.elapsed()
+    );
+    // As for a crash: its session lapses, the backup takes the task over,
+    // nothing is lost.
+    c.runners_become("the fail-over", &["c_2"]).await;
+    c.finished(&n("c_2")).await;
+    assert_eq!(recorded(&c.task(&n("c_2")).await.0), 6);
+    assert!(
+        c.group().await.fail_runner.contains(&n("c_1")),
+        "judged dead, not left"
+    );
+    each_ran_once(&c, 6, 1);
 }
 
 #[tokio::test(start_paused = true)]

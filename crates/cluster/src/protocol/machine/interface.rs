@@ -32,6 +32,11 @@ pub enum NodeError {
 pub enum Exit {
     /// It left on request, its task handed over.
     Left,
+    /// It stopped on request without leaving: the coordinator could not
+    /// be reached within [`crate::node::NodeConfig::leave_timeout`], or its
+    /// session expired meanwhile. The group judges it dead and fails its
+    /// task over, as for a crash.
+    Abandoned,
 }
 
 /// The time an event happens: the monotonic instant every judgement uses,

@@ -148,6 +148,10 @@ pub struct Machine {
     /// After an error: no automatic work until the next tick.
     quiet: bool,
     stopping: bool,
+    /// When the node was asked to stop (the leave's deadline counts from it).
+    stop_at: Option<Instant>,
+    /// The time of the event being handled.
+    now: Option<Instant>,
     joined_once: bool,
     /// Opening a new session: the next pause if this attempt fails.
     recovering: Option<Duration>,
@@ -180,6 +184,8 @@ impl Machine {
             watch_armed: false,
             quiet: false,
             stopping: false,
+            stop_at: None,
+            now: None,
             joined_once: false,
             recovering: None,
             done: false,
@@ -219,6 +225,11 @@ impl Machine {
         self.cfg.heartbeat.update_time
     }
 
+    /// How long a graceful leave may wait for the coordinator.
+    pub fn leave_timeout(&self) -> Duration {
+        self.cfg.leave_timeout
+    }
+
     /// Whether an answer is awaited (outside events must wait).
     pub fn awaiting(&self) -> bool {
         self.flow.is_some()
@@ -243,6 +254,7 @@ impl Machine {
         if self.done {
             return out;
         }
+        self.now = Some(now.mono);
         match event {
             Event::Replied(result) => {
                 let flow = self.flow.take().expect("a reply answers a request");
@@ -260,6 +272,11 @@ impl Machine {
                     }
                     Err(e) => self.fail(e, &mut out),
                 }
+            }
+            Event::Tick
+                if self.leave_overdue() && (!self.connected || self.recovering.is_some()) =>
+            {
+                self.abandon(&mut out);
             }
             Event::Tick => self.on_tick(),
             Event::Session(state) => self.on_session(state, now, &mut out),
@@ -287,6 +304,7 @@ impl Machine {
             }
             Event::Stop => {
                 self.stopping = true;
+                self.stop_at = Some(now.mono);
                 if self.cfg.items == ItemMode::Concurrent && !self.running.is_empty() {
                     self.halting = true;
                     out.push(Command::Halt);
@@ -469,6 +487,11 @@ impl Machine {
         self.watch_armed = false;
         self.quiet = true;
         let fatal = e.class() == ErrorClass::Fatal && e != CoordError::SessionExpired;
+        if self.stopping && (e == CoordError::SessionExpired || self.leave_overdue()) {
+            // Registering again only to leave would hold the stop up for
+            // as long as the coordinator is away.
+            return self.abandon(out);
+        }
         if let Some(pause) = self.recovering {
             if fatal {
                 return self.exit(NodeError::Coord(e), out);
@@ -486,6 +509,27 @@ impl Machine {
             return self.reconnect(Duration::ZERO, out);
         }
         tracing::debug!(node = %self.cfg.name, error = %e, "coordinator trouble; retrying");
+    }
+
+    /// True once a node asked to stop has waited its leave timeout.
+    fn leave_overdue(&self) -> bool {
+        match (self.stop_at, self.now) {
+            (Some(at), Some(now)) => now.saturating_duration_since(at) >= self.cfg.leave_timeout,
+            _ => false,
+        }
+    }
+
+    /// Stops without leaving (see [`Exit::Abandoned`]).
+    fn abandon(&mut self, out: &mut Vec<Command>) {
+        tracing::warn!(
+            node = %self.cfg.name,
+            "could not reach the coordinator to leave; stopping without handing the task over \
+             (the group will judge this node dead and fail its task over)"
+        );
+        self.done = true;
+        self.agenda.clear();
+        self.flow = None;
+        out.push(Command::Exit(Ok(Exit::Abandoned)));
     }
 
     fn reconnect(&mut self, after: Duration, out: &mut Vec<Command>) {
