@@ -102,7 +102,7 @@ pub struct Pipeline {
     pub(crate) max_redirects: u32,
     pub(crate) max_links_per_page: usize,
     pub(crate) extract_timeout: std::time::Duration,
-    /// Fields were asked for: every extracted page's record has `fields`.
+    /// Fields were asked for: every 2xx HTML page's record has `fields`.
     pub(crate) wants_fields: bool,
     /// Makes the WARC records of each page, when the crawl archives.
     pub(crate) archiver: Option<Arc<crate::archive::Archiver>>,
@@ -472,7 +472,7 @@ impl Pipeline {
         }
         record.title = found.title.take();
         record.links_dropped = found.dropped_links;
-        if self.wants_fields || !found.fields.is_empty() {
+        if (self.wants_fields && r.is_html()) || !found.fields.is_empty() {
             let fields = std::mem::take(&mut found.fields);
             record.fields = Some(fields.into_iter().map(|(k, v)| (k, v.into())).collect());
         }

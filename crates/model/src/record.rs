@@ -35,8 +35,10 @@ pub struct CrawlRecord {
     pub title: Option<String>,
     /// The fields asked for (`--extract`), or added by an extractor, by
     /// name: a string (the first match), a list (`NAME[]`, every match);
-    /// a field with no match on the page is absent. Absent from records of
-    /// crawls that asked for none, and of pages that were not extracted.
+    /// a single field with no match on the page is absent, a list is `[]`.
+    /// Present (`{}` at least) on every 2xx HTML page's record when fields
+    /// were asked for; absent from the others, and from every record of a
+    /// crawl that asked for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fields: Option<std::collections::BTreeMap<String, serde_json::Value>>,
     /// Fields that lost values or bytes to a cap of the page (values per
