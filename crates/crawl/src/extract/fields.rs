@@ -114,7 +114,7 @@ impl FieldSpec {
 
     /// True when the value is a URL to resolve against the page's base.
     pub(crate) fn is_url(&self) -> bool {
-        matches!(&self.take, Take::Attr(a) if URL_ATTRIBUTES.contains(&a.to_ascii_lowercase().as_str()))
+        matches!(&self.take, Take::Attr(a) if URL_ATTRIBUTES.iter().any(|u| u.eq_ignore_ascii_case(a)))
     }
 }
 
