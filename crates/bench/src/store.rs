@@ -78,6 +78,8 @@ pub(crate) fn record(e: &FrontierEntry, authority: &Authority) -> CrawlRecord {
         content_type: Some("text/html; charset=utf-8".into()),
         bytes: 30_000,
         title: Some("A page of a benchmark site".into()),
+        fields: None,
+        fields_cut: None,
         links: 23,
         links_dropped: 0,
         truncated: false,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use crawlkeeper_crawl::FieldSpec;
 use crawlkeeper_crawl::config::{CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, ResolveOverride};
 use crawlkeeper_crawl::guard::Cidr;
 use crawlkeeper_model::parse_duration;
@@ -139,10 +140,19 @@ pub struct JobArgs {
     /// URL keys remembered in memory; past this the store is asked.
     #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_SEEN_CACHE, value_name = "N")]
     pub seen_cache: usize,
+    /// Take a field from every HTML page by CSS selector (repeatable):
+    /// NAME=SELECTOR[@attr|::text|::html]; NAME[]=… keeps every match.
+    #[arg(long = "extract", value_name = "NAME=SELECTOR", value_parser = field_spec)]
+    pub extract: Vec<FieldSpec>,
     /// URLs queued in memory; more wait in the store.
     #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_MAX_QUEUED, value_name = "N",
           value_parser = positive_usize)]
     pub max_queued: usize,
+}
+
+fn field_spec(s: &str) -> Result<FieldSpec, String> {
+    s.parse()
+        .map_err(|e: crawlkeeper_crawl::extract::FieldSpecError| e.to_string())
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -228,6 +238,7 @@ impl JobArgs {
         c.engine.max_queued = self.max_queued;
         c.engine.max_links_per_page = self.max_links_per_page;
         c.engine.extract_timeout = self.extract_timeout;
+        c.extract.fields = self.extract.clone();
         c
     }
 }

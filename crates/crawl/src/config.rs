@@ -74,6 +74,27 @@ pub struct CrawlConfig {
     pub pipeline: PipelineConfig,
     /// What of each page is kept beyond its record.
     pub archive: ArchiveConfig,
+    /// Fields taken from every HTML page by CSS selector (`--extract`).
+    /// Left out of the serialized configuration when empty, so jobs made
+    /// before fields existed keep their options.
+    #[serde(skip_serializing_if = "ExtractConfig::is_empty")]
+    pub extract: ExtractConfig,
+}
+
+/// Fields taken from every HTML page, in the record's `fields`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExtractConfig {
+    /// `--extract NAME=SELECTOR[@attr|::text|::html]`, in order; evaluated
+    /// by the `html` extractor in its one pass over a page.
+    pub fields: Vec<crate::extract::FieldSpec>,
+}
+
+impl ExtractConfig {
+    /// True when no field is asked for.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
 }
 
 /// What of each page is kept beyond its record.
@@ -408,6 +429,13 @@ impl CrawlConfig {
         if self.politeness.max_host_errors == 0 {
             problems.push("max_host_errors must be at least 1".to_owned());
         }
+        let mut names = std::collections::BTreeSet::new();
+        // Selectors are compiled (and refused) by the `html` extractor.
+        for f in &self.extract.fields {
+            if !names.insert(f.name.as_str()) {
+                problems.push(format!("--extract: the field '{}' is given twice", f.name));
+            }
+        }
         for (name, d) in self.durations() {
             if d > MAX_DURATION {
                 problems.push(format!("{name} must be at most 365d"));
@@ -470,5 +498,29 @@ mod tests {
         assert_eq!(back, c);
         let bad = r#"{"engine": {"max_wrkers": 3}}"#;
         assert!(serde_json::from_str::<CrawlConfig>(bad).is_err());
+        assert!(!json.contains("\"extract\""), "no fields: no key {json}");
+    }
+
+    #[test]
+    fn fields_are_data_in_the_config_and_names_are_unique() {
+        let mut c = CrawlConfig::default();
+        c.extract.fields = vec![
+            "name=h1".parse().unwrap(),
+            "images[]=img@src".parse().unwrap(),
+            "d=div::html".parse().unwrap(),
+        ];
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(
+            json.contains(r#"{"name":"images","selector":"img","take":{"attr":"src"},"all":true}"#),
+            "{json}"
+        );
+        let back: CrawlConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c);
+        let bad = r#"{"extract": {"fields": [{"name": "a", "selector": "h1", "take": "text", "all": false, "x": 1}]}}"#;
+        assert!(serde_json::from_str::<CrawlConfig>(bad).is_err());
+        assert!(c.validate().is_ok());
+        c.extract.fields.push("name=h2".parse().unwrap());
+        let err = c.validate().unwrap_err().to_string();
+        assert!(err.contains("the field 'name' is given twice"), "{err}");
     }
 }

@@ -54,7 +54,7 @@ pub mod summary;
 pub use archive::Archiver;
 pub use config::CrawlConfig;
 pub use engine::{Control, Engine, EngineError};
-pub use extract::{Extracted, Extractor, Page};
+pub use extract::{Extracted, Extractor, FieldSpec, FieldValue, Page};
 pub use fetch::{FetchError, FetchResponse, Fetcher, HttpFetcher, WireCapture};
 pub use registry::Registry;
 pub use scope::{Candidate, Disposition, ScopeReason, Scoper, Verdict};

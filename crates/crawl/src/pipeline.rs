@@ -102,6 +102,8 @@ pub struct Pipeline {
     pub(crate) max_redirects: u32,
     pub(crate) max_links_per_page: usize,
     pub(crate) extract_timeout: std::time::Duration,
+    /// Fields were asked for: every 2xx HTML page's record has `fields`.
+    pub(crate) wants_fields: bool,
     /// Makes the WARC records of each page, when the crawl archives.
     pub(crate) archiver: Option<Arc<crate::archive::Archiver>>,
     /// Read each authority's sitemaps after its robots.txt.
@@ -470,6 +472,13 @@ impl Pipeline {
         }
         record.title = found.title.take();
         record.links_dropped = found.dropped_links;
+        if (self.wants_fields && r.is_html()) || !found.fields.is_empty() {
+            let fields = std::mem::take(&mut found.fields);
+            record.fields = Some(fields.into_iter().map(|(k, v)| (k, v.into())).collect());
+        }
+        if !found.fields_cut.is_empty() {
+            record.fields_cut = Some(std::mem::take(&mut found.fields_cut).into_iter().collect());
+        }
         if let Some(cut) = found.cut_short
             && record.error.is_none()
         {
@@ -542,6 +551,8 @@ pub(crate) fn blank_record(request: &Request) -> CrawlRecord {
         content_type: None,
         bytes: 0,
         title: None,
+        fields: None,
+        fields_cut: None,
         links: 0,
         links_dropped: 0,
         truncated: false,

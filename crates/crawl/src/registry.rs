@@ -65,7 +65,11 @@ impl Registry {
             extractors: BTreeMap::new(),
             scopers: BTreeMap::new(),
         };
-        r.add_extractor("html", |_| Ok(Box::new(HtmlExtractor::new())));
+        r.add_extractor("html", |ctx| {
+            HtmlExtractor::with_fields(&ctx.config.extract.fields)
+                .map(|x| Box::new(x) as Box<dyn Extractor>)
+                .map_err(BuildError::from)
+        });
         r.add_scoper("scheme", |_| Ok(Box::new(SchemeScoper)));
         r.add_scoper("url-length", |ctx| {
             Ok(Box::new(UrlLengthScoper {
@@ -162,6 +166,7 @@ impl Registry {
                 max_redirects: config.engine.max_redirects,
                 max_links_per_page: config.engine.max_links_per_page,
                 extract_timeout: config.engine.extract_timeout,
+                wants_fields: !config.extract.is_empty(),
                 // Pages kept in the store are archived; a WARC file output
                 // attaches its own archiver (`Engine::archive`).
                 archiver: (config.archive.store_bodies && config.fetch.capture).then(|| {
@@ -216,5 +221,28 @@ mod tests {
             err.to_string()
                 .contains("unknown extractor 'pdf' (known: html)")
         );
+    }
+
+    #[test]
+    fn a_field_whose_selector_does_not_parse_is_refused() {
+        // A configuration read as JSON (a submitted job) is not checked by
+        // the command line's parser: the html extractor refuses it.
+        let mut c = CrawlConfig::default();
+        c.extract.fields.push(crate::extract::FieldSpec {
+            name: "price".into(),
+            selector: "div[".into(),
+            take: crate::extract::Take::Text,
+            all: false,
+        });
+        let Err(err) = Registry::builtin().build(&c, &[]) else {
+            panic!("expected an error");
+        };
+        assert!(
+            err.to_string()
+                .contains("extractor 'html': 'price=div[::text': selector 'div[' does not parse"),
+            "{err}"
+        );
+        c.extract.fields[0].selector = "div.price".into();
+        assert!(Registry::builtin().build(&c, &[]).is_ok());
     }
 }

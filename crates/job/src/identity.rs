@@ -1,5 +1,5 @@
-//! What makes two runs the same job: the same seeds, scope options and
-//! number of shards. Concurrency, delays and outputs are not identity: a
+//! What makes two runs the same job: the same seeds, scope options,
+//! fields asked for (`--extract`) and number of shards. Concurrency, delays and outputs are not identity: a
 //! job may be resumed with other settings.
 
 use crawlkeeper_crawl::CrawlConfig;
@@ -13,6 +13,12 @@ pub fn job_spec(config: &CrawlConfig, seeds: &[Url], shards: u32) -> JobSpec {
     let seeds: Vec<String> = seeds.iter().map(Url::to_string).collect();
     let scope = serde_json::to_string(&config.scope).unwrap_or_default();
     let mut identity = format!("{}\n{scope}", seeds.join("\n"));
+    // Other fields make other records: another job. None is how every job
+    // was named before fields existed.
+    if !config.extract.is_empty() {
+        let fields = serde_json::to_string(&config.extract).unwrap_or_default();
+        identity.push_str(&format!("\nextract={fields}"));
+    }
     // One shard is how every job was named before shards existed.
     if shards > 1 {
         identity.push_str(&format!("\nshards={shards}"));
@@ -49,5 +55,31 @@ mod tests {
         config.scope.max_depth = 2;
         assert_ne!(job_spec(&config, &seeds, 1).name, a.name, "scope is");
         assert_eq!(a.name.len(), 12);
+    }
+
+    #[test]
+    fn other_fields_make_another_job() {
+        let seeds = [Url::parse("http://a.test/").unwrap()];
+        let mut config = CrawlConfig::default();
+        let none = job_spec(&config, &seeds, 1).name;
+        config.extract.fields = vec!["name=h1".parse().unwrap()];
+        let h1 = job_spec(&config, &seeds, 1);
+        assert_ne!(h1.name, none, "fields are identity");
+        assert!(h1.options.contains("\"extract\""), "{}", h1.options);
+        config.extract.fields = vec!["name=h2".parse().unwrap()];
+        assert_ne!(
+            job_spec(&config, &seeds, 1).name,
+            h1.name,
+            "so are selectors"
+        );
+        config.extract.fields = vec!["name[]=h1".parse().unwrap()];
+        assert_ne!(
+            job_spec(&config, &seeds, 1).name,
+            h1.name,
+            "and all matches"
+        );
+        config.extract.fields.clear();
+        assert_eq!(job_spec(&config, &seeds, 1).name, none);
+        assert!(!job_spec(&config, &seeds, 1).options.contains("\"extract\""));
     }
 }

@@ -33,6 +33,18 @@ pub struct CrawlRecord {
     pub bytes: u64,
     /// The page title, for HTML pages that have one.
     pub title: Option<String>,
+    /// The fields asked for (`--extract`), or added by an extractor, by
+    /// name: a string (the first match), a list (`NAME[]`, every match);
+    /// a single field with no match on the page is absent, a list is `[]`.
+    /// Present (`{}` at least) on every 2xx HTML page's record when fields
+    /// were asked for; absent from the others, and from every record of a
+    /// crawl that asked for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// Fields that lost values or bytes to a cap of the page (values per
+    /// field, bytes per value, field bytes per page). Absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields_cut: Option<Vec<String>>,
     /// Number of distinct in-scope links found on the page.
     pub links: u32,
     /// Links on the page past the per-page limit, not taken (0 in records
@@ -175,6 +187,8 @@ mod tests {
             content_type: None,
             bytes: 0,
             title: None,
+            fields: None,
+            fields_cut: None,
             links: 0,
             links_dropped: 0,
             truncated: false,
@@ -215,5 +229,23 @@ mod tests {
             back, record,
             "records stored before links_dropped still read"
         );
+        assert!(
+            json_has_no_fields(&record),
+            "no fields asked for: no \"fields\" key"
+        );
+        let mut with = record.clone();
+        let fields = serde_json::json!({"name": "Kettle", "images": ["http://a.test/1.jpg"]});
+        with.fields = Some(serde_json::from_value(fields.clone()).unwrap());
+        with.fields_cut = Some(vec!["images".into()]);
+        let json = serde_json::to_value(&with).unwrap();
+        assert_eq!(json["fields"], fields);
+        assert_eq!(json["fields_cut"], serde_json::json!(["images"]));
+        let back: CrawlRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, with);
+    }
+
+    fn json_has_no_fields(record: &CrawlRecord) -> bool {
+        let json = serde_json::to_value(record).unwrap();
+        json.get("fields").is_none() && json.get("fields_cut").is_none()
     }
 }

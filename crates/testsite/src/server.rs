@@ -331,6 +331,7 @@ async fn answer(
                 "<a href=\"2\">page 2 via base</a>",
             ),
         ),
+        Route::Product(n) => html(StatusCode::OK, crate::site::render_product(n)),
         Route::Refresh => html(
             StatusCode::OK,
             render_leaf(

@@ -147,6 +147,9 @@ pub enum Route {
     Base,
     /// `/refresh`: meta refresh to `/p/3`.
     Refresh,
+    /// `/product/{n}` (1 to [`PRODUCTS`]): a product page with known
+    /// values ([`product`]), linked from no page.
+    Product(u32),
     /// `/trap/{n}`: links to `/trap/{n+1}`, forever.
     Trap(u32),
     /// A non-HTML body with a type.
@@ -218,6 +221,13 @@ impl HostConfig {
             "/meta-nofollow" => Route::MetaNofollow,
             "/base/page" => Route::Base,
             "/refresh" => Route::Refresh,
+            p if p
+                .strip_prefix("/product/")
+                .and_then(|n| n.parse::<u32>().ok())
+                .is_some_and(|n| (1..=PRODUCTS).contains(&n)) =>
+            {
+                Route::Product(p[9..].parse().unwrap_or(1))
+            }
             "/file.pdf" => Route::File("application/pdf"),
             "/data.json" => Route::File("application/json"),
             "/slow" => Route::Slow,
@@ -349,6 +359,49 @@ impl HostConfig {
             _ => self.delay,
         }
     }
+}
+
+/// Product pages a special host serves (`/product/1` …).
+pub const PRODUCTS: u32 = 3;
+
+/// What product page `n` holds, for tests of fields by selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Product {
+    /// `h1.product-title`, entities and whitespace as in the page.
+    pub name: String,
+    /// The first `.price` (a second one, the old price, follows).
+    pub price: String,
+    /// `img.gallery@src` as written: one absolute path, one relative to
+    /// the page's directory.
+    pub images: [String; 2],
+    /// `div.desc`'s inner HTML.
+    pub desc_html: String,
+}
+
+/// The known values of product page `n`.
+pub fn product(n: u32) -> Product {
+    Product {
+        name: format!("Kettle &amp; Cup\n   No. {n}"),
+        price: format!("{n}9.99"),
+        images: [format!("/img/{n}-a.jpg"), format!("img/{n}-b.jpg")],
+        desc_html: format!("<p>Boils <b>fast</b>, model {n}.</p>"),
+    }
+}
+
+/// The HTML of product page `n`.
+pub fn render_product(n: u32) -> String {
+    let p = product(n);
+    render_leaf(
+        &format!("Product {n}"),
+        &format!("<link rel=\"canonical\" href=\"/product/{n}\">"),
+        &format!(
+            "<h1 class=\"product-title\">{}</h1><span class=\"price\">{}</span>\
+             <span class=\"price old\">{n}0.00</span>\
+             <img class=\"gallery\" src=\"{}\"><img class=\"gallery\" src=\"{}\">\
+             <div class=\"desc\">{}</div><script>var fake = '<h1 class=\"product-title\">x</h1>';</script>",
+            p.name, p.price, p.images[0], p.images[1], p.desc_html
+        ),
+    )
 }
 
 /// Absolute base of a host's links: `http://name:port` (or `https://`).

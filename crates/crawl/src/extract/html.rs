@@ -4,13 +4,15 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::rc::Rc;
 
 use lol_html::errors::RewritingError;
-use lol_html::html_content::{Element, TextChunk};
+use lol_html::html_content::{Element, EndTag, TextChunk, TextType};
 use lol_html::{ElementContentHandlers, HtmlRewriter, MemorySettings, Selector, Settings};
 use tracing::debug;
 
 use super::entities::decode;
+use super::fields::{Collector, FieldSpec, FieldSpecError, Take};
 use super::{CutShort, Extracted, Extractor, Page, PageLimits};
 
 /// Bytes handed to the parser at a time; the deadline is checked between
@@ -23,13 +25,16 @@ const MAX_TITLE: usize = 4096;
 const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
 
 /// The built-in HTML extractor (`html`): `a`, `area` and `link` hrefs,
-/// `<base href>`, meta refresh, `rel=nofollow`, meta robots and the title.
+/// `<base href>`, meta refresh, `rel=nofollow`, meta robots and the title,
+/// and the fields by CSS selector it was built with
+/// ([`HtmlExtractor::with_fields`]), all in the same pass.
 /// Only responses typed as HTML are parsed.
 pub struct HtmlExtractor {
     links: Selector,
     base: Selector,
     meta: Selector,
     title: Selector,
+    fields: Vec<(FieldSpec, Selector)>,
 }
 
 impl Default for HtmlExtractor {
@@ -41,6 +46,7 @@ impl Default for HtmlExtractor {
             base: parse("base[href]"),
             meta: parse("meta[content]"),
             title: parse("title"),
+            fields: Vec::new(),
         }
     }
 }
@@ -49,6 +55,15 @@ impl HtmlExtractor {
     /// A new HTML extractor.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An HTML extractor that also takes `fields` from every page.
+    pub fn with_fields(fields: &[FieldSpec]) -> Result<Self, FieldSpecError> {
+        let mut x = Self::default();
+        for f in fields {
+            x.fields.push((f.clone(), f.compile()?));
+        }
+        Ok(x)
     }
 }
 
@@ -136,7 +151,12 @@ impl Extractor for HtmlExtractor {
             }
             Ok(())
         };
-        let settings = Settings::new()
+        let collector = (!self.fields.is_empty()).then(|| {
+            Rc::new(RefCell::new(Collector::new(
+                self.fields.iter().map(|(s, _)| s.all),
+            )))
+        });
+        let mut settings = Settings::new()
             .with_memory_settings(
                 MemorySettings::new().with_max_allowed_memory_usage(MAX_PARSER_MEMORY),
             )
@@ -158,6 +178,12 @@ impl Extractor for HtmlExtractor {
                     .element(on_title_start)
                     .text(on_title_text),
             ));
+        if let Some(collector) = &collector {
+            for (i, (spec, selector)) in self.fields.iter().enumerate() {
+                settings = settings
+                    .append_element_content_handler(field_handlers(i, spec, selector, collector));
+            }
+        }
         let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
         let mut cut_short = None;
         let mut result = Ok(());
@@ -189,6 +215,22 @@ impl Extractor for HtmlExtractor {
             ..
         } = state.into_inner();
         found.cut_short = found.cut_short.or(cut_short);
+        if let Some(collector) = collector
+            && let Ok(collector) = Rc::try_unwrap(collector)
+        {
+            let base = found.base_url(page.url);
+            collector.into_inner().finish_page(
+                self.fields.iter().map(|(s, _)| s),
+                &page.response.body,
+                |s| decode(s).into_owned(),
+                |s| {
+                    base.join(s)
+                        .map(String::from)
+                        .unwrap_or_else(|_| s.to_owned())
+                },
+                &mut found,
+            );
+        }
         let title = collapse_whitespace(&decode(&title));
         if !title.is_empty() && found.title.is_none() {
             found.title = Some(title);
@@ -198,6 +240,49 @@ impl Extractor for HtmlExtractor {
         }
         *out = found;
     }
+}
+
+/// The handlers of field `i`: its element (an attribute, or the start of a
+/// value its end tag ends) and the text inside it.
+fn field_handlers<'h>(
+    i: usize,
+    spec: &'h FieldSpec,
+    selector: &'h Selector,
+    collector: &'h Rc<RefCell<Collector>>,
+) -> (Cow<'h, Selector>, ElementContentHandlers<'h>) {
+    let on_element = move |el: &mut Element<'_, '_>| {
+        let has_content = el.can_have_content();
+        let generation = collector.borrow_mut().on_element(
+            i,
+            &spec.take,
+            |name| el.get_attribute(name),
+            el.source_location().bytes(),
+            has_content,
+        );
+        if let Some(generation) = generation {
+            let c = Rc::clone(collector);
+            el.on_end_tag(Box::new(move |end: &mut EndTag<'_>| {
+                c.borrow_mut()
+                    .on_end_tag(i, generation, end.source_location().bytes().start);
+                Ok(())
+            }))?;
+        }
+        Ok(())
+    };
+    let mut handlers = ElementContentHandlers::default().element(on_element);
+    if !matches!(spec.take, Take::Attr(_)) {
+        handlers = handlers.text(move |t: &mut TextChunk<'_>| {
+            let keep = matches!(
+                t.text_type(),
+                TextType::Data | TextType::RCData | TextType::CDataSection
+            );
+            collector
+                .borrow_mut()
+                .on_text(i, t.as_str(), t.source_location().bytes(), keep);
+            Ok(())
+        });
+    }
+    (Cow::Borrowed(selector), handlers)
 }
 
 /// Why the parser stopped before the end of a page.
@@ -258,6 +343,7 @@ fn collapse_whitespace(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::extract::{FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES};
     use crate::fetch::FetchResponse;
     use bytes::Bytes;
     use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
@@ -308,6 +394,207 @@ mod tests {
 
     fn extract(html: &str) -> Extracted {
         extract_with("text/html; charset=utf-8", html)
+    }
+
+    /// The fields `specs` take from `html` (at http://a.test/dir/page).
+    fn fields_in(specs: &[&str], html: &[u8], time: Duration) -> Extracted {
+        let specs: Vec<FieldSpec> = specs.iter().map(|s| s.parse().unwrap()).collect();
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html"));
+        let response = FetchResponse {
+            started_at: SystemTime::now(),
+            elapsed: Duration::ZERO,
+            status: 200,
+            headers,
+            body: Bytes::from(html.to_owned()),
+            truncated: false,
+            capture: None,
+        };
+        let url = Url::parse("http://a.test/dir/page").unwrap();
+        let mut out = Extracted::default();
+        HtmlExtractor::with_fields(&specs).unwrap().extract(
+            &Page {
+                url: &url,
+                response: &response,
+                limits: PageLimits {
+                    max_links: 10_000,
+                    deadline: std::time::Instant::now() + time,
+                },
+            },
+            &mut out,
+        );
+        out
+    }
+
+    fn fields(specs: &[&str], html: &str) -> Extracted {
+        fields_in(specs, html.as_bytes(), Duration::from_secs(60))
+    }
+
+    fn one(out: &Extracted, name: &str) -> Option<String> {
+        match out.fields.get(name)? {
+            FieldValue::One(s) => Some(s.clone()),
+            FieldValue::Many(v) => panic!("{name} is a list: {v:?}"),
+        }
+    }
+
+    fn many(out: &Extracted, name: &str) -> Vec<String> {
+        match out.fields.get(name) {
+            Some(FieldValue::Many(v)) => v.clone(),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    const PRODUCT: &str = r#"<html><head><title>Shop</title>
+        <link rel="canonical" href="/p/42">
+        </head><body>
+        <h1 class="product-title">  Blue
+           &amp; Green   <b>Kettle</b> </h1>
+        <span class="price">€ 19.99</span><span class="price">€ 1</span>
+        <img class="gallery" src="img/1.jpg"><img class="gallery" src="/img/2.jpg">
+        <img class="gallery" src="https://cdn.test/3.jpg"><img class="gallery">
+        <div id="d"><p>One <i>two</i></p><!-- c --><script>var x = "<p>";</script></div>
+        <a class="x" href="/next" data-id="A&amp;B">next</a>
+        </body></html>"#;
+
+    #[test]
+    fn fields_take_text_by_default_whitespace_collapsed_entities_decoded() {
+        let out = fields(&["name=h1.product-title", "price=.price::text"], PRODUCT);
+        assert_eq!(one(&out, "name").as_deref(), Some("Blue & Green Kettle"));
+        assert_eq!(one(&out, "price").as_deref(), Some("€ 19.99"), "the first");
+        assert!(out.fields_cut.is_empty());
+        // The links are found as before, in the same pass.
+        assert!(out.hrefs.contains(&"/next".to_owned()), "{:?}", out.hrefs);
+        assert_eq!(out.title.as_deref(), Some("Shop"));
+    }
+
+    #[test]
+    fn list_fields_keep_every_match_in_order() {
+        let out = fields(&["prices[]=.price", "none[]=table", "none=table"], PRODUCT);
+        assert_eq!(many(&out, "prices"), ["€ 19.99", "€ 1"]);
+        assert!(
+            many(&out, "none").is_empty(),
+            "a list with no match is empty"
+        );
+        assert!(!out.fields.contains_key("none") || many(&out, "none").is_empty());
+        let out = fields(&["missing=table"], PRODUCT);
+        assert_eq!(
+            one(&out, "missing"),
+            None,
+            "a single field with no match is absent"
+        );
+    }
+
+    #[test]
+    fn url_attributes_resolve_against_the_base_others_do_not() {
+        let out = fields(
+            &[
+                "images[]=img.gallery@src",
+                "canonical=link[rel=canonical]@href",
+                "id=a.x@data-id",
+            ],
+            PRODUCT,
+        );
+        assert_eq!(
+            many(&out, "images"),
+            [
+                "http://a.test/dir/img/1.jpg",
+                "http://a.test/img/2.jpg",
+                "https://cdn.test/3.jpg"
+            ],
+            "an element without the attribute gives no value"
+        );
+        assert_eq!(
+            one(&out, "canonical").as_deref(),
+            Some("http://a.test/p/42")
+        );
+        assert_eq!(one(&out, "id").as_deref(), Some("A&B"));
+        let out = fields(
+            &["img=img@src"],
+            r#"<head><base href="http://b.test/x/"></head><img src="y.png">"#,
+        );
+        assert_eq!(one(&out, "img").as_deref(), Some("http://b.test/x/y.png"));
+    }
+
+    #[test]
+    fn html_fields_are_the_inner_html_as_written() {
+        let out = fields(&["d=#d::html", "t=#d::text", "h[]=h1 b::html"], PRODUCT);
+        assert_eq!(
+            one(&out, "d").as_deref(),
+            Some(r#"<p>One <i>two</i></p><!-- c --><script>var x = "<p>";</script>"#)
+        );
+        assert_eq!(one(&out, "t").as_deref(), Some("One two"), "no script text");
+        assert_eq!(many(&out, "h"), ["Kettle"]);
+        // Void elements have no inner HTML; implicitly closed ones end at
+        // their last text.
+        let out = fields(
+            &["img=img::html", "li[]=li::html", "lt[]=li"],
+            "<img src=x><ul><li>a <b>1</b><li>b</ul>",
+        );
+        assert_eq!(one(&out, "img").as_deref(), Some(""));
+        assert_eq!(many(&out, "li"), ["a <b>1", "b"]);
+        assert_eq!(many(&out, "lt"), ["a 1", "b"]);
+    }
+
+    #[test]
+    fn a_field_matching_nothing_costs_no_record_of_it() {
+        let out = fields(&[], PRODUCT);
+        assert!(out.fields.is_empty() && out.fields_cut.is_empty());
+        let out = extract(PRODUCT);
+        assert!(out.fields.is_empty());
+    }
+
+    #[test]
+    fn a_million_matches_keep_the_first_thousand_and_say_so() {
+        let started = std::time::Instant::now();
+        let html = "<i class=p>x</i>".repeat(1_000_000);
+        let out = fields(&["p[]=i.p", "first=i.p", "at[]=i@class"], &html);
+        assert_eq!(many(&out, "p").len(), MAX_FIELD_VALUES);
+        assert_eq!(many(&out, "at").len(), MAX_FIELD_VALUES);
+        assert_eq!(one(&out, "first").as_deref(), Some("x"));
+        assert_eq!(
+            out.fields_cut.iter().collect::<Vec<_>>(),
+            ["at", "p"],
+            "first-match fields lose nothing"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_hundred_megabyte_value_is_cut_at_the_value_cap() {
+        let mut html = b"<h1>".to_vec();
+        html.resize(100 * 1024 * 1024, b'a');
+        html.extend_from_slice(b"</h1><a href=/after>x</a>");
+        let out = fields_in(&["t=h1", "h=h1::html"], &html, Duration::from_secs(600));
+        assert_eq!(one(&out, "t").unwrap().len(), MAX_VALUE_BYTES);
+        assert_eq!(one(&out, "h").unwrap().len(), MAX_VALUE_BYTES);
+        assert_eq!(out.fields_cut.iter().collect::<Vec<_>>(), ["h", "t"]);
+        assert_eq!(out.hrefs, ["/after"], "the rest of the page is still read");
+    }
+
+    #[test]
+    fn a_page_s_fields_together_stop_at_the_page_cap() {
+        let value = "v".repeat(MAX_VALUE_BYTES);
+        let html = format!("<p>{value}</p>").repeat(40);
+        let out = fields(&["a[]=p", "b[]=p"], &html);
+        let kept: usize = ["a", "b"]
+            .iter()
+            .flat_map(|f| many(&out, f))
+            .map(|v| v.len())
+            .sum();
+        assert_eq!(kept, MAX_PAGE_FIELD_BYTES);
+        assert!(out.fields_cut.contains("b"), "{:?}", out.fields_cut);
+    }
+
+    #[test]
+    fn fields_stop_at_the_page_s_deadline() {
+        let html = "<p>x</p>".repeat(100_000);
+        let out = fields_in(&["p[]=p"], html.as_bytes(), Duration::ZERO);
+        assert_eq!(out.cut_short, Some(CutShort::Time));
+        assert!(many(&out, "p").is_empty());
     }
 
     #[test]

@@ -6,13 +6,19 @@
 //! deadline), so no page costs more than a bounded amount of memory and CPU.
 
 mod entities;
+mod fields;
 mod html;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::fetch::FetchResponse;
 use url::Url;
 
+pub use fields::{
+    FieldSpec, FieldSpecError, FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES,
+    Take,
+};
 pub use html::HtmlExtractor;
 
 /// Finds links and facts in a fetched page.
@@ -78,6 +84,11 @@ pub struct Extracted {
     pub dropped_links: u32,
     /// Set when extraction stopped before the end of the page.
     pub cut_short: Option<CutShort>,
+    /// Named values taken from the page (the `--extract` fields, or any an
+    /// extractor adds), written into the record's `fields`.
+    pub fields: BTreeMap<String, FieldValue>,
+    /// Fields that lost values or bytes to a cap (the record's `fields_cut`).
+    pub fields_cut: BTreeSet<String>,
 }
 
 impl Extracted {

@@ -37,6 +37,8 @@ fn record(e: &FrontierEntry, a: &Authority) -> CrawlRecord {
         content_type: Some("text/html".into()),
         bytes: 4096,
         title: Some("a page".into()),
+        fields: None,
+        fields_cut: None,
         links: 20,
         links_dropped: 0,
         truncated: false,

@@ -67,6 +67,8 @@ pub fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {
         content_type: Some("text/html".into()),
         bytes: 10,
         title: None,
+        fields: None,
+        fields_cut: None,
         links: 0,
         links_dropped: 0,
         truncated: false,
