@@ -87,7 +87,7 @@ pub struct CrawlConfig {
 pub struct ExtractConfig {
     /// `--extract NAME=SELECTOR[@attr|::text|::html]`, in order; evaluated
     /// by the `html` extractor in its one pass over a page.
-    pub fields: Vec<crate::extract::FieldSpec>,
+    pub fields: Vec<crate::field_spec::FieldSpec>,
 }
 
 impl ExtractConfig {

@@ -10,6 +10,7 @@
 //! | [`guard`] | the SSRF guard: which addresses a crawl may connect to |
 //! | [`robots`] | robots.txt rules per authority (RFC 9309) |
 //! | [`extract`] | the [`Extractor`] trait and the streaming HTML extractor |
+//! | [`field_spec`] | fields by CSS selector as a user asks for them (`--extract`), and their caps |
 //! | [`scope`] | the [`Scoper`] trait, the built-in rules, dispositions |
 //! | [`pipeline`] | one job through robots, fetch, extract and scope |
 //! | [`politeness`] | delays between requests, retry backoff, `Retry-After` |
@@ -38,6 +39,7 @@ pub mod config;
 pub mod engine;
 pub mod extract;
 pub mod fetch;
+pub mod field_spec;
 pub mod guard;
 pub mod live;
 pub mod normalize;

@@ -12,8 +12,9 @@ use lol_html::{ElementContentHandlers, HtmlRewriter, MemorySettings, Selector, S
 use tracing::debug;
 
 use super::entities::decode;
-use super::fields::{Collector, FieldSpec, FieldSpecError, Take};
+use super::fields::Collector;
 use super::{CutShort, Extracted, Extractor, Page, PageLimits};
+use crate::field_spec::{FieldSpec, FieldSpecError, Take};
 
 /// Bytes handed to the parser at a time; the deadline is checked between
 /// chunks, so a page overruns it by at most one chunk's work.

@@ -15,7 +15,7 @@ use std::time::Instant;
 use crate::fetch::FetchResponse;
 use url::Url;
 
-pub use fields::{
+pub use crate::field_spec::{
     FieldSpec, FieldSpecError, FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES,
     Take,
 };
