@@ -9,14 +9,18 @@ use std::time::{Duration, Instant};
 use common::cluster::{Cluster, exit_within, role};
 use common::signal;
 
+/// The kill test's job options beyond the site's own.
+const JOB_EXTRA: &[&str] = &["--store-bodies", "--extract", "heading=title"];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_runners_shards_are_crawled_on_by_the_backup_with_nothing_lost_or_doubled() {
     let c = Cluster::start("cl_kill", 2, 1, 2, 8, 12, 30).await;
     let nodes: Vec<_> = (1..=3).map(|i| c.node(i, &[])).collect();
     let formed = c.formed().await;
     assert_eq!(role(&formed, "crawler_3"), "backup-runner");
-    // Pages kept in PostgreSQL, for one WARC export of every shard.
-    let (code, job, err) = c.submit(&["--store-bodies"]).await;
+    // Pages kept in PostgreSQL, for one WARC export of every shard; a
+    // field by selector, taken by whichever node crawls a page.
+    let (code, job, err) = c.submit(JOB_EXTRA).await;
     assert_eq!(code, 0, "{err}");
     let job = job.trim().to_owned();
     assert_eq!(job.len(), 12, "the job's name is printed: {job:?}");
@@ -31,7 +35,7 @@ async fn a_killed_runners_shards_are_crawled_on_by_the_backup_with_nothing_lost_
     let killed_at = Instant::now();
     let before = c.requests_from(3);
     drop(victim);
-    let (code, _, err) = c.submit(&["--store-bodies", "--wait"]).await;
+    let (code, _, err) = c.submit(&[JOB_EXTRA, &["--wait"]].concat()).await;
     assert_eq!(code, 0, "the job completes: {err}");
     assert!(
         c.requests_from(3) > before,
@@ -87,6 +91,21 @@ async fn check_export(c: &Cluster, job: &str) {
     let (code, jsonl, err) = c.run(&["results", "--store", &c.site.url, job]).await;
     assert_eq!(code, 0, "{err}");
     let pages = common::records(&jsonl);
+    // Every page's field, whether its shard was crawled before the kill or
+    // after it by the backup: the page's title, as the record has it.
+    let pages_200: Vec<_> = pages.iter().filter(|r| r.status == Some(200)).collect();
+    assert!(!pages_200.is_empty());
+    for r in pages_200 {
+        let heading = r.fields.as_ref().and_then(|f| f.get("heading"));
+        assert_eq!(
+            heading.and_then(|v| v.as_str()),
+            r.title.as_deref(),
+            "{}: fields {:?}",
+            r.url,
+            r.fields
+        );
+        assert!(r.title.is_some(), "{} has a title", r.url);
+    }
     let args = [
         "results",
         "--store",
