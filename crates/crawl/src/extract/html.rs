@@ -366,6 +366,17 @@ mod tests {
         max_links: usize,
         time: Duration,
     ) -> Extracted {
+        run(&HtmlExtractor::new(), content_type, html, max_links, time)
+    }
+
+    /// What `extractor` finds in `html` (at http://a.test/dir/page).
+    fn run(
+        extractor: &HtmlExtractor,
+        content_type: &str,
+        html: &[u8],
+        max_links: usize,
+        time: Duration,
+    ) -> Extracted {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
         let response = FetchResponse {
@@ -379,7 +390,7 @@ mod tests {
         };
         let url = Url::parse("http://a.test/dir/page").unwrap();
         let mut out = Extracted::default();
-        HtmlExtractor::new().extract(
+        extractor.extract(
             &Page {
                 url: &url,
                 response: &response,
@@ -400,31 +411,8 @@ mod tests {
     /// The fields `specs` take from `html` (at http://a.test/dir/page).
     fn fields_in(specs: &[&str], html: &[u8], time: Duration) -> Extracted {
         let specs: Vec<FieldSpec> = specs.iter().map(|s| s.parse().unwrap()).collect();
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html"));
-        let response = FetchResponse {
-            started_at: SystemTime::now(),
-            elapsed: Duration::ZERO,
-            status: 200,
-            headers,
-            body: Bytes::from(html.to_owned()),
-            truncated: false,
-            capture: None,
-        };
-        let url = Url::parse("http://a.test/dir/page").unwrap();
-        let mut out = Extracted::default();
-        HtmlExtractor::with_fields(&specs).unwrap().extract(
-            &Page {
-                url: &url,
-                response: &response,
-                limits: PageLimits {
-                    max_links: 10_000,
-                    deadline: std::time::Instant::now() + time,
-                },
-            },
-            &mut out,
-        );
-        out
+        let extractor = HtmlExtractor::with_fields(&specs).unwrap();
+        run(&extractor, "text/html", html, 10_000, time)
     }
 
     fn fields(specs: &[&str], html: &str) -> Extracted {
