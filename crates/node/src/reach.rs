@@ -57,12 +57,13 @@ pub async fn connect_zk(place: &Place) -> Result<ZkCoordinator, ReachError> {
 /// Opens the cluster's store, on the blocking pool.
 pub async fn open_store(place: &Place) -> Result<Box<dyn Store>, JobError> {
     let location = Location::Store(place.store.clone());
+    let shown = location.shown();
     tokio::task::spawn_blocking(move || location.open())
         .await
         .unwrap_or_else(|e| {
             Err(JobError::Unreachable {
-                place: String::new(),
-                why: format!("the store could not be opened: {e}"),
+                place: shown,
+                why: format!("the thread opening it ended: {e}"),
             })
         })
 }

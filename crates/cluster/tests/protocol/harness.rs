@@ -98,6 +98,8 @@ pub struct Cluster<B: Backend> {
     pub backups: usize,
     pub heartbeat: Heartbeat,
     pub formation_timeout: Duration,
+    /// The nodes' leave timeout, when not the default.
+    pub leave_timeout: Option<Duration>,
 }
 
 impl Cluster<Mem> {
@@ -116,6 +118,7 @@ impl Cluster<Mem> {
             heartbeat: Heartbeat::new(Duration::from_millis(500), Duration::from_secs(2), 3)
                 .unwrap(),
             formation_timeout: Duration::from_secs(5),
+            leave_timeout: None,
         }
     }
 }
@@ -137,6 +140,9 @@ impl<B: Backend> Cluster<B> {
         let mut cfg = NodeConfig::new(GROUP, name.clone(), self.runners, self.backups);
         cfg.heartbeat = self.heartbeat.clone();
         cfg.formation_timeout = self.formation_timeout;
+        if let Some(t) = self.leave_timeout {
+            cfg.leave_timeout = t;
+        }
         let node = ClusterNode::start(connect, cfg, self.runner.clone())
             .await
             .unwrap();

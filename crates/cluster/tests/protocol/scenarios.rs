@@ -297,6 +297,32 @@ async fn a_node_asked_to_stop_while_cut_off_stops_without_leaving_and_its_task_f
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_stopping_node_cut_off_gives_up_at_its_leave_timeout_before_its_session_expires() {
+    // The leave timeout, not the session's expiry, ends the wait: shorter
+    // than the session timeout (2 s) here.
+    let mut c = Cluster::new(1, 1, Duration::from_millis(100));
+    c.leave_timeout = Some(Duration::from_millis(500));
+    let m1 = c.start(1).await;
+    let _m2 = c.start(2).await;
+    c.elected(1).await;
+    c.give(&n("c_1"), 20).await;
+    c.recorded(&n("c_1"), 1).await;
+    m1.session().cut_off();
+    let asked = tokio::time::Instant::now();
+    m1.stop.send(true).unwrap();
+    let exit = tokio::time::timeout(LIMIT, m1.handle)
+        .await
+        .expect("the node stopped")
+        .expect("its run ended without a panic");
+    assert_eq!(exit, Exit::Abandoned);
+    assert!(
+        asked.elapsed() < SESSION_TIMEOUT,
+        "gave up at its leave timeout, before its session could expire: {:?}",
+        asked.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn coordinator_outages_declare_nobody_dead_and_lose_nothing() {
     let c = Cluster::new(1, 1, Duration::from_secs(1));
     let m1 = c.start(1).await;

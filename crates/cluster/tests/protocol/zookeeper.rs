@@ -63,6 +63,7 @@ async fn cluster(address: &str, session: Duration, runners: usize, backups: usiz
         // suite; a killed session ends when the server expires it.
         heartbeat: Heartbeat::new(Duration::from_millis(200), Duration::from_secs(2), 3).unwrap(),
         formation_timeout: Duration::from_secs(3),
+        leave_timeout: None,
     }
 }
 
