@@ -192,14 +192,18 @@ impl fmt::Display for FieldSpec {
     }
 }
 
-/// A field's value in one page: the first match's, or every match's (`NAME[]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A field's value in one page: the first match's, or every match's
+/// (`NAME[]`), or any JSON (meta, JSON-LD, what a processor returns).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum FieldValue {
     /// The first match's value.
     One(String),
     /// Every match's value, in document order.
     Many(Vec<String>),
+    /// A structured value: an object of meta tags, parsed JSON-LD, or what
+    /// a processor answered.
+    Json(serde_json::Value),
 }
 
 impl From<FieldValue> for serde_json::Value {
@@ -207,6 +211,7 @@ impl From<FieldValue> for serde_json::Value {
         match v {
             FieldValue::One(s) => Self::String(s),
             FieldValue::Many(v) => Self::Array(v.into_iter().map(Self::String).collect()),
+            FieldValue::Json(v) => v,
         }
     }
 }

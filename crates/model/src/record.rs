@@ -142,6 +142,10 @@ pub enum ErrorKind {
     /// is no copy it could confirm, so nothing of it is kept (no
     /// validators, no revisit in the archive).
     UnsolicitedNotModified,
+    /// A processor (`--use`) failed this page: it did not answer within
+    /// its deadline, answered something unreadable, or was not running;
+    /// the page's record and links are kept without its additions.
+    Processor,
 }
 
 impl CrawlRecord {

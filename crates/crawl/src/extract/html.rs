@@ -422,7 +422,7 @@ mod tests {
     fn one(out: &Extracted, name: &str) -> Option<String> {
         match out.fields.get(name)? {
             FieldValue::One(s) => Some(s.clone()),
-            FieldValue::Many(v) => panic!("{name} is a list: {v:?}"),
+            other => panic!("{name} is not one string: {other:?}"),
         }
     }
 
