@@ -165,6 +165,9 @@ pub struct CrawlArgs {
     /// WARC output.
     #[command(flatten)]
     pub warc: WarcArgs,
+    /// Processors this crawl may run (`--use` names them).
+    #[command(flatten)]
+    pub processors: crate::args_process::ProcessorArgs,
     /// What the crawl shows while it runs.
     #[command(flatten)]
     pub view: crate::args_view::ViewArgs,

@@ -68,6 +68,9 @@ pub struct NodeArgs {
     /// Metrics and the status page of this node.
     #[command(flatten)]
     pub serve: crate::args_view::ServeArgs,
+    /// Processors this node runs for the jobs that name them (`--use`).
+    #[command(flatten)]
+    pub processors: crate::args_process::ProcessorArgs,
 }
 
 /// Options of `crawlkeeper submit`.

@@ -140,6 +140,12 @@ pub struct JobArgs {
     /// URL keys remembered in memory; past this the store is asked.
     #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_SEEN_CACHE, value_name = "N")]
     pub seen_cache: usize,
+    /// Run the processor called NAME on every fetched 2xx page, after the
+    /// extractors (repeatable; in order). The job carries names only: a
+    /// `crawl` runs what its --processor says, a node what its operator
+    /// configured. Part of the job's identity.
+    #[arg(long = "use", value_name = "NAME")]
+    pub uses: Vec<String>,
     /// Take a field from every HTML page by CSS selector (repeatable):
     /// NAME=SELECTOR[@attr|::text|::html]; NAME[]=… keeps every match.
     #[arg(long = "extract", value_name = "NAME=SELECTOR", value_parser = field_spec)]
@@ -234,6 +240,7 @@ impl JobArgs {
         c.politeness.retries = self.retries;
         c.politeness.retry_base = self.retry_base;
         c.politeness.max_host_errors = self.max_host_errors;
+        c.pipeline.processors = self.uses.clone();
         c.engine.seen_cache = self.seen_cache;
         c.engine.max_queued = self.max_queued;
         c.engine.max_links_per_page = self.max_links_per_page;

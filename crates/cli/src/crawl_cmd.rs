@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crawlkeeper_crawl::sink::FanOut;
 use crawlkeeper_crawl::state::{MemoryState, StateError};
-use crawlkeeper_crawl::{Engine, EngineError, Registry, StopReason};
+use crawlkeeper_crawl::{Engine, EngineError, StopReason};
 use crawlkeeper_job::guard::{
     Protected, fresh_sink, refuse_odd_lock, refuse_protected, refuse_protected_warc, state_files,
 };
@@ -47,8 +47,9 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     }
     config.archive.gzip_level = args.warc.files.warc_gzip_level;
     let held = check_shards(&args)?;
-    let mut engine = Engine::configure(config.clone(), seeds.clone(), &Registry::builtin())
-        .map_err(engine_error)?;
+    let registry = args.processors.registry().map_err(CliError::Usage)?;
+    let mut engine =
+        Engine::configure(config.clone(), seeds.clone(), &registry).map_err(engine_error)?;
     if let Some(w) = &warc {
         engine = engine.archive(archiver(w, &args.warc));
     }
@@ -84,6 +85,7 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
             cdx: args.warc.cdx,
             overwrite: args.overwrite,
         },
+        runs: None,
     };
     // Store set-up blocks (and the PostgreSQL client runs its own runtime).
     let opened = tokio::task::spawn_blocking(move || open(&opening))

@@ -4,6 +4,7 @@
 mod args;
 mod args_cluster;
 mod args_job;
+mod args_process;
 mod args_view;
 mod cluster;
 mod crawl_cmd;

@@ -6,10 +6,11 @@
 
 use std::sync::Arc;
 
-use crawlkeeper_cluster::ZkCoordinator;
 use crawlkeeper_cluster::node::{ClusterNode, Connect, Exit, ItemMode, NodeConfig};
+use crawlkeeper_cluster::{Layout, ZkCoordinator};
 use crawlkeeper_model::cluster::{Heartbeat, NodeName};
 use crawlkeeper_node::group::{GroupSettings, JoinError, check_name, check_settings};
+use crawlkeeper_node::offer::{self, Offer};
 use crawlkeeper_node::{CrawlRunner, NodeSettings};
 use crawlkeeper_store::Holder;
 
@@ -30,6 +31,7 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
         args.heart_rhythm_timeout,
     )
     .map_err(|e| CliError::Usage(e.to_string()))?;
+    let registry = args.processors.registry().map_err(CliError::Usage)?;
     let bound = Bound::bind(&args.serve)?;
     // The store is reached (and its schema brought up to date) first.
     crawlkeeper_node::release(open_store(&args.cluster).await?);
@@ -42,6 +44,14 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
         .await
         .map_err(join_error)?;
     check_name(&zk, group, &name).await.map_err(join_error)?;
+    let offer = Offer {
+        processors: registry.processor_names(),
+    };
+    let layout =
+        Layout::new(group).map_err(|e| CliError::Usage(format!("--group {group}: {e}")))?;
+    offer::publish(&zk, &layout, &name, &offer)
+        .await
+        .map_err(|e| CliError::Fatal(anyhow::anyhow!("ZooKeeper: {e}")))?;
     let mut cfg = NodeConfig::new(
         group,
         name.clone(),
@@ -53,6 +63,7 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
     cfg.formation_timeout = args.formation_timeout;
     cfg.session_timeout = args.cluster.session_timeout;
     let runner = CrawlRunner::new(NodeSettings {
+        registry: Arc::new(registry),
         store: args.cluster.store.clone(),
         holder: Holder::node(&name.to_string()),
         max_workers: args.max_workers,

@@ -8,7 +8,7 @@ use crawlkeeper_cluster::{Coordinator, Layout, metadata};
 use crawlkeeper_crawl::{Engine, Registry};
 use crawlkeeper_job::job_spec;
 use crawlkeeper_model::cluster::GroupState;
-use crawlkeeper_node::submit::submit_job;
+use crawlkeeper_node::submit::{SubmitJobError, submit_job};
 use crawlkeeper_node::tasks::complete;
 use crawlkeeper_node::wait::{JobEnd, wait_for_job};
 use crawlkeeper_store::Store;
@@ -24,7 +24,14 @@ use crawlkeeper_job::seeds::{read_seeds, stdin};
 pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     let config = args.job.to_config();
-    Engine::configure(config.clone(), seeds.clone(), &Registry::builtin()).map_err(engine_error)?;
+    // The nodes say what a processor name runs: here only the names are
+    // checked (spelling, twice), and below that a live Runner runs them.
+    let mut checked = config.clone();
+    checked.pipeline.processors.clear();
+    config
+        .validate()
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    Engine::configure(checked, seeds.clone(), &Registry::builtin()).map_err(engine_error)?;
     check_store(&args.cluster)?;
     let zk = connect_zk(&args.cluster).await?;
     let layout = Layout::new(args.cluster.group.as_str())
@@ -50,10 +57,14 @@ pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
     let submitted = submit_job(&zk, args.cluster.group.as_str(), store, spec)
         .await
         .map_err(|e| {
-            CliError::Fatal(anyhow::anyhow!(
+            let why = format!(
                 "job not submitted: {}",
                 scrub(&e.to_string(), &args.cluster.store)
-            ))
+            );
+            match e {
+                SubmitJobError::NoProcessor { .. } => CliError::Usage(why),
+                _ => CliError::Fatal(anyhow::anyhow!(why)),
+            }
         })?;
     let job = &submitted.job;
     println!("{}", job.name);

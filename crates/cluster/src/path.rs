@@ -190,6 +190,12 @@ impl Layout {
         format!("{}/task", self.node(name))
     }
 
+    /// `…/node/<name>/processors`: the processors the node runs, by name
+    /// (what jobs may `--use` on it).
+    pub fn processors(&self, name: &NodeName) -> String {
+        format!("{}/processors", self.node(name))
+    }
+
     /// `…/node/<name>/heartbeat`: the Heartbeat.
     pub fn heartbeat(&self, name: &NodeName) -> String {
         format!("{}/heartbeat", self.node(name))

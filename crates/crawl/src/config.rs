@@ -277,6 +277,13 @@ pub struct PipelineConfig {
     /// Scopers every discovered link must pass. Default
     /// `["scheme", "url-length", "host", "depth", "pattern"]`.
     pub scopers: Vec<String>,
+    /// Processors run, in order, on every fetched 2xx page after the
+    /// extractors (`--use NAME`): names only, each node or `crawl` says
+    /// what a name runs. Default none; left out of the serialized
+    /// configuration when empty, so jobs made before processors existed
+    /// keep their options.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub processors: Vec<String>,
 }
 
 impl Default for FetchConfig {
@@ -350,6 +357,7 @@ impl Default for PipelineConfig {
         Self {
             extractors: DEFAULT_EXTRACTORS.map(str::to_owned).to_vec(),
             scopers: DEFAULT_SCOPERS.map(str::to_owned).to_vec(),
+            processors: Vec::new(),
         }
     }
 }
@@ -392,6 +400,16 @@ impl CrawlConfig {
                  --ignore-robots yet"
                     .to_owned(),
             );
+        }
+        let mut used = std::collections::BTreeSet::new();
+        for name in &self.pipeline.processors {
+            if !crate::process::valid_name(name) {
+                problems.push(format!(
+                    "processor name '{name}': letters, digits, '_', '-' and '.' only"
+                ));
+            } else if !used.insert(name) {
+                problems.push(format!("processor '{name}' is used twice"));
+            }
         }
         if self.engine.max_queued == 0 {
             problems.push("max_queued must be at least 1".to_owned());

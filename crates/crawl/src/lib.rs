@@ -45,6 +45,7 @@ pub mod live;
 pub mod normalize;
 pub mod pipeline;
 pub mod politeness;
+pub mod process;
 pub mod registry;
 pub mod robots;
 pub mod scope;

@@ -13,6 +13,7 @@ use crate::extract::{CutShort, Extracted, Extractor, Page, PageLimits};
 use crate::fetch::{FetchResponse, Fetcher};
 use crate::normalize::Normalizer;
 use crate::politeness::parse_retry_after;
+use crate::process::{Addition, Processor, ProcessorPage};
 use crate::robots::RobotsRules;
 use crate::scope::{Candidate, ScopeChain, Verdict};
 
@@ -96,6 +97,8 @@ pub fn url_key(url: &Url) -> u128 {
 pub struct Pipeline {
     pub(crate) fetcher: Arc<dyn Fetcher>,
     pub(crate) extractors: Vec<Box<dyn Extractor>>,
+    /// Run in order on every 2xx page after the extractors.
+    pub(crate) processors: Vec<Arc<dyn Processor>>,
     pub(crate) scope: ScopeChain,
     pub(crate) normalizer: Normalizer,
     pub(crate) follow: bool,
@@ -297,6 +300,9 @@ impl Pipeline {
                 {
                     self.read_sitemap(request, level, response.body.clone(), &mut processed)
                         .await;
+                } else if (200..300).contains(&response.status) {
+                    self.run_processors(request, &response, &mut processed)
+                        .await;
                 }
                 // Made even for a response that may be retried: the last
                 // attempt's is the one kept (the others are dropped with it).
@@ -311,6 +317,94 @@ impl Pipeline {
                 processed
             }
         }
+    }
+
+    /// Runs the processors in order on a 2xx page: each sees the record
+    /// as the ones before left it. A processor that fails the page leaves
+    /// it as it was, with the error kind `processor` (unless the page had
+    /// an error already); the others still run.
+    async fn run_processors(
+        &self,
+        request: &Request,
+        response: &FetchResponse,
+        processed: &mut Processed,
+    ) {
+        for processor in &self.processors {
+            let outcome = processor
+                .process(&ProcessorPage {
+                    url: &request.url,
+                    response,
+                    record: &processed.record,
+                })
+                .await;
+            match outcome {
+                Ok(addition) => self.add(request, addition, processed),
+                Err(e) => {
+                    tracing::debug!(url = %request.url, error = %e, "processor failed a page");
+                    if processed.record.error.is_none() {
+                        processed.record.error =
+                            Some(RecordError::new(ErrorKind::Processor, e.to_string()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds what a processor answered to the page's record and links.
+    fn add(&self, request: &Request, addition: Addition, processed: &mut Processed) {
+        let Addition {
+            fields,
+            links,
+            drop_links,
+        } = addition;
+        if !fields.is_empty() {
+            processed
+                .record
+                .fields
+                .get_or_insert_with(Default::default)
+                .extend(fields);
+        }
+        if drop_links {
+            processed.discovered.clear();
+        }
+        if links.is_empty() {
+            return;
+        }
+        let depth = request.depth + 1;
+        let parent: Arc<str> = Arc::from(request.url.as_str());
+        let mut on_page: HashSet<u128> = processed.discovered.iter().map(|d| d.key).collect();
+        let mut added = 0u32;
+        for href in &links {
+            let Ok(url) = self.normalizer.resolve(&request.url, href) else {
+                continue;
+            };
+            if self.scope.check(&Candidate { url: &url, depth }) != Verdict::Accept {
+                continue;
+            }
+            let key = url_key(&url);
+            if !on_page.insert(key) {
+                continue;
+            }
+            if on_page.len() > self.max_links_per_page {
+                processed.record.links_dropped = processed.record.links_dropped.saturating_add(1);
+                continue;
+            }
+            added += 1;
+            if self.follow {
+                processed.discovered.push(Discovered {
+                    key,
+                    request: Request {
+                        url,
+                        depth,
+                        parent: Some(parent.clone()),
+                        redirect_chain: Vec::new(),
+                        attempts: 0,
+                        known: None,
+                    },
+                });
+            }
+        }
+        processed.record.links = processed.record.links.saturating_add(added);
     }
 
     fn interpret(

@@ -12,6 +12,7 @@ use crate::extract::{Extractor, HtmlExtractor};
 use crate::fetch::{Fetcher, HttpFetcher};
 use crate::normalize::Normalizer;
 use crate::pipeline::Pipeline;
+use crate::process::{ChildProcessor, ChildSettings, Processor, ProcessorCommand};
 use crate::scope::{
     DepthScoper, HostScoper, PatternScoper, SchemeScoper, ScopeChain, Scoper, UrlLengthScoper,
 };
@@ -39,11 +40,27 @@ pub type ScoperFactory =
 pub type FetcherFactory =
     Box<dyn Fn(&BuildContext<'_>) -> Result<Arc<dyn Fetcher>, BuildError> + Send + Sync>;
 
+/// Builds a processor (one per crawl: a child-process processor starts
+/// its own children, ended with the crawl).
+pub type ProcessorFactory =
+    Box<dyn Fn(&BuildContext<'_>) -> Result<Arc<dyn Processor>, BuildError> + Send + Sync>;
+
 /// The processors a pipeline can be built from, by name.
 pub struct Registry {
     fetcher: FetcherFactory,
     extractors: BTreeMap<String, ExtractorFactory>,
     scopers: BTreeMap<String, ScoperFactory>,
+    processors: BTreeMap<String, ProcessorFactory>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("extractors", &self.extractors.keys().collect::<Vec<_>>())
+            .field("scopers", &self.scopers.keys().collect::<Vec<_>>())
+            .field("processors", &self.processors.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Registry {
@@ -64,6 +81,7 @@ impl Registry {
             }),
             extractors: BTreeMap::new(),
             scopers: BTreeMap::new(),
+            processors: BTreeMap::new(),
         };
         r.add_extractor("html", |ctx| {
             HtmlExtractor::with_fields(&ctx.config.extract.fields)
@@ -112,6 +130,42 @@ impl Registry {
         self.scopers.insert(name.to_owned(), Box::new(factory));
     }
 
+    /// Adds (or replaces) the processor called `name` (run on every 2xx
+    /// page of a crawl whose configuration names it in
+    /// [`PipelineConfig::processors`](crate::config::PipelineConfig::processors)).
+    pub fn add_processor<F>(&mut self, name: &str, factory: F)
+    where
+        F: Fn(&BuildContext<'_>) -> Result<Arc<dyn Processor>, BuildError> + Send + Sync + 'static,
+    {
+        self.processors.insert(name.to_owned(), Box::new(factory));
+    }
+
+    /// Adds the processor an operator configured (`--processor
+    /// NAME=COMMAND`): child processes of `command`, started for each crawl
+    /// that uses it and ended with it.
+    pub fn add_command(&mut self, command: ProcessorCommand, settings: ChildSettings) {
+        let name = command.name.clone();
+        self.add_processor(&name, move |_| {
+            Ok(Arc::new(ChildProcessor::new(command.clone(), settings)) as Arc<dyn Processor>)
+        });
+    }
+
+    /// The names of the processors registered, in order.
+    pub fn processor_names(&self) -> Vec<String> {
+        self.processors.keys().cloned().collect()
+    }
+
+    /// The processors `config` names that are not registered here.
+    pub fn missing_processors(&self, config: &CrawlConfig) -> Vec<String> {
+        config
+            .pipeline
+            .processors
+            .iter()
+            .filter(|n| !self.processors.contains_key(*n))
+            .cloned()
+            .collect()
+    }
+
     /// Replaces the fetcher.
     pub fn set_fetcher<F>(&mut self, factory: F)
     where
@@ -156,8 +210,25 @@ impl Registry {
                 )),
             }
         }
+        let mut processors = Vec::new();
+        for name in &config.pipeline.processors {
+            match self.processors.get(name) {
+                Some(f) => match f(&ctx) {
+                    Ok(p) => processors.push(p),
+                    Err(e) => problems.push(format!("processor '{name}': {e}")),
+                },
+                None if self.processors.is_empty() => problems.push(format!(
+                    "unknown processor '{name}' (none is configured here: add --processor {name}=COMMAND)"
+                )),
+                None => problems.push(format!(
+                    "unknown processor '{name}' (configured here: {})",
+                    join_keys(&self.processors)
+                )),
+            }
+        }
         match fetcher {
             Some(fetcher) if problems.is_empty() => Ok(Pipeline {
+                processors,
                 fetcher,
                 extractors,
                 scope: ScopeChain::new(scopers),

@@ -69,6 +69,14 @@ pub enum JobError {
     /// The job is not in the store.
     #[error("job {0} is not in the store")]
     Missing(String),
+    /// The job uses processors this process does not run.
+    #[error("job {job} uses processor {} that this node does not run (its operator adds --processor NAME=COMMAND); its shards wait for a Runner that runs it", lacking.join(", "))]
+    LacksProcessors {
+        /// The job.
+        job: String,
+        /// The processors it uses that are not run here.
+        lacking: Vec<String>,
+    },
     /// The job's stored options or seeds do not read.
     #[error("job {job}: its stored {what} do not read: {why}")]
     Stored {

@@ -128,6 +128,10 @@ pub struct Opening {
     pub take_over: bool,
     /// Where the records go.
     pub outputs: Outputs,
+    /// The processors this process runs, by name: a stored job that uses
+    /// another is refused ([`JobError::LacksProcessors`]) before any shard
+    /// is claimed. `None`: not checked here (building the pipeline says).
+    pub runs: Option<Vec<String>>,
 }
 
 /// Something worth telling the user about the job as it was opened.
@@ -254,6 +258,9 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
         }
         _ => false,
     };
+    if let (Some(runs), Some(job)) = (&o.runs, &existing) {
+        check_processors(job, runs)?;
+    }
     let fresh = o.start == Start::Fresh;
     let part_shards = (!o.wanted.is_whole(existing.as_ref())).then_some(o.shards.as_slice());
     check_outputs(
@@ -453,6 +460,24 @@ fn sink(
 }
 
 /// The options and seeds a job was stored with.
+/// Refuses `job` when it uses a processor not in `runs`.
+fn check_processors(job: &JobInfo, runs: &[String]) -> Result<(), JobError> {
+    let (config, _) = stored_options(job)?;
+    let lacking: Vec<String> = config
+        .pipeline
+        .processors
+        .into_iter()
+        .filter(|p| !runs.contains(p))
+        .collect();
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    Err(JobError::LacksProcessors {
+        job: job.name.clone(),
+        lacking,
+    })
+}
+
 fn stored_options(job: &JobInfo) -> Result<(CrawlConfig, Vec<Url>), JobError> {
     let stored = |what, why: String| JobError::Stored {
         job: job.name.clone(),

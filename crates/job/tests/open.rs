@@ -40,6 +40,7 @@ fn opening(location: Location, wanted: Wanted, start: Start) -> Opening {
         holder: "me".into(),
         take_over: false,
         outputs: Outputs::none(),
+        runs: None,
     }
 }
 

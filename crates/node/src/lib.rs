@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`group`] | what the nodes of a group must agree on, checked before joining |
 //! | [`item`] | a shard of a job as a task item ([`ShardItem`]) |
+//! | [`offer`] | the processors each node runs, for `submit` and `status` |
 //! | [`runner`] | [`CrawlRunner`]: the engine as the cluster's task runner |
 //! | [`submit`] | a job into the store, its shards to the Runners |
 //! | [`status`] | members, roles, hearts, tasks, shards and progress |
@@ -27,6 +28,7 @@
 
 pub mod group;
 pub mod item;
+pub mod offer;
 pub mod page;
 pub mod reach;
 pub mod runner;

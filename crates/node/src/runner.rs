@@ -30,6 +30,10 @@ use crate::view::NodeView;
 /// What a node brings to every job it crawls.
 #[derive(Debug, Clone)]
 pub struct NodeSettings {
+    /// The extractors, scopers and processors this node's jobs may name
+    /// (the built-in ones, the operator's `--processor`s, a library
+    /// user's own).
+    pub registry: Arc<Registry>,
     /// The store every node of the cluster shares (`postgres://…`).
     pub store: String,
     /// Who this node is in the store's shard leases (`<name>@<host>:<pid>`).
@@ -51,6 +55,9 @@ enum Ended {
     Fenced(String),
     /// It cannot go on (a bad job, the store refused, a timeout).
     Failed(String),
+    /// This node cannot crawl the job (it lacks a processor the job
+    /// uses): nothing was claimed, the shard waits for another Runner.
+    Refused(String),
 }
 
 impl Ended {
@@ -60,6 +67,7 @@ impl Ended {
         match self {
             Self::Fenced(why) => Self::Fenced(scrub(&why, location)),
             Self::Failed(why) => Self::Failed(scrub(&why, location)),
+            Self::Refused(why) => Self::Refused(scrub(&why, location)),
             other => other,
         }
     }
@@ -69,6 +77,7 @@ impl From<JobError> for Ended {
     fn from(e: JobError) -> Self {
         match e {
             JobError::Fenced { .. } => Self::Fenced(format!("fenced: {e}")),
+            JobError::LacksProcessors { .. } => Self::Refused(e.to_string()),
             e => Self::Failed(e.to_string()),
         }
     }
@@ -238,6 +247,14 @@ impl TaskRunner for CrawlRunner {
                     };
                 }
                 Ended::Failed(why) | Ended::Fenced(why) => return failed(why),
+                // The shard stays this node's task, unclaimed, until the
+                // node stops: then a Runner that runs the processor takes
+                // it over (`status` names what is lacking meanwhile).
+                Ended::Refused(_) => {
+                    let mut halt = self.halt.subscribe();
+                    let _ = halt.wait_for(|h| *h).await;
+                    return failed("halted".into());
+                }
                 Ended::Stopped if *self.halt.borrow() => return failed("halted".into()),
                 // An engine that was stopping when this item came: run again.
                 Ended::Stopped => continue,
@@ -354,6 +371,9 @@ impl Drive {
                 self.view.failed.fetch_add(1, Relaxed);
                 tracing::warn!(job = %self.job, %why, "job failed here");
             }
+            Ended::Refused(why) => {
+                tracing::warn!(job = %self.job, %why, "job refused here");
+            }
         }
         let mut jobs = lock(&self.jobs);
         if jobs.get(&self.job).is_some_and(|r| r.run == self.run) {
@@ -382,6 +402,7 @@ fn prepare(settings: &NodeSettings, job: &str, shards: Vec<u32>) -> Result<Engin
         holder: settings.holder.clone(),
         take_over: true,
         outputs: Outputs::none(),
+        runs: Some(settings.registry.processor_names()),
     };
     let opened = open(&opening).map_err(Ended::from)?;
     for note in &opened.notes {
@@ -390,7 +411,7 @@ fn prepare(settings: &NodeSettings, job: &str, shards: Vec<u32>) -> Result<Engin
     let mut config = opened.config;
     config.engine.max_workers = settings.max_workers;
     config.fetch.local_address = settings.local_address;
-    let engine = Engine::configure(config, opened.seeds, &Registry::builtin())
+    let engine = Engine::configure(config, opened.seeds, &settings.registry)
         .map_err(|e| Ended::Failed(e.to_string()))?;
     Ok(engine.attach(Box::new(opened.state), opened.sink))
 }

@@ -8,9 +8,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crawlkeeper_cluster::node::{Placement, SubmitError, spread};
-use crawlkeeper_cluster::{CoordError, Coordinator, Layout, Lock, MetaError};
-use crawlkeeper_model::cluster::Task;
+use crawlkeeper_cluster::node::{Placement, SubmitError, spread_among};
+use crawlkeeper_cluster::{CoordError, Coordinator, Layout, Lock, MetaError, metadata};
+use crawlkeeper_model::cluster::{GroupState, NodeName, Task};
 use crawlkeeper_store::{JobInfo, JobSpec, Store, StoreError};
 
 use crate::item::ShardItem;
@@ -35,6 +35,16 @@ pub enum SubmitJobError {
     /// The coordinator failed.
     #[error(transparent)]
     Coord(#[from] CoordError),
+    /// No live Runner runs every processor the job uses.
+    #[error(
+        "no live Runner runs {what}: {runners}; start a node with --processor NAME=COMMAND for it"
+    )]
+    NoProcessor {
+        /// The processors, quoted.
+        what: String,
+        /// What each live Runner runs.
+        runners: String,
+    },
     /// More shards than a task can hold ([`MAX_SHARDS`]).
     #[error("a cluster job has at most {MAX_SHARDS} shards, not {0}")]
     TooManyShards(u32),
@@ -75,7 +85,10 @@ pub async fn submit_job<C: Coordinator + Clone>(
     let layout = Layout::new(group)?;
     let lock = Lock::new(c.clone(), layout.group_lock());
     let guard = lock.acquire(LOCK_WAIT).await?;
-    let result = write_and_place(c, group, &layout, &mut store, spec).await;
+    let result = match capable_runners(c, &layout, &crate::offer::used_by(&spec.options)).await {
+        Ok(capable) => write_and_place(c, group, &layout, &mut store, spec, capable).await,
+        Err(e) => Err(e),
+    };
     guard.release().await?;
     result
 }
@@ -96,19 +109,67 @@ async fn on_store<T: Send + 'static>(
     out
 }
 
+/// The live Runners that run every processor in `needed` (`None`: any
+/// Runner will do), or why none does.
+async fn capable_runners(
+    c: &impl Coordinator,
+    layout: &Layout,
+    needed: &[String],
+) -> Result<Option<BTreeSet<NodeName>>, SubmitJobError> {
+    if needed.is_empty() {
+        return Ok(None);
+    }
+    let runners = metadata::read::<GroupState>(c, &layout.group_state())
+        .await?
+        .map(|(g, _)| g.current_runner)
+        .unwrap_or_default();
+    let mut capable = BTreeSet::new();
+    let mut seen = Vec::new();
+    for r in runners {
+        if c.exists(&layout.session(&r)).await?.is_none() {
+            continue;
+        }
+        let offer = crate::offer::read(c, layout, &r).await?;
+        if crate::offer::lacking(needed, &offer).is_empty() {
+            capable.insert(r);
+        } else {
+            let runs = match offer.processors.as_slice() {
+                [] => "no processor".to_owned(),
+                p => p.join(", "),
+            };
+            seen.push(format!("{r} runs {runs}"));
+        }
+    }
+    if capable.is_empty() {
+        let what = needed
+            .iter()
+            .map(|n| format!("'{n}'"))
+            .collect::<Vec<_>>()
+            .join(" and ");
+        let runners = if seen.is_empty() {
+            "no Runner is live".to_owned()
+        } else {
+            seen.join("; ")
+        };
+        return Err(SubmitJobError::NoProcessor { what, runners });
+    }
+    Ok(Some(capable))
+}
+
 async fn write_and_place(
     c: &impl Coordinator,
     group: &str,
     layout: &Layout,
     store: &mut crate::Releasing,
     spec: JobSpec,
+    capable: Option<BTreeSet<NodeName>>,
 ) -> Result<Submitted, SubmitJobError> {
     let (job, created) = on_store(store, move |s| {
         let created = s.find_job(&spec.name)?.is_none();
         Ok((s.open_job(&spec)?, created))
     })
     .await?;
-    match place(c, group, layout, &job).await {
+    match place(c, group, layout, &job, capable.as_ref()).await {
         Ok((placed, already)) => Ok(Submitted {
             job,
             placed,
@@ -131,6 +192,7 @@ async fn place(
     group: &str,
     layout: &Layout,
     job: &JobInfo,
+    capable: Option<&BTreeSet<NodeName>>,
 ) -> Result<(Vec<(u32, Placement)>, Vec<u32>), SubmitJobError> {
     let held: BTreeSet<u32> = tasks_of(c, layout)
         .await?
@@ -157,7 +219,7 @@ async fn place(
             .collect(),
         ..Task::default()
     };
-    let placed = spread(c, group, task)
+    let placed = spread_among(c, group, task, |r| capable.is_none_or(|c| c.contains(r)))
         .await?
         .into_iter()
         .filter_map(|(id, placement)| {

@@ -96,6 +96,18 @@ const SPREAD_TRIES: usize = 20;
 /// Items some Runner already has pending are not given twice. A task that
 /// fails the check changes nothing.
 pub async fn spread(c: &impl Coordinator, group: &str, task: Task) -> Result<Spread, SubmitError> {
+    spread_among(c, group, task, |_| true).await
+}
+
+/// [`spread`], giving items only to the live Runners `eligible` accepts
+/// (those that run what the items need); the others' share waits in the
+/// queue.
+pub async fn spread_among(
+    c: &impl Coordinator,
+    group: &str,
+    task: Task,
+    eligible: impl Fn(&NodeName) -> bool,
+) -> Result<Spread, SubmitError> {
     let task = progress::accept(task)?;
     let layout = Layout::new(group)?;
     let (g, _) = metadata::read::<GroupState>(c, &layout.group_state())
@@ -105,7 +117,7 @@ pub async fn spread(c: &impl Coordinator, group: &str, task: Task) -> Result<Spr
     let mut sorted = g.current_runner.clone();
     sorted.sort_by_key(NodeName::index);
     for r in sorted {
-        if c.exists(&layout.session(&r)).await?.is_some() {
+        if eligible(&r) && c.exists(&layout.session(&r)).await?.is_some() {
             runners.push(r);
         }
     }
