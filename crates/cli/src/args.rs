@@ -65,6 +65,9 @@ pub enum Format {
     /// WARC 1.1 files of the pages' stored records (needs --out; the job
     /// must have been crawled with --store-bodies).
     Warc,
+    /// A CSV table (RFC 4180), a row per record: the core columns, or
+    /// url, status and the fields named by --fields.
+    Csv,
 }
 
 /// How WARC files are written (`crawl --warc`, `results --format warc`).
@@ -102,6 +105,10 @@ pub struct ResultsArgs {
     /// stores; `null` where it is not known).
     #[arg(long)]
     pub writer: bool,
+    /// With --format csv: the columns after url and status, one per field
+    /// of the records (comma-separated names, in this order).
+    #[arg(long, value_name = "NAMES")]
+    pub fields: Option<String>,
     /// How WARC files are written (--format warc).
     #[command(flatten)]
     pub warc: WarcFileArgs,

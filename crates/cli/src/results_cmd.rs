@@ -7,6 +7,7 @@ use crawlkeeper_job::export::{check_export, export_warc};
 use crawlkeeper_job::guard::{create, refuse_protected, refuse_protected_warc, state_files};
 use crawlkeeper_job::output::{Part, check_existing};
 use crawlkeeper_job::records::{RecordsError, write_records};
+use crawlkeeper_job::table::{Table, write_csv};
 use crawlkeeper_job::warc::WarcOptions;
 use crawlkeeper_store::{JobInfo, Store};
 
@@ -18,6 +19,19 @@ use crate::warc_out::warc_info;
 /// Runs `crawlkeeper results`: every stored record of a job, in the order
 /// the URLs finished.
 pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
+    let table = match (args.format, &args.fields) {
+        (Format::Csv, Some(names)) => Some(
+            Table::with_fields(names, args.writer).map_err(|e| CliError::Usage(e.to_string()))?,
+        ),
+        (Format::Csv, None) => Some(Table::core(args.writer)),
+        (_, Some(_)) => {
+            return Err(CliError::Usage(
+                "--fields names the columns of --format csv; it does not go with another format"
+                    .into(),
+            ));
+        }
+        (_, None) => None,
+    };
     if let (Some(out), None) = (&args.out, &args.store.store) {
         refuse_protected(out, &state_files(&args.store.state, None))?;
     }
@@ -40,14 +54,24 @@ pub fn results(args: ResultsArgs) -> Result<Outcome, CliError> {
             job: &job,
             shards: None,
         };
-        check_existing(out, Some((store.as_mut(), part)), args.overwrite)?;
+        // A CSV file is not checked against the store: it is replaced
+        // only with --overwrite.
+        if table.is_some() {
+            check_existing(out, None, args.overwrite)?;
+        } else {
+            check_existing(out, Some((store.as_mut(), part)), args.overwrite)?;
+        }
     }
     let out: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(create(path)?),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::new(out);
-    write_records(store.as_mut(), &job, &mut out, args.writer).map_err(|e| match e {
+    let written = match &table {
+        Some(table) => write_csv(store.as_mut(), &job, &mut out, table),
+        None => write_records(store.as_mut(), &job, &mut out, args.writer),
+    };
+    written.map_err(|e| match e {
         RecordsError::Store(e) => fatal(e),
         e => CliError::Fatal(e.into()),
     })?;

@@ -5,6 +5,7 @@
 //! bytes, before the page's result commits (see [`crate::sink::Sink::before_commit`]).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -38,8 +39,9 @@ impl Archiver {
 
     /// The encoded records of a page: its request, its response (or a
     /// revisit of an identical payload), and its metadata (the links the
-    /// crawl took, depth, parent, truncation). Nothing when the response
-    /// was not captured.
+    /// crawl took, depth, parent, truncation, and the record's fields as
+    /// they are now: read here, after every stage that adds to them).
+    /// Nothing when the response was not captured.
     pub fn page(
         &self,
         record: &CrawlRecord,
@@ -61,6 +63,8 @@ impl Archiver {
             truncated: record.truncated,
             links_dropped: record.links_dropped,
             error: None,
+            fields: record.fields.as_ref().map(one_line_json),
+            fields_cut: record.fields_cut.clone().unwrap_or_default(),
         }
         .record(&record.url, exchange.date, Some(main.id()));
         encode(&[request, main, metadata], self.gzip_level)
@@ -107,6 +111,28 @@ impl Archiver {
     }
 }
 
+/// `value` as compact JSON on one line: serde_json escapes the control
+/// characters below U+0020; the others (DEL, U+0080 to U+009F), which a
+/// `warc-fields` line would turn into spaces, are escaped too, so the line
+/// reads back as the same value.
+fn one_line_json<T: serde::Serialize>(value: &T) -> String {
+    let json = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
+    if !json.chars().any(char::is_control) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if c.is_control() {
+            // Compact JSON has control characters only inside strings,
+            // where `\uXXXX` is the same character.
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The copy a 304 to a re-crawl's conditional request confirmed.
 fn not_modified(record: &CrawlRecord) -> Option<Original> {
     if record.status != Some(304) || record.error.is_some() {
@@ -140,4 +166,25 @@ fn exchange_of(url: &str, r: &FetchResponse) -> Option<HttpExchange> {
 fn utc(t: SystemTime) -> DateTime<Utc> {
     let exact = DateTime::<Utc>::from(t);
     DateTime::from_timestamp_millis(exact.timestamp_millis()).unwrap_or(exact)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_json_is_one_line_that_reads_back_the_same() {
+        let mut fields = std::collections::BTreeMap::new();
+        fields.insert(
+            "evil".to_owned(),
+            serde_json::json!("a\r\nWARC-Type: x\r\n\r\n\u{7f}\u{85}\t\u{2028}"),
+        );
+        fields.insert("list".to_owned(), serde_json::json!(["1", "2"]));
+        let line = one_line_json(&fields);
+        assert!(!line.chars().any(char::is_control), "{line}");
+        assert!(line.contains(r#"\r\nWARC-Type: x"#), "{line}");
+        let back: std::collections::BTreeMap<String, serde_json::Value> =
+            serde_json::from_str(&line).unwrap();
+        assert_eq!(back, fields);
+    }
 }

@@ -14,6 +14,7 @@
 //! | [`output`] | the JSON Lines output of a job that may be resumed |
 //! | [`seeds`] | a job's seeds from the command line: URLs, files of URLs, standard input (bounded lines) |
 //! | [`records`] | a job's stored records as JSON Lines (`results`), with who stored each if asked |
+//! | [`table`] | a job's stored records as a CSV table (`results --format csv`), formulas defused |
 //! | [`export`] | a job's stored WARC records written out as WARC files (`results --format warc`) |
 //! | [`warc`] | the WARC output of a job: records before commits, cut after a crash |
 
@@ -35,6 +36,7 @@ pub mod output;
 pub mod records;
 pub mod seeds;
 pub mod state;
+pub mod table;
 pub mod warc;
 
 pub use claim::claim_shards;

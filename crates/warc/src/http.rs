@@ -213,6 +213,14 @@ pub struct PageMetadata {
     pub links_dropped: u32,
     /// What went wrong (kind, message), for a URL that got no response.
     pub error: Option<(String, String)>,
+    /// The fields taken from the page (`--extract` and the rest), as
+    /// compact JSON on one line: written as a `fields` line when present.
+    /// Control characters left in it become spaces (as in every line), so
+    /// the caller escapes them all (see the crawl's archiver).
+    pub fields: Option<String>,
+    /// The names of the fields that lost values or bytes to a cap: a
+    /// `fieldsCut` line each.
+    pub fields_cut: Vec<String>,
 }
 
 /// The longest hop path written out (`hopsFromSeed` of a deeper page is
@@ -252,6 +260,12 @@ impl PageMetadata {
         if let Some((kind, message)) = &self.error {
             f.add("error", kind);
             f.add("errorMessage", message);
+        }
+        if let Some(fields) = &self.fields {
+            f.add("fields", fields);
+        }
+        for name in &self.fields_cut {
+            f.add("fieldsCut", name);
         }
         for link in &self.outlinks {
             f.add("outlink", link);
@@ -352,6 +366,8 @@ mod tests {
             truncated: false,
             links_dropped: 0,
             error: None,
+            fields: None,
+            fields_cut: Vec::new(),
         };
         let r = m.record("http://127.0.0.1/a", Utc::now(), Some("<urn:uuid:x>"));
         let text = String::from_utf8(r.to_bytes()).unwrap();
@@ -360,5 +376,31 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("outlink: http://127.0.0.1/b\r\noutlink: http://127.0.0.1/c  x\r\n"));
+        assert!(!text.contains("\r\nfields"), "no fields, no line: {text}");
+    }
+
+    #[test]
+    fn fields_are_one_line_and_a_value_cannot_add_another() {
+        let m = PageMetadata {
+            fields: Some(r#"{"name":"a\r\nWARC-Type: x\r\n\r\n"}"#.into()),
+            fields_cut: vec!["desc".into(), "x\r\nWARC-Type: y".into()],
+            ..PageMetadata::default()
+        };
+        let r = m.record("http://127.0.0.1/a", Utc::now(), None);
+        let text = String::from_utf8(r.to_bytes()).unwrap();
+        let (_, block) = text.split_once("\r\n\r\n").unwrap();
+        let lines: Vec<&str> = block.trim_end().split("\r\n").collect();
+        assert!(
+            lines.contains(&r#"fields: {"name":"a\r\nWARC-Type: x\r\n\r\n"}"#),
+            "{lines:?}"
+        );
+        assert!(lines.contains(&"fieldsCut: desc"), "{lines:?}");
+        // A raw CR/LF in a name is a space: still one line.
+        assert!(lines.contains(&"fieldsCut: x  WARC-Type: y"), "{lines:?}");
+        assert!(
+            lines.iter().all(|l| !l.starts_with("WARC-Type")),
+            "{lines:?}"
+        );
+        assert_eq!(r.kind(), RecordType::Metadata);
     }
 }

@@ -48,3 +48,37 @@ pub async fn wait_for(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Serves `html` as a 200 `text/html` page at every path but
+/// `/robots.txt` (404) on a loopback port of its own, for as long as the
+/// test runs: a page the test site does not have (hostile values).
+pub fn serve_page(html: &str) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let html = html.to_owned();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head);
+            let robots = head.starts_with("GET /robots.txt ");
+            let (status, body) = if robots {
+                ("404 Not Found", "")
+            } else {
+                ("200 OK", html.as_str())
+            };
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    addr
+}
