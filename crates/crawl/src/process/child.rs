@@ -227,12 +227,12 @@ impl ChildProcessor {
             r.stdin.flush().await
         };
         if let Err(e) = written.await {
-            return Err(self.not_running(exited(&mut r.child, &e.to_string())));
+            return Err(self.not_running(exited(&mut r.child, &e.to_string()).await));
         }
         let answer = match read_line(&mut r.stdout, wire::MAX_ANSWER_BYTES).await {
             Ok(Line::Full(line)) => line,
             Ok(Line::End) => {
-                return Err(self.not_running(exited(&mut r.child, "closed its stdout")));
+                return Err(self.not_running(exited(&mut r.child, "closed its stdout").await));
             }
             Ok(Line::TooLong) => {
                 return Err(self.bad_answer(format!(
@@ -240,7 +240,7 @@ impl ChildProcessor {
                     wire::MAX_ANSWER_BYTES
                 )));
             }
-            Err(e) => return Err(self.not_running(exited(&mut r.child, &e.to_string()))),
+            Err(e) => return Err(self.not_running(exited(&mut r.child, &e.to_string()).await)),
         };
         wire::answer(id, &answer).map_err(|e| self.bad_answer(e.to_string()))
     }
@@ -278,10 +278,11 @@ async fn read_line(r: &mut BufReader<ChildStdout>, max: usize) -> std::io::Resul
     }
 }
 
-/// Why a child stopped talking: its exit status if it has one, else `io`.
-fn exited(child: &mut Child, io: &str) -> String {
-    match child.try_wait() {
-        Ok(Some(status)) => format!("the process ended ({status})"),
+/// Why a child stopped talking: its exit status if it ends at once (it
+/// closed its pipes to exit), else `io`.
+async fn exited(child: &mut Child, io: &str) -> String {
+    match tokio::time::timeout(Duration::from_millis(200), child.wait()).await {
+        Ok(Ok(status)) => format!("the process ended ({status})"),
         _ => format!("the process stopped talking ({io})"),
     }
 }
