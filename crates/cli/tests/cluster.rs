@@ -10,12 +10,30 @@ use common::cluster::{Cluster, exit_within, role};
 use common::signal;
 
 /// The kill test's job options beyond the site's own.
-const JOB_EXTRA: &[&str] = &["--store-bodies", "--extract", "heading=title"];
+const JOB_EXTRA: &[&str] = &[
+    "--store-bodies",
+    "--extract",
+    "heading=title",
+    "--use",
+    "products",
+];
+
+/// `--processor` for the example processor, as every node of the kill
+/// test runs it.
+fn products() -> String {
+    format!(
+        "products=python3 {}/../../examples/processors/products.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_runners_shards_are_crawled_on_by_the_backup_with_nothing_lost_or_doubled() {
     let c = Cluster::start("cl_kill", 2, 1, 2, 8, 12, 30).await;
-    let nodes: Vec<_> = (1..=3).map(|i| c.node(i, &[])).collect();
+    let processor = products();
+    let nodes: Vec<_> = (1..=3)
+        .map(|i| c.node(i, &["--processor", &processor]))
+        .collect();
     let formed = c.formed().await;
     assert_eq!(role(&formed, "crawler_3"), "backup-runner");
     // Pages kept in PostgreSQL, for one WARC export of every shard; a
@@ -91,10 +109,21 @@ async fn check_export(c: &Cluster, job: &str) {
     let (code, jsonl, err) = c.run(&["results", "--store", &c.site.url, job]).await;
     assert_eq!(code, 0, "{err}");
     let pages = common::records(&jsonl);
-    // Every page's field, whether its shard was crawled before the kill or
-    // after it by the backup: the page's title, as the record has it.
+    // Every page's fields, whether its shard was crawled before the kill or
+    // after it by the backup: the page's title, as the record has it, and
+    // the example processor's count of the words a reader sees, added by
+    // the processor child of whichever node crawled the page.
     let pages_200: Vec<_> = pages.iter().filter(|r| r.status == Some(200)).collect();
     assert!(!pages_200.is_empty());
+    for r in &pages_200 {
+        let n = r
+            .fields
+            .as_ref()
+            .and_then(|f| f.get("words"))
+            .and_then(|w| w.as_u64());
+        assert!(n.is_some_and(|n| n > 0), "{}: fields {:?}", r.url, r.fields);
+        assert_eq!(r.error, None, "{}", r.url);
+    }
     for r in pages_200 {
         let heading = r.fields.as_ref().and_then(|f| f.get("heading"));
         assert_eq!(

@@ -42,6 +42,8 @@ pub struct MemberStatus {
     pub task: Option<Task>,
     /// The shards its task holds unfinished, as `<job>/<shard>`.
     pub shards: Vec<String>,
+    /// The processors it runs, by name (what jobs may `--use` on it).
+    pub processors: Vec<String>,
 }
 
 /// One shard of a job.
@@ -129,6 +131,7 @@ struct CoordLook {
     group: Option<GroupState>,
     members: Vec<MemberLook>,
     tasks: Vec<(TaskAt, Task)>,
+    offers: BTreeMap<NodeName, crate::offer::Offer>,
 }
 
 async fn look_coord(c: &impl Coordinator, layout: &Layout) -> Result<CoordLook, MetaError> {
@@ -136,7 +139,9 @@ async fn look_coord(c: &impl Coordinator, layout: &Layout) -> Result<CoordLook, 
         .await?
         .map(|(g, _)| g);
     let mut seen = Vec::new();
+    let mut offers = BTreeMap::new();
     for name in members(c, layout).await? {
+        offers.insert(name.clone(), crate::offer::read(c, layout, &name).await?);
         let state = metadata::read::<NodeState>(c, &layout.node_state(&name))
             .await?
             .map(|(s, _)| s);
@@ -153,6 +158,7 @@ async fn look_coord(c: &impl Coordinator, layout: &Layout) -> Result<CoordLook, 
         group,
         members: seen,
         tasks,
+        offers,
     })
 }
 
@@ -238,6 +244,11 @@ pub async fn status(
                 pulse,
                 task,
                 shards,
+                processors: second
+                    .offers
+                    .get(name)
+                    .map(|o| o.processors.clone())
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -253,6 +264,7 @@ pub async fn status(
     let mut jobs = Vec::new();
     for (job, shards) in last_store {
         let is_complete = complete(&job);
+        let needed = crate::offer::used_by(&job.options);
         let shards: Vec<ShardStatus> = shards
             .into_iter()
             .map(|s| {
@@ -271,6 +283,20 @@ pub async fn status(
                         "job {} shard {}: the coordinator gives it to {owner}, the store's lease is {}'s",
                         job.name, s.shard, node
                     ));
+                }
+                if let Some(owner) = owner.as_deref().filter(|_| !is_complete)
+                    && let Ok(node) = owner.parse::<NodeName>()
+                    && let Some(offer) = second.offers.get(&node)
+                {
+                    let lacking = crate::offer::lacking(&needed, offer);
+                    if !lacking.is_empty() {
+                        warnings.push(format!(
+                            "job {} shard {} waits: {owner} does not run processor {}; a Runner that runs it takes the shard when {owner} stops",
+                            job.name,
+                            s.shard,
+                            lacking.join(", ")
+                        ));
+                    }
                 }
                 ShardStatus {
                     shard: s.shard,
@@ -370,13 +396,18 @@ impl std::fmt::Display for ClusterStatus {
             };
             writeln!(
                 f,
-                "  {:<16} {:<20} heart {:<14} {:<10} task {:<10} shards [{}]",
+                "  {:<16} {:<20} heart {:<14} {:<10} task {:<10} shards [{}]{}",
                 m.name,
                 role,
                 heart,
                 format!("({pulse})"),
                 task,
-                m.shards.join(", ")
+                m.shards.join(", "),
+                if m.processors.is_empty() {
+                    String::new()
+                } else {
+                    format!(" runs [{}]", m.processors.join(", "))
+                }
             )?;
         }
         if !self.queued.is_empty() {

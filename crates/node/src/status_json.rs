@@ -207,6 +207,7 @@ mod tests {
                     pulse: Pulse::Beating,
                     task: None,
                     shards: (0..5000).map(|n| format!("big/{n}")).collect(),
+                    processors: Vec::new(),
                 })
                 .collect(),
             queued: (0..5000).map(|n| format!("big/{n}")).collect(),
