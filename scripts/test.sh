@@ -53,6 +53,6 @@ echo "== cargo test"
 cargo test --workspace --all-targets "$@"
 
 # --all-targets leaves out doc-tests: the guide's library examples are
-# among them (compiled by the node crate).
+# among them (compiled by the cli crate).
 echo "== cargo test --doc"
 cargo test --workspace --doc "$@"

@@ -140,6 +140,16 @@ pub struct JobArgs {
     /// URL keys remembered in memory; past this the store is asked.
     #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_SEEN_CACHE, value_name = "N")]
     pub seen_cache: usize,
+    /// Also run the extractor called NAME on every fetched page, after the
+    /// built-in `html` (repeatable; one a binary of your own registered).
+    /// Part of the job's identity.
+    #[arg(long = "extractor", value_name = "NAME")]
+    pub extractors: Vec<String>,
+    /// Also check every link with the scoper called NAME, after the
+    /// built-in ones (repeatable; one a binary of your own registered).
+    /// Part of the job's identity.
+    #[arg(long = "scoper", value_name = "NAME")]
+    pub scopers: Vec<String>,
     /// Run the processor called NAME on every fetched 2xx page, after the
     /// extractors (repeatable; in order). The job carries names only: a
     /// `crawl` runs what its --processor says, a node what its operator
@@ -241,6 +251,10 @@ impl JobArgs {
         c.politeness.retry_base = self.retry_base;
         c.politeness.max_host_errors = self.max_host_errors;
         c.pipeline.processors = self.uses.clone();
+        c.pipeline
+            .extractors
+            .extend(self.extractors.iter().cloned());
+        c.pipeline.scopers.extend(self.scopers.iter().cloned());
         c.engine.seen_cache = self.seen_cache;
         c.engine.max_queued = self.max_queued;
         c.engine.max_links_per_page = self.max_links_per_page;

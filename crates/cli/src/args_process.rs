@@ -37,9 +37,8 @@ pub struct ProcessorArgs {
 }
 
 impl ProcessorArgs {
-    /// The built-in processors and the ones configured here.
-    pub fn registry(&self) -> Result<Registry, String> {
-        let mut registry = Registry::builtin();
+    /// Adds the processors configured here to `registry`.
+    pub fn add_to(&self, registry: &mut Registry) -> Result<(), String> {
         let settings = ChildSettings {
             workers: self.processor_workers,
             timeout: self.processor_timeout,
@@ -55,7 +54,7 @@ impl ProcessorArgs {
             }
             registry.add_command(p.clone(), settings);
         }
-        Ok(registry)
+        Ok(())
     }
 }
 

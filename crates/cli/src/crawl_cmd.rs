@@ -30,7 +30,10 @@ use crawlkeeper_job::seeds::{read_seeds, seed_files, stdin};
 /// same command run again resumes it. Everything the user gave is checked
 /// (seeds, options, processors, shards, the output path) before the store
 /// or any file is touched.
-pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
+pub async fn run(
+    args: CrawlArgs,
+    mut registry: crawlkeeper_crawl::Registry,
+) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     if !args.no_state {
         crate::state::check_location(&args.store)?;
@@ -47,7 +50,9 @@ pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
     }
     config.archive.gzip_level = args.warc.files.warc_gzip_level;
     let held = check_shards(&args)?;
-    let registry = args.processors.registry().map_err(CliError::Usage)?;
+    args.processors
+        .add_to(&mut registry)
+        .map_err(CliError::Usage)?;
     let mut engine =
         Engine::configure(config.clone(), seeds.clone(), &registry).map_err(engine_error)?;
     if let Some(w) = &warc {

@@ -22,7 +22,10 @@ use crate::signals::Shutdown;
 use crawlkeeper_node::page::NodeSource;
 
 /// Runs `crawlkeeper node` until it is asked to stop.
-pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
+pub async fn run(
+    args: NodeArgs,
+    mut registry: crawlkeeper_crawl::Registry,
+) -> Result<Outcome, CliError> {
     let name: NodeName = args.name.clone();
     let group = args.cluster.group.as_str();
     let heartbeat = Heartbeat::new(
@@ -31,7 +34,9 @@ pub async fn run(args: NodeArgs) -> Result<Outcome, CliError> {
         args.heart_rhythm_timeout,
     )
     .map_err(|e| CliError::Usage(e.to_string()))?;
-    let registry = args.processors.registry().map_err(CliError::Usage)?;
+    args.processors
+        .add_to(&mut registry)
+        .map_err(CliError::Usage)?;
     let bound = Bound::bind(&args.serve)?;
     // The store is reached (and its schema brought up to date) first.
     crawlkeeper_node::release(open_store(&args.cluster).await?);

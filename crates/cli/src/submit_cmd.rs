@@ -21,7 +21,7 @@ use crate::exit::{CliError, Outcome};
 use crawlkeeper_job::seeds::{read_seeds, stdin};
 
 /// Runs `crawlkeeper submit`.
-pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
+pub async fn run(args: SubmitArgs, registry: &Registry) -> Result<Outcome, CliError> {
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     let config = args.job.to_config();
     // The nodes say what a processor name runs: here only the names are
@@ -31,7 +31,7 @@ pub async fn run(args: SubmitArgs) -> Result<Outcome, CliError> {
     config
         .validate()
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    Engine::configure(checked, seeds.clone(), &Registry::builtin()).map_err(engine_error)?;
+    Engine::configure(checked, seeds.clone(), registry).map_err(engine_error)?;
     check_store(&args.cluster)?;
     let zk = connect_zk(&args.cluster).await?;
     let layout = Layout::new(args.cluster.group.as_str())

@@ -403,7 +403,7 @@ impl CrawlConfig {
         }
         let mut used = std::collections::BTreeSet::new();
         for name in &self.pipeline.processors {
-            if !crate::process::valid_name(name) {
+            if !crate::name::valid_name(name) {
                 problems.push(format!(
                     "processor name '{name}': letters, digits, '_', '-' and '.' only"
                 ));

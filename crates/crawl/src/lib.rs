@@ -19,6 +19,8 @@
 //! | [`sink`] | where records go (JSON Lines, memory, several) |
 //! | [`sitemap`] | sitemaps read as hostile input, and an authority's URLs from them |
 //! | [`state`] | durable crawl state: the port a store implements, the worker that commits |
+//! | [`name`] | what a name a user gives (a processor's) may be |
+//! | [`process`] | processors by name after the extractors: the trait, child processes speaking JSON Lines |
 //! | [`live`] | a snapshot of the running crawl: counts, rates, hosts (progress view, metrics, status page) |
 //! | [`summary`] | per-authority counts and the end-of-run table |
 //!
@@ -42,6 +44,7 @@ pub mod fetch;
 pub mod field_spec;
 pub mod guard;
 pub mod live;
+pub mod name;
 pub mod normalize;
 pub mod pipeline;
 pub mod politeness;

@@ -63,9 +63,3 @@ impl Drop for Releasing {
         }
     }
 }
-
-/// The library chapter of the guide: its examples are compiled as this
-/// crate's doc-tests (this crate reaches the engine and the cluster both).
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/guide/library.md")]
-mod guide_library {}

@@ -32,14 +32,7 @@ pub enum CommandError {
     Unclosed(String),
 }
 
-/// True when `name` may name a processor (or a field).
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-}
+use crate::name::valid_name;
 
 impl FromStr for ProcessorCommand {
     type Err = CommandError;

@@ -29,7 +29,7 @@ use url::Url;
 use crate::fetch::FetchResponse;
 
 pub use child::{ChildProcessor, ChildSettings, FAILING_AFTER};
-pub use command::{CommandError, ProcessorCommand, valid_name};
+pub use command::{CommandError, ProcessorCommand};
 
 /// The deadline of one page's processing by one processor, by default.
 pub const DEFAULT_PROCESSOR_TIMEOUT: Duration = Duration::from_secs(30);
