@@ -88,6 +88,10 @@ struct Measure {
     wall: Duration,
     cpu: Duration,
     max_rss_kb: i64,
+    /// CPU of the crawler's children (its processors), sampled; part of
+    /// `cpu` too when the crawler reaped them.
+    children_cpu: Duration,
+    children: usize,
 }
 
 /// Runs the engine benchmark.
@@ -166,6 +170,18 @@ pub fn run(args: EngineArgs) -> Result<()> {
                 m.max_rss_kb as f64 / 1024.0,
                 runs.len()
             );
+            if m.children > 0 {
+                let crawler = m.cpu.saturating_sub(m.children_cpu).as_secs_f64();
+                let children = m.children_cpu.as_secs_f64();
+                println!(
+                    "{:<12} {} processor processes: cpu={children:.2}s cpu/1000 pages={:.3}s; \
+                     the crawler itself cpu={crawler:.2}s cpu/1000 pages={:.3}s",
+                    scenario.name,
+                    m.children,
+                    children * 1000.0 / m.pages as f64,
+                    crawler * 1000.0 / m.pages as f64,
+                );
+            }
             if let Some(ideal) = scenario.ideal_rate {
                 println!(
                     "{:<12} {:.2} of the ideal {ideal:.0} pages/s",
@@ -232,7 +248,9 @@ fn run_once(
         .args(origins.iter().map(|o| format!("{o}/")));
     let started = Instant::now();
     let crawler = cmd.spawn().context("starting the crawler")?;
+    let sampler = crate::children::ChildrenCpu::start(crawler.id());
     let (status, cpu, max_rss_kb) = wait_with_rusage(crawler.id())?;
+    let (children_cpu, children) = sampler.finish();
     let wall = started.elapsed();
     stop(site);
     if status != 0 {
@@ -252,5 +270,7 @@ fn run_once(
         wall,
         cpu,
         max_rss_kb,
+        children_cpu,
+        children,
     })
 }

@@ -13,6 +13,7 @@
 //! | `cluster` | real `crawlkeeper node` processes: fail-over after `kill -9`, scale-out over Runners, ZooKeeper requests per node |
 //! | `coord` | compare-and-set writes/s, watch latency, session-expiry detection, per coordinator |
 
+mod children;
 mod cluster;
 mod commit;
 mod coord;
