@@ -15,7 +15,7 @@ const INTERVAL: Duration = Duration::from_millis(100);
 /// A sampler of one process's children, on a thread of its own.
 pub struct ChildrenCpu {
     done: Arc<AtomicBool>,
-    thread: JoinHandle<BTreeMap<u32, u64>>,
+    thread: JoinHandle<(u64, BTreeMap<u32, u64>)>,
 }
 
 impl ChildrenCpu {
@@ -25,7 +25,9 @@ impl ChildrenCpu {
         let stop = done.clone();
         let thread = std::thread::spawn(move || {
             let mut seen: BTreeMap<u32, u64> = BTreeMap::new();
+            let mut own = 0;
             while !stop.load(Ordering::Relaxed) {
+                own = cpu_ticks(pid).unwrap_or(own);
                 for child in children(pid) {
                     if let Some(ticks) = cpu_ticks(child) {
                         seen.insert(child, ticks);
@@ -33,7 +35,7 @@ impl ChildrenCpu {
                 }
                 std::thread::sleep(INTERVAL);
             }
-            seen
+            (own, seen)
         });
         Self { done, thread }
     }

@@ -88,8 +88,9 @@ struct Measure {
     wall: Duration,
     cpu: Duration,
     max_rss_kb: i64,
-    /// CPU of the crawler's children (its processors), sampled; part of
-    /// `cpu` too when the crawler reaped them.
+    /// CPU of the crawler itself, sampled (its children not included).
+    own_cpu: Duration,
+    /// CPU of the crawler's children (its processors), sampled.
     children_cpu: Duration,
     children: usize,
 }
@@ -171,7 +172,7 @@ pub fn run(args: EngineArgs) -> Result<()> {
                 runs.len()
             );
             if m.children > 0 {
-                let crawler = m.cpu.saturating_sub(m.children_cpu).as_secs_f64();
+                let crawler = m.own_cpu.as_secs_f64();
                 let children = m.children_cpu.as_secs_f64();
                 println!(
                     "{:<12} {} processor processes: cpu={children:.2}s cpu/1000 pages={:.3}s; \
@@ -250,7 +251,7 @@ fn run_once(
     let crawler = cmd.spawn().context("starting the crawler")?;
     let sampler = crate::children::ChildrenCpu::start(crawler.id());
     let (status, cpu, max_rss_kb) = wait_with_rusage(crawler.id())?;
-    let (children_cpu, children) = sampler.finish();
+    let (own_cpu, children_cpu, children) = sampler.finish();
     let wall = started.elapsed();
     stop(site);
     if status != 0 {
@@ -270,6 +271,7 @@ fn run_once(
         wall,
         cpu,
         max_rss_kb,
+        own_cpu,
         children_cpu,
         children,
     })
