@@ -40,14 +40,15 @@ impl ChildrenCpu {
         Self { done, thread }
     }
 
-    /// Stops sampling; the children's CPU, and how many there were.
-    pub fn finish(self) -> (Duration, usize) {
+    /// Stops sampling: the process's own CPU (its children's not
+    /// included), its children's, and how many children there were.
+    pub fn finish(self) -> (Duration, Duration, usize) {
         self.done.store(true, Ordering::Relaxed);
-        let seen = self.thread.join().unwrap_or_default();
+        let (own, seen) = self.thread.join().unwrap_or_default();
         // SAFETY: sysconf has no memory effects.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        let ticks: u64 = seen.values().sum();
-        (Duration::from_millis(ticks * 1000 / hz), seen.len())
+        let time = |ticks: u64| Duration::from_millis(ticks * 1000 / hz);
+        (time(own), time(seen.values().sum()), seen.len())
     }
 }
 
