@@ -375,36 +375,37 @@ impl Pipeline {
         let mut on_page: HashSet<u128> = processed.discovered.iter().map(|d| d.key).collect();
         let mut added = 0u32;
         for href in &links {
-            let Ok(url) = self.normalizer.resolve(&request.url, href) else {
+            let Some((key, url)) = self.new_link(&request.url, href, depth, &mut on_page) else {
                 continue;
             };
-            if self.scope.check(&Candidate { url: &url, depth }) != Verdict::Accept {
-                continue;
-            }
-            let key = url_key(&url);
-            if !on_page.insert(key) {
-                continue;
-            }
             if on_page.len() > self.max_links_per_page {
                 processed.record.links_dropped = processed.record.links_dropped.saturating_add(1);
                 continue;
             }
             added += 1;
             if self.follow {
-                processed.discovered.push(Discovered {
-                    key,
-                    request: Request {
-                        url,
-                        depth,
-                        parent: Some(parent.clone()),
-                        redirect_chain: Vec::new(),
-                        attempts: 0,
-                        known: None,
-                    },
-                });
+                processed.discovered.push(link(key, url, depth, &parent));
             }
         }
         processed.record.links = processed.record.links.saturating_add(added);
+    }
+
+    /// Link `href`, resolved against `base`, with its dedup key, if it
+    /// parses, is in scope at `depth` and is not in `on_page` yet (it is
+    /// added there).
+    fn new_link(
+        &self,
+        base: &Url,
+        href: &str,
+        depth: u32,
+        on_page: &mut HashSet<u128>,
+    ) -> Option<(u128, Url)> {
+        let url = self.normalizer.resolve(base, href).ok()?;
+        if self.scope.check(&Candidate { url: &url, depth }) != Verdict::Accept {
+            return None;
+        }
+        let key = url_key(&url);
+        on_page.insert(key).then_some((key, url))
     }
 
     fn interpret(
@@ -596,31 +597,29 @@ impl Pipeline {
         let parent: Arc<str> = Arc::from(request.url.as_str());
         let mut on_page: HashSet<u128> = HashSet::with_capacity(found.hrefs.len());
         for href in &found.hrefs {
-            let Ok(url) = self.normalizer.resolve(&base, href) else {
+            let Some((key, url)) = self.new_link(&base, href, depth, &mut on_page) else {
                 continue;
             };
-            if self.scope.check(&Candidate { url: &url, depth }) != Verdict::Accept {
-                continue;
-            }
-            let key = url_key(&url);
-            if !on_page.insert(key) {
-                continue;
-            }
             if self.follow {
-                discovered.push(Discovered {
-                    key,
-                    request: Request {
-                        url,
-                        depth,
-                        parent: Some(parent.clone()),
-                        redirect_chain: Vec::new(),
-                        attempts: 0,
-                        known: None,
-                    },
-                });
+                discovered.push(link(key, url, depth, &parent));
             }
         }
         record.links = u32::try_from(on_page.len()).unwrap_or(u32::MAX);
+    }
+}
+
+/// A link found on the page of `parent` (at `depth`) as a request.
+fn link(key: u128, url: Url, depth: u32, parent: &Arc<str>) -> Discovered {
+    Discovered {
+        key,
+        request: Request {
+            url,
+            depth,
+            parent: Some(parent.clone()),
+            redirect_chain: Vec::new(),
+            attempts: 0,
+            known: None,
+        },
     }
 }
 

@@ -5,8 +5,11 @@ use std::io::Write;
 
 use crawlkeeper_store::{JobInfo, Store, StoreError, Writer};
 
-/// Results read from the store at a time.
-const PAGE: usize = 10_000;
+/// Results read from the store at a time. A record may hold up to a few
+/// MiB of fields (1 MiB of selectors', 1 MiB per processor), so a page is
+/// kept small: 500 such records are a bounded few GiB at the very worst,
+/// and a few hundred KiB as records usually are.
+const PAGE: usize = 500;
 
 /// Why the records could not be written out.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +32,28 @@ pub fn write_records(
     out: &mut dyn Write,
     writer: bool,
 ) -> Result<u64, RecordsError> {
+    each_result(store, job, |json, who| {
+        if writer {
+            writeln!(out, "{}", with_writer(json, who))?;
+        } else {
+            writeln!(out, "{json}")?;
+        }
+        Ok(())
+    })
+    .and_then(|written| {
+        out.flush()?;
+        Ok(written)
+    })
+}
+
+/// Calls `write` with every stored record of `job` (its JSON and who
+/// stored it), in the order the results finished, a page of results in
+/// memory at a time; returns how many there were.
+pub(crate) fn each_result(
+    store: &mut dyn Store,
+    job: &JobInfo,
+    mut write: impl FnMut(&str, Option<&Writer>) -> Result<(), RecordsError>,
+) -> Result<u64, RecordsError> {
     let (mut after, mut written) = (0, 0);
     loop {
         let page = store.results_by(job.id, after, PAGE)?;
@@ -37,15 +62,10 @@ pub fn write_records(
         };
         after = *last;
         for (_, json, who) in &page {
-            if writer {
-                writeln!(out, "{}", with_writer(json, who.as_ref()))?;
-            } else {
-                writeln!(out, "{json}")?;
-            }
+            write(json, who.as_ref())?;
             written += 1;
         }
     }
-    out.flush()?;
     Ok(written)
 }
 

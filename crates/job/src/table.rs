@@ -14,9 +14,6 @@ use serde_json::Value;
 
 use crate::records::RecordsError;
 
-/// Results read from the store at a time.
-const PAGE: usize = 2_000;
-
 /// The columns of a record's row without `--fields`: `error_kind` is the
 /// kind of the record's error.
 pub const CORE: [&str; 8] = [
@@ -200,20 +197,11 @@ pub fn write_csv(
     table: &Table,
 ) -> Result<u64, RecordsError> {
     write_row(out, &table.header())?;
-    let (mut after, mut written) = (0, 0);
-    loop {
-        let page = store.results_by(job.id, after, PAGE)?;
-        let Some((last, _, _)) = page.last() else {
-            break;
-        };
-        after = *last;
-        for (_, json, who) in &page {
-            // A stored record this build cannot read is a row of what it has.
-            let record: Value = serde_json::from_str(json).unwrap_or(Value::Null);
-            write_row(out, &table.row(&record, who.as_ref()))?;
-            written += 1;
-        }
-    }
+    let written = crate::records::each_result(store, job, |json, who| {
+        // A stored record this build cannot read is a row of what it has.
+        let record: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+        Ok(write_row(out, &table.row(&record, who))?)
+    })?;
     out.flush()?;
     Ok(written)
 }
