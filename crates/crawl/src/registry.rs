@@ -66,7 +66,7 @@ impl Registry {
             scopers: BTreeMap::new(),
         };
         r.add_extractor("html", |ctx| {
-            HtmlExtractor::with_fields(&ctx.config.extract.fields)
+            HtmlExtractor::from_config(&ctx.config.extract)
                 .map(|x| Box::new(x) as Box<dyn Extractor>)
                 .map_err(BuildError::from)
         });
