@@ -31,6 +31,7 @@ use crawlkeeper_job::seeds::{read_seeds, seed_files, stdin};
 /// (seeds, options, processors, shards, the output path) before the store
 /// or any file is touched.
 pub async fn run(args: CrawlArgs) -> Result<Outcome, CliError> {
+    args.job.check().map_err(CliError::Usage)?;
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     if !args.no_state {
         crate::state::check_location(&args.store)?;
