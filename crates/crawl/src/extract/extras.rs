@@ -11,7 +11,7 @@ use lol_html::{DocumentContentHandlers, ElementContentHandlers, Selector, Settin
 
 use super::jsonld::JsonLd;
 use super::meta::Meta;
-use super::text::{BLOCKS, CELLS, HIDDEN, Text};
+use super::text::{Kind, Text, kind};
 use super::{Extracted, FieldValue};
 use crate::config::ExtractConfig;
 
@@ -19,8 +19,10 @@ use crate::config::ExtractConfig;
 pub(crate) struct ExtraSelectors {
     meta: Option<[Selector; 3]>,
     jsonld: Option<Selector>,
-    /// The text's cap in bytes, blocks, cells, elements hiding their content.
-    text: Option<(usize, [Selector; 3])>,
+    /// The text's cap in bytes, and every element (`*`): one selector
+    /// whose handler tells blocks, cells and hiding elements apart costs
+    /// less than lol_html matching a list of forty.
+    text: Option<(usize, Selector)>,
 }
 
 fn parse(s: &str) -> Selector {
@@ -41,12 +43,9 @@ impl ExtraSelectors {
                 ]
             }),
             jsonld: config.jsonld.then(|| parse("script[type]")),
-            text: config.text.map(|max| {
-                (
-                    usize::try_from(max).unwrap_or(usize::MAX),
-                    [parse(BLOCKS), parse(CELLS), parse(HIDDEN)],
-                )
-            }),
+            text: config
+                .text
+                .map(|max| (usize::try_from(max).unwrap_or(usize::MAX), parse("*"))),
         }
     }
 
@@ -64,15 +63,16 @@ pub(crate) struct Extras {
 }
 
 impl Extras {
-    /// Empty collectors for what `selectors` ask for.
-    pub(crate) fn new(selectors: &ExtraSelectors) -> Self {
+    /// Empty collectors for what `selectors` ask for, in a page of
+    /// `page_bytes`.
+    pub(crate) fn new(selectors: &ExtraSelectors, page_bytes: usize) -> Self {
         Self {
             meta: selectors.meta.as_ref().map(|_| Rc::default()),
             jsonld: selectors.jsonld.as_ref().map(|_| Rc::default()),
             text: selectors
                 .text
                 .as_ref()
-                .map(|(max, _)| Rc::new(RefCell::new(Text::new(*max)))),
+                .map(|(max, _)| Rc::new(RefCell::new(Text::new(*max, page_bytes)))),
         }
     }
 
@@ -88,8 +88,8 @@ impl Extras {
         if let (Some(jsonld), Some(scripts)) = (&self.jsonld, &selectors.jsonld) {
             settings = settings.append_element_content_handler(jsonld_handlers(jsonld, scripts));
         }
-        if let (Some(text), Some((_, selectors))) = (&self.text, &selectors.text) {
-            settings = text_handlers(text, selectors, settings);
+        if let (Some(text), Some((_, every))) = (&self.text, &selectors.text) {
+            settings = text_handlers(text, every, settings);
         }
         settings
     }
@@ -199,36 +199,39 @@ fn jsonld_handlers<'h>(
 
 fn text_handlers<'h>(
     text: &'h Rc<RefCell<Text>>,
-    [blocks, cells, hidden]: &'h [Selector; 3],
+    every: &'h Selector,
     settings: Settings<'h, 'h>,
 ) -> Settings<'h, 'h> {
-    // Registered first: a hidden block is hidden before it would end a line.
-    let on_hidden = move |el: &mut Element<'_, '_>| {
-        if el.can_have_content() {
-            text.borrow_mut().hide();
-            let t = Rc::clone(text);
-            el.on_end_tag(Box::new(move |_: &mut EndTag<'_>| {
-                t.borrow_mut().unhide();
-                Ok(())
-            }))?;
-        }
-        Ok(())
-    };
-    let on_block = move |el: &mut Element<'_, '_>| {
+    let on_element = move |el: &mut Element<'_, '_>| {
+        let kind = kind(&el.tag_name(), el.has_attribute("hidden"));
         let mut t = text.borrow_mut();
-        t.block();
-        if el.can_have_content() && !t.is_hidden() {
-            drop(t);
+        match kind {
+            Kind::Inline => return Ok(()),
+            Kind::Cell => t.gap(),
+            Kind::Block => t.block(),
+            // A void element hides nothing.
+            Kind::Hides if el.can_have_content() => t.hide(),
+            Kind::Hides => return Ok(()),
+        }
+        // Inside a hidden element a block's end changes nothing.
+        let ends = match kind {
+            Kind::Hides => true,
+            Kind::Block => !t.is_hidden(),
+            _ => false,
+        };
+        drop(t);
+        if ends && el.can_have_content() {
             let t = Rc::clone(text);
             el.on_end_tag(Box::new(move |_: &mut EndTag<'_>| {
-                t.borrow_mut().block();
+                let mut t = t.borrow_mut();
+                if kind == Kind::Hides {
+                    t.unhide();
+                } else {
+                    t.block();
+                }
                 Ok(())
             }))?;
         }
-        Ok(())
-    };
-    let on_cell = move |_: &mut Element<'_, '_>| {
-        text.borrow_mut().gap();
         Ok(())
     };
     let on_text = move |t: &mut TextChunk<'_>| {
@@ -244,16 +247,8 @@ fn text_handlers<'h>(
     };
     settings
         .append_element_content_handler((
-            Cow::Borrowed(hidden),
-            ElementContentHandlers::default().element(on_hidden),
-        ))
-        .append_element_content_handler((
-            Cow::Borrowed(blocks),
-            ElementContentHandlers::default().element(on_block),
-        ))
-        .append_element_content_handler((
-            Cow::Borrowed(cells),
-            ElementContentHandlers::default().element(on_cell),
+            Cow::Borrowed(every),
+            ElementContentHandlers::default().element(on_element),
         ))
         .append_document_content_handler(DocumentContentHandlers::default().text(on_text))
 }

@@ -171,7 +171,8 @@ impl Extractor for HtmlExtractor {
                 self.fields.iter().map(|(s, _)| s.all),
             )))
         });
-        let extras = (!self.extras.is_empty()).then(|| Extras::new(&self.extras));
+        let extras =
+            (!self.extras.is_empty()).then(|| Extras::new(&self.extras, page.response.body.len()));
         let mut settings = Settings::new()
             .with_memory_settings(
                 MemorySettings::new().with_max_allowed_memory_usage(MAX_PARSER_MEMORY),

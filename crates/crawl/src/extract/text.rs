@@ -4,8 +4,8 @@
 //! Left out: the text of `<script>`, `<style>`, `<noscript>` and the other
 //! raw-text elements, of `<title>` and `<textarea>`, and everything inside
 //! `<template>` or an element with the `hidden` attribute (one whose end tag
-//! never comes hides the rest of the page). Block elements
-//! ([`BLOCKS`]) end a line, table cells ([`CELLS`]) are apart by a space;
+//! never comes hides the rest of the page). Block elements ([`kind`]) end
+//! a line, table cells are apart by a space;
 //! whitespace inside a line is collapsed to one space, and there is no empty
 //! line, nor a line break at the start or the end. Character references are
 //! decoded. The text keeps at most its cap in bytes, cut at a character
@@ -15,16 +15,35 @@ use std::borrow::Cow;
 
 use super::entities::decode;
 
-/// The elements that start and end a line (`<br>` and `<hr>` only end one).
-pub(crate) const BLOCKS: &str = "address, article, aside, blockquote, body, br, caption, dd, \
-    details, dialog, div, dl, dt, fieldset, figcaption, figure, footer, form, h1, h2, h3, h4, \
-    h5, h6, header, hgroup, hr, li, main, nav, ol, p, pre, section, summary, table, tr, ul";
+/// How an element bears on the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// It starts and ends a line (`<br>` and `<hr>` only end one).
+    Block,
+    /// A table cell, apart from its neighbours by a space.
+    Cell,
+    /// It hides its content (`<template>`, or any with `hidden`).
+    Hides,
+    /// Inline: no bearing.
+    Inline,
+}
 
-/// Table cells, apart from their neighbours by a space.
-pub(crate) const CELLS: &str = "td, th";
-
-/// What hides its content, whatever it is.
-pub(crate) const HIDDEN: &str = "template, [hidden]";
+/// How element `tag` (lower case) bears on the text; `hidden` when it has
+/// the `hidden` attribute.
+pub(crate) fn kind(tag: &str, hidden: bool) -> Kind {
+    if hidden || tag == "template" {
+        return Kind::Hides;
+    }
+    match tag {
+        "address" | "article" | "aside" | "blockquote" | "body" | "br" | "caption" | "dd"
+        | "details" | "dialog" | "div" | "dl" | "dt" | "fieldset" | "figcaption" | "figure"
+        | "footer" | "form" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "header" | "hgroup"
+        | "hr" | "li" | "main" | "nav" | "ol" | "p" | "pre" | "section" | "summary" | "table"
+        | "tr" | "ul" => Kind::Block,
+        "td" | "th" => Kind::Cell,
+        _ => Kind::Inline,
+    }
+}
 
 /// The longest character reference [`decode`] decodes, `&` and `;` included:
 /// a text chunk ending in an unfinished one keeps it for the next chunk.
@@ -46,11 +65,12 @@ pub(crate) struct Text {
 }
 
 impl Text {
-    /// An empty text that keeps at most `max` bytes.
-    pub(crate) fn new(max: usize) -> Self {
+    /// An empty text that keeps at most `max` bytes, with room for
+    /// `expected` (a page's text is shorter than the page).
+    pub(crate) fn new(max: usize, expected: usize) -> Self {
         Self {
             max,
-            out: String::new(),
+            out: String::with_capacity(expected.min(max)),
             carry: String::new(),
             hidden: 0,
             space: false,
@@ -129,13 +149,24 @@ impl Text {
     }
 
     /// Adds `s`'s words, each after a space or a line break when whitespace
-    /// or a block came before it.
+    /// or a block came before it. (Scans bytes: splitting on
+    /// `char::is_whitespace` was the most costly step of `--text`.)
     fn push_words(&mut self, s: &str) {
-        for (i, word) in s.split(char::is_whitespace).enumerate() {
-            if i > 0 {
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() && !self.cut {
+            let gap = i;
+            while let Some(n) = whitespace_at(s, i) {
+                i += n;
+            }
+            if i > gap {
                 self.space = true;
             }
-            if word.is_empty() || self.cut {
+            let word = i;
+            while i < bytes.len() && whitespace_at(s, i).is_none() {
+                i += utf8_len(bytes[i]);
+            }
+            if i == word {
                 continue;
             }
             if !self.out.is_empty() {
@@ -147,7 +178,7 @@ impl Text {
             }
             self.newline = false;
             self.space = false;
-            self.push(word);
+            self.push(&s[word..i]);
         }
     }
 
@@ -176,6 +207,27 @@ impl Text {
         let end = self.out.trim_end().len();
         self.out.truncate(end);
         (self.out, self.cut)
+    }
+}
+
+/// The length of the whitespace character (`char::is_whitespace`) at byte
+/// `i` of `s`, if it is one; `i` is at a character boundary or the end.
+fn whitespace_at(s: &str, i: usize) -> Option<usize> {
+    let b = *s.as_bytes().get(i)?;
+    if b < 0x80 {
+        return matches!(b, b' ' | b'\t'..=b'\r').then_some(1);
+    }
+    let c = s[i..].chars().next()?;
+    c.is_whitespace().then(|| c.len_utf8())
+}
+
+/// The length of the UTF-8 sequence a leading byte `b` starts.
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0..0x80 => 1,
+        0xE0..0xF0 => 3,
+        0xF0.. => 4,
+        _ => 2,
     }
 }
 
@@ -249,11 +301,23 @@ mod tests {
                 &text[text.len() - 10..]
             );
         }
-        let mut one = Text::new(100);
+        let mut one = Text::new(100, 0);
         one.on_text("a &am", true, false);
         one.on_text("p; b &", true, false);
         one.on_text("#233", true, true);
         assert_eq!(one.finish().0, "a & b &#233");
+    }
+
+    #[test]
+    fn words_split_on_every_unicode_space_as_before() {
+        let s = "a\u{a0}b\u{3000}c\u{2028}d\te\u{b}f\u{1c}g é\u{85}ü  \n";
+        let mut t = Text::new(1000, 0);
+        t.on_text(s, false, true);
+        let want: Vec<&str> = s
+            .split(char::is_whitespace)
+            .filter(|w| !w.is_empty())
+            .collect();
+        assert_eq!(t.finish().0, want.join(" "));
     }
 
     #[test]
@@ -272,8 +336,12 @@ mod tests {
         assert_eq!(text_of("<p>a</p><div hidden><p>b</p><p>c"), "a");
         assert_eq!(text_of("<p>a</p><noscript><p>b</p><p>c"), "a");
         assert_eq!(text_of("<p>a</p><template>b"), "a");
-        // A void element with `hidden` hides nothing after it.
-        assert_eq!(text_of("<p>a<br hidden>b<input hidden>c</p>"), "a\nbc");
+        // A void element with `hidden` hides nothing after it (and a hidden
+        // `<br>` breaks no line).
+        assert_eq!(
+            text_of("<p>a<br hidden>b<input hidden>c<br>d</p>"),
+            "abc\nd"
+        );
     }
 
     #[test]
