@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use lol_html::html_content::{Element, EndTag, TextChunk, TextType};
-use lol_html::{DocumentContentHandlers, ElementContentHandlers, Selector, Settings};
+use lol_html::html_content::{Element, EndTag, TextChunk};
+use lol_html::{ElementContentHandlers, Selector, Settings};
 
 use super::jsonld::JsonLd;
 use super::meta::Meta;
@@ -63,16 +63,15 @@ pub(crate) struct Extras {
 }
 
 impl Extras {
-    /// Empty collectors for what `selectors` ask for, in a page of
-    /// `page_bytes`.
-    pub(crate) fn new(selectors: &ExtraSelectors, page_bytes: usize) -> Self {
+    /// Empty collectors for what `selectors` ask for, in page `body`.
+    pub(crate) fn new(selectors: &ExtraSelectors, body: &bytes::Bytes) -> Self {
         Self {
             meta: selectors.meta.as_ref().map(|_| Rc::default()),
             jsonld: selectors.jsonld.as_ref().map(|_| Rc::default()),
             text: selectors
                 .text
                 .as_ref()
-                .map(|(max, _)| Rc::new(RefCell::new(Text::new(*max, page_bytes)))),
+                .map(|(max, _)| Rc::new(RefCell::new(Text::new(*max, body.clone())))),
         }
     }
 
@@ -95,10 +94,12 @@ impl Extras {
     }
 
     /// Adds what was gathered to `out`'s fields: the page's other fields
-    /// used `used` bytes of its cap; `resolve` makes a URL absolute.
+    /// used `used` bytes of its cap; `resolve` makes a URL absolute;
+    /// `complete` when the parser read the whole page.
     pub(crate) fn finish(
         self,
         mut used: usize,
+        complete: bool,
         resolve: impl Fn(&str) -> String,
         out: &mut Extracted,
     ) {
@@ -113,7 +114,7 @@ impl Extras {
             out.add_structured("jsonld", FieldValue::Json(value), cut);
         }
         if let Some(text) = self.text.and_then(|t| Rc::try_unwrap(t).ok()) {
-            let (value, cut) = text.into_inner().finish();
+            let (value, cut) = text.into_inner().finish(complete);
             out.add_structured("text", FieldValue::One(value), cut);
         }
     }
@@ -204,7 +205,10 @@ fn text_handlers<'h>(
 ) -> Settings<'h, 'h> {
     let on_element = move |el: &mut Element<'_, '_>| {
         let kind = kind(&el.tag_name(), el.has_attribute("hidden"));
+        let tag = el.source_location().bytes();
         let mut t = text.borrow_mut();
+        t.read_to(tag.start);
+        t.skip_to(tag.end);
         match kind {
             Kind::Inline => return Ok(()),
             Kind::Cell => t.gap(),
@@ -222,8 +226,11 @@ fn text_handlers<'h>(
         drop(t);
         if ends && el.can_have_content() {
             let t = Rc::clone(text);
-            el.on_end_tag(Box::new(move |_: &mut EndTag<'_>| {
+            el.on_end_tag(Box::new(move |end: &mut EndTag<'_>| {
+                let at = end.source_location().bytes();
                 let mut t = t.borrow_mut();
+                t.read_to(at.start);
+                t.skip_to(at.end);
                 if kind == Kind::Hides {
                     t.unhide();
                 } else {
@@ -234,23 +241,10 @@ fn text_handlers<'h>(
         }
         Ok(())
     };
-    let on_text = move |t: &mut TextChunk<'_>| {
-        let references = match t.text_type() {
-            TextType::Data => true,
-            TextType::CDataSection | TextType::PlainText => false,
-            // Scripts, styles, noscript, title, textarea.
-            _ => return Ok(()),
-        };
-        text.borrow_mut()
-            .on_text(t.as_str(), references, t.last_in_text_node());
-        Ok(())
-    };
-    settings
-        .append_element_content_handler((
-            Cow::Borrowed(every),
-            ElementContentHandlers::default().element(on_element),
-        ))
-        .append_document_content_handler(DocumentContentHandlers::default().text(on_text))
+    settings.append_element_content_handler((
+        Cow::Borrowed(every),
+        ElementContentHandlers::default().element(on_element),
+    ))
 }
 
 #[cfg(test)]

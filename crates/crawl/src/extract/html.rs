@@ -172,7 +172,7 @@ impl Extractor for HtmlExtractor {
             )))
         });
         let extras =
-            (!self.extras.is_empty()).then(|| Extras::new(&self.extras, page.response.body.len()));
+            (!self.extras.is_empty()).then(|| Extras::new(&self.extras, &page.response.body));
         let mut settings = Settings::new()
             .with_memory_settings(
                 MemorySettings::new().with_max_allowed_memory_usage(MAX_PARSER_MEMORY),
@@ -222,6 +222,7 @@ impl Extractor for HtmlExtractor {
         } else {
             drop(rewriter);
         }
+        let complete = cut_short.is_none() && result.is_ok();
         if let Err(e) = result {
             // A page the parser gives up on keeps whatever it yielded so far.
             debug!(url = %page.url, error = %e, "HTML parse stopped early");
@@ -254,7 +255,7 @@ impl Extractor for HtmlExtractor {
             );
         }
         if let Some(extras) = extras {
-            extras.finish(used, resolve, &mut found);
+            extras.finish(used, complete, resolve, &mut found);
         }
         let title = collapse_whitespace(&decode(&title));
         if !title.is_empty() && found.title.is_none() {

@@ -15,6 +15,10 @@ use std::borrow::Cow;
 
 use super::entities::decode;
 
+/// The most bytes of text handed on at once (a gap between two tags may be
+/// the whole page).
+const SLICE: usize = 64 * 1024;
+
 /// How an element bears on the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -22,7 +26,9 @@ pub(crate) enum Kind {
     Block,
     /// A table cell, apart from its neighbours by a space.
     Cell,
-    /// It hides its content (`<template>`, or any with `hidden`).
+    /// It hides its content (`<template>`, any with `hidden`, and the
+    /// elements whose content is not markup: `<script>`, `<style>`,
+    /// `<noscript>`, `<title>`, `<textarea>`, …).
     Hides,
     /// Inline: no bearing.
     Inline,
@@ -31,10 +37,12 @@ pub(crate) enum Kind {
 /// How element `tag` (lower case) bears on the text; `hidden` when it has
 /// the `hidden` attribute.
 pub(crate) fn kind(tag: &str, hidden: bool) -> Kind {
-    if hidden || tag == "template" {
+    if hidden {
         return Kind::Hides;
     }
     match tag {
+        "template" | "script" | "style" | "noscript" | "title" | "textarea" | "xmp" | "iframe"
+        | "noembed" | "noframes" | "plaintext" => Kind::Hides,
         "address" | "article" | "aside" | "blockquote" | "body" | "br" | "caption" | "dd"
         | "details" | "dialog" | "div" | "dl" | "dt" | "fieldset" | "figcaption" | "figure"
         | "footer" | "form" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "header" | "hgroup"
@@ -49,8 +57,15 @@ pub(crate) fn kind(tag: &str, hidden: bool) -> Kind {
 /// a text chunk ending in an unfinished one keeps it for the next chunk.
 const MAX_REFERENCE: usize = 13;
 
-/// The text of one page, built as it streams through.
+/// The text of one page, built as it streams through: the element handler
+/// reports every start tag and the end tags of blocks and hiding elements
+/// with their places in the page, and the text is read from the page
+/// between them (lol_html's text handler would make it lex every byte of
+/// text, which cost half the crawl's throughput).
 pub(crate) struct Text {
+    body: bytes::Bytes,
+    /// Where the page's text not read yet starts.
+    pos: usize,
     max: usize,
     out: String,
     /// An unfinished character reference at the end of the last chunk.
@@ -67,16 +82,48 @@ pub(crate) struct Text {
 impl Text {
     /// An empty text that keeps at most `max` bytes, with room for
     /// `expected` (a page's text is shorter than the page).
-    pub(crate) fn new(max: usize, expected: usize) -> Self {
+    pub(crate) fn new(max: usize, body: bytes::Bytes) -> Self {
         Self {
             max,
-            out: String::with_capacity(expected.min(max)),
+            out: String::with_capacity(body.len().min(max)),
+            body,
+            pos: 0,
             carry: String::new(),
             hidden: 0,
             space: false,
             newline: false,
             cut: false,
         }
+    }
+
+    /// Reads the page's text up to byte `at` (where a tag starts).
+    pub(crate) fn read_to(&mut self, at: usize) {
+        let end = at.min(self.body.len());
+        if end <= self.pos {
+            return;
+        }
+        let start = std::mem::replace(&mut self.pos, end);
+        if self.hidden > 0 || self.cut {
+            return;
+        }
+        let body = self.body.clone();
+        let raw = String::from_utf8_lossy(&body[start..end]);
+        let text = strip_markup(&raw);
+        let mut rest: &str = &text;
+        while !rest.is_empty() && !self.cut {
+            let mut n = rest.len().min(SLICE);
+            while !rest.is_char_boundary(n) {
+                n -= 1;
+            }
+            let (slice, after) = rest.split_at(n);
+            self.on_text(slice, true, after.is_empty());
+            rest = after;
+        }
+    }
+
+    /// Skips the page up to byte `at` (where a tag ends).
+    pub(crate) fn skip_to(&mut self, at: usize) {
+        self.pos = self.pos.max(at.min(self.body.len()));
     }
 
     /// True when text now is hidden.
@@ -200,8 +247,13 @@ impl Text {
         self.cut = true;
     }
 
-    /// The text, and whether it lost anything to its cap.
-    pub(crate) fn finish(mut self) -> (String, bool) {
+    /// The text, and whether it lost anything to its cap; `complete` when
+    /// the parser read the whole page (the text after the last tag is read
+    /// only then).
+    pub(crate) fn finish(mut self, complete: bool) -> (String, bool) {
+        if complete {
+            self.read_to(self.body.len());
+        }
         self.flush_carry();
         // A separator kept just before the cap is not text.
         let end = self.out.trim_end().len();
@@ -229,6 +281,31 @@ fn utf8_len(b: u8) -> usize {
         0xF0.. => 4,
         _ => 2,
     }
+}
+
+/// `s`, text between two elements' tags, without the markup it may hold
+/// still: comments, end tags of inline elements, a doctype.
+fn strip_markup(s: &str) -> Cow<'_, str> {
+    if !s.contains('<') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        let tail = &rest[lt..];
+        let skip = if tail.starts_with("<!--") {
+            tail[4..].find("-->").map_or(tail.len(), |e| e + 7)
+        } else if tail[1..].starts_with(['!', '/', '?']) {
+            tail.find('>').map_or(tail.len(), |e| e + 1)
+        } else {
+            out.push('<');
+            1
+        };
+        rest = &tail[skip..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// `s` split before a character reference it ends in that is not finished
@@ -301,23 +378,32 @@ mod tests {
                 &text[text.len() - 10..]
             );
         }
-        let mut one = Text::new(100, 0);
+        let mut one = Text::new(100, bytes::Bytes::new());
         one.on_text("a &am", true, false);
         one.on_text("p; b &", true, false);
         one.on_text("#233", true, true);
-        assert_eq!(one.finish().0, "a & b &#233");
+        assert_eq!(one.finish(true).0, "a & b &#233");
     }
 
     #[test]
     fn words_split_on_every_unicode_space_as_before() {
         let s = "a\u{a0}b\u{3000}c\u{2028}d\te\u{b}f\u{1c}g é\u{85}ü  \n";
-        let mut t = Text::new(1000, 0);
+        let mut t = Text::new(1000, bytes::Bytes::new());
         t.on_text(s, false, true);
         let want: Vec<&str> = s
             .split(char::is_whitespace)
             .filter(|w| !w.is_empty())
             .collect();
-        assert_eq!(t.finish().0, want.join(" "));
+        assert_eq!(t.finish(true).0, want.join(" "));
+    }
+
+    #[test]
+    fn markup_left_between_tags_is_not_text() {
+        assert_eq!(
+            text_of("<!DOCTYPE html><p>a <!-- <p>x</p> --> b</p><p>c < d <![CDATA[e]]> f</p>"),
+            "a b\nc < d f"
+        );
+        assert_eq!(strip_markup("a </b> c <!-- x"), "a  c ");
     }
 
     #[test]
