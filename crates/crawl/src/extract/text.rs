@@ -294,8 +294,8 @@ fn strip_markup(s: &str) -> Cow<'_, str> {
     while let Some(lt) = rest.find('<') {
         out.push_str(&rest[..lt]);
         let tail = &rest[lt..];
-        let skip = if tail.starts_with("<!--") {
-            tail[4..].find("-->").map_or(tail.len(), |e| e + 7)
+        let skip = if let Some(comment) = tail.strip_prefix("<!--") {
+            comment.find("-->").map_or(tail.len(), |e| e + 7)
         } else if tail[1..].starts_with(['!', '/', '?']) {
             tail.find('>').map_or(tail.len(), |e| e + 1)
         } else {
