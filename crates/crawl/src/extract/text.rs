@@ -209,9 +209,27 @@ impl Text {
             if i > gap {
                 self.space = true;
             }
+            // Words apart by one space each are copied at once, as one.
             let word = i;
-            while i < bytes.len() && whitespace_at(s, i).is_none() {
-                i += utf8_len(bytes[i]);
+            while i < bytes.len() {
+                let b = bytes[i];
+                if b == b' ' {
+                    if i > word && whitespace_at(s, i + 1).is_none() && i + 1 < bytes.len() {
+                        i += 1;
+                        continue;
+                    }
+                    break;
+                }
+                if b < 0x80 {
+                    if matches!(b, b'\t'..=b'\r') {
+                        break;
+                    }
+                    i += 1;
+                } else if whitespace_at(s, i).is_some() {
+                    break;
+                } else {
+                    i += utf8_len(b);
+                }
             }
             if i == word {
                 continue;
