@@ -303,6 +303,68 @@ mod tests {
     }
 
     #[test]
+    fn meta_jsonld_and_text_go_into_the_config_of_crawl_and_submit() {
+        let flags = [
+            "--extract-meta",
+            "--extract-jsonld",
+            "--text",
+            "--max-text",
+            "64KiB",
+            "http://a.test/",
+        ];
+        let crawl = parse(&[&["crawl"][..], &flags].concat()).unwrap();
+        let submit = parse(
+            &[
+                &[
+                    "submit",
+                    "--zookeeper",
+                    "127.0.0.1:1",
+                    "--store",
+                    "postgres://u@127.0.0.1:1/db",
+                ][..],
+                &flags,
+            ]
+            .concat(),
+        )
+        .unwrap();
+        let jobs = match (crawl.command, submit.command) {
+            (Command::Crawl(c), Command::Submit(s)) => [c.job, s.job],
+            _ => panic!("crawl and submit expected"),
+        };
+        for job in jobs {
+            assert_eq!(job.check(), Ok(()));
+            let c = job.to_config().extract;
+            assert!(c.meta && c.jsonld);
+            assert_eq!(c.text, Some(65_536));
+        }
+        let Command::Crawl(a) = parse(&["crawl", "--text", "http://a.test/"])
+            .unwrap()
+            .command
+        else {
+            panic!("crawl expected");
+        };
+        assert_eq!(
+            a.to_config().extract.text,
+            Some(1024 * 1024),
+            "default 1 MiB"
+        );
+        let Command::Crawl(a) = parse(&["crawl", "--max-text", "1MiB", "http://a.test/"])
+            .unwrap()
+            .command
+        else {
+            panic!("crawl expected");
+        };
+        assert!(a.job.check().unwrap_err().contains("--max-text"));
+        let Command::Crawl(a) = parse(&["crawl", "http://a.test/"]).unwrap().command else {
+            panic!("crawl expected");
+        };
+        assert!(
+            a.to_config().extract.is_empty(),
+            "nothing asked: nothing in the identity"
+        );
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         assert!(parse(&["crawl", "--timeout", "soon", "http://a.test/"]).is_err());
         assert!(parse(&["crawl", "--per-host", "0", "http://a.test/"]).is_err());

@@ -160,6 +160,20 @@ pub struct JobArgs {
     /// NAME=SELECTOR[@attr|::text|::html]; NAME[]=… keeps every match.
     #[arg(long = "extract", value_name = "NAME=SELECTOR", value_parser = field_spec)]
     pub extract: Vec<FieldSpec>,
+    /// Take every HTML page's meta tags (description, keywords, robots,
+    /// og:*, twitter:*), canonical URL and language into fields.meta.
+    #[arg(long)]
+    pub extract_meta: bool,
+    /// Take every HTML page's JSON-LD scripts, parsed, into fields.jsonld.
+    #[arg(long)]
+    pub extract_jsonld: bool,
+    /// Take every HTML page's text as a reader sees it into fields.text.
+    #[arg(long)]
+    pub text: bool,
+    /// The most bytes of text kept from one page with --text (e.g. 65536,
+    /// 64KiB, 2MiB); default 1MiB.
+    #[arg(long, value_name = "BYTES", value_parser = byte_size)]
+    pub max_text: Option<u64>,
     /// URLs queued in memory; more wait in the store.
     #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_MAX_QUEUED, value_name = "N",
           value_parser = positive_usize)]
@@ -169,6 +183,29 @@ pub struct JobArgs {
 fn field_spec(s: &str) -> Result<FieldSpec, String> {
     s.parse()
         .map_err(|e: crawlkeeper_crawl::extract::FieldSpecError| e.to_string())
+}
+
+/// A size in bytes: a number, optionally followed by `KiB`, `MiB` or `GiB`
+/// (any case), at least 1.
+pub fn byte_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        _ => return Err(format!("'{s}': expected BYTES, e.g. 65536, 64KiB, 2MiB")),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("'{s}': expected BYTES, e.g. 65536, 64KiB, 2MiB"))?;
+    match n.checked_mul(scale) {
+        Some(0) => Err("must be at least 1 byte".to_owned()),
+        Some(bytes) => Ok(bytes),
+        None => Err(format!("'{s}': too large")),
+    }
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -206,6 +243,14 @@ fn resolve_override(s: &str) -> Result<ResolveOverride, String> {
 }
 
 impl JobArgs {
+    /// Refuses options that only make sense with another one.
+    pub fn check(&self) -> Result<(), String> {
+        if self.max_text.is_some() && !self.text {
+            return Err("--max-text sets the cap of --text: give --text too".to_owned());
+        }
+        Ok(())
+    }
+
     /// The crawl configuration these arguments describe.
     pub fn to_config(&self) -> CrawlConfig {
         let mut c = CrawlConfig::default();
@@ -260,6 +305,37 @@ impl JobArgs {
         c.engine.max_links_per_page = self.max_links_per_page;
         c.engine.extract_timeout = self.extract_timeout;
         c.extract.fields = self.extract.clone();
+        c.extract.meta = self.extract_meta;
+        c.extract.jsonld = self.extract_jsonld;
+        c.extract.text = self.text.then(|| {
+            self.max_text
+                .unwrap_or(crawlkeeper_crawl::config::DEFAULT_MAX_TEXT)
+        });
         c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_take_binary_units() {
+        assert_eq!(byte_size("65536"), Ok(65_536));
+        assert_eq!(byte_size("64KiB"), Ok(65_536));
+        assert_eq!(byte_size("2mib"), Ok(2 << 20));
+        assert_eq!(byte_size("1 GiB"), Ok(1 << 30));
+        for bad in [
+            "",
+            "KiB",
+            "64KB",
+            "-1",
+            "1.5MiB",
+            "0",
+            "0KiB",
+            "99999999999999GiB",
+        ] {
+            assert!(byte_size(bad).is_err(), "{bad}");
+        }
     }
 }

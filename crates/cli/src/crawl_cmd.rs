@@ -34,6 +34,7 @@ pub async fn run(
     args: CrawlArgs,
     mut registry: crawlkeeper_crawl::Registry,
 ) -> Result<Outcome, CliError> {
+    args.job.check().map_err(CliError::Usage)?;
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     if !args.no_state {
         crate::state::check_location(&args.store)?;

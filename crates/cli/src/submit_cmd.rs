@@ -22,6 +22,7 @@ use crawlkeeper_job::seeds::{read_seeds, stdin};
 
 /// Runs `crawlkeeper submit`.
 pub async fn run(args: SubmitArgs, registry: &Registry) -> Result<Outcome, CliError> {
+    args.job.check().map_err(CliError::Usage)?;
     let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     let config = args.job.to_config();
     // The nodes say what a processor name runs: here only the names are

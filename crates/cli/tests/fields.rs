@@ -1,7 +1,9 @@
 //! Fields by CSS selector (`--extract`, issue #27): the values of the test
 //! site's product pages in the JSON Lines records and back from `results`;
 //! a spec or selector that does not parse refused before anything is
-//! written; other selectors, another job.
+//! written; other selectors, another job. Meta tags, JSON-LD and text
+//! (`--extract-meta`, `--extract-jsonld`, `--text`): the known ones of every
+//! product page, and their options refused when they make no sense.
 
 mod common;
 
@@ -121,6 +123,8 @@ async fn other_selectors_make_another_job() {
         &[][..],
         &["--extract", "name=h1"],
         &["--extract", "name=h2"],
+        &["--extract", "name=h2", "--text"],
+        &["--extract-meta"],
     ] {
         let mut args = vec!["crawl", "--state", "state.db", "--quiet", &seed];
         args.extend_from_slice(extra);
@@ -136,7 +140,7 @@ async fn other_selectors_make_another_job() {
     }
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 3, "three jobs: {}", jobs.stdout);
+    assert_eq!(names.len(), 5, "five jobs: {}", jobs.stdout);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,4 +210,152 @@ async fn a_field_that_does_not_parse_is_refused_before_anything_is_written() {
         r.stderr
     );
     assert!(std::fs::read_dir(&d).unwrap().next().is_none());
+}
+
+/// The meta tags, JSON-LD and text product page `n` of `site` must give.
+fn expected_structured(site: &TestSite, n: u32) -> Value {
+    let p = product(n);
+    let jsonld: Value = serde_json::from_str(&p.jsonld).unwrap();
+    json!({
+        "name": format!("Kettle & Cup No. {n}"),
+        "meta": {
+            "lang": "en-GB",
+            "canonical": site.url(0, &format!("/product/{n}")),
+            "description": format!("A kettle & a cup, model {n}."),
+            "keywords": "kettle, cup",
+            "og:title": format!("Kettle & Cup No. {n}"),
+            "og:type": "product",
+            "og:image": p.images[0],
+            "twitter:card": "summary",
+        },
+        "jsonld": [jsonld],
+        "text": format!("Kettle & Cup No. {n}\n{n}9.99 {n}0.00\nBoils fast, model {n}."),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meta_jsonld_and_text_of_every_product_page_are_in_the_records() {
+    let site = TestSite::start(SiteConfig::showcase()).await.unwrap();
+    let d = dir("structured");
+    let mut args: Vec<String> = [
+        "crawl",
+        "--state",
+        "state.db",
+        "--out",
+        "out.jsonl",
+        "--extract",
+        "name=h1.product-title",
+        "--extract-meta",
+        "--extract-jsonld",
+        "--text",
+        "--max-text",
+        "64KiB",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for n in 1..=PRODUCTS {
+        args.push(site.url(0, &format!("/product/{n}")));
+    }
+    args.push(site.url(0, "/data.json"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run_in(&d, &args, None).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let written = std::fs::read_to_string(d.join("out.jsonl")).unwrap();
+    let recs = records(&written);
+    for n in 1..=PRODUCTS {
+        let rec = by_url(&recs, &site.url(0, &format!("/product/{n}")));
+        let fields = serde_json::to_value(rec.fields.as_ref().expect("fields")).unwrap();
+        assert_eq!(fields, expected_structured(&site, n), "product {n}");
+        assert_eq!(fields["jsonld"][0]["name"], format!("Kettle & Cup No. {n}"));
+        assert_eq!(fields["jsonld"][0]["offers"]["price"], product(n).price);
+        let text = fields["text"].as_str().unwrap();
+        for unseen in [
+            product(n).hidden.as_str(),
+            "color",
+            "fake",
+            "schema.org",
+            "Product",
+        ] {
+            assert!(!text.contains(unseen), "{unseen} in {text:?}");
+        }
+        assert_eq!(rec.fields_cut, None);
+    }
+    assert_eq!(by_url(&recs, &site.url(0, "/data.json")).fields, None);
+
+    // A cap smaller than the text cuts it, and says so.
+    let cut = run_in(
+        &d,
+        &[
+            "crawl",
+            "--no-state",
+            "--text",
+            "--max-text",
+            "10",
+            &site.url(0, "/product/1"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(cut.code, 0, "{}", cut.stderr);
+    let rec = &records(&cut.stdout)[0];
+    let fields = serde_json::to_value(rec.fields.as_ref().expect("fields")).unwrap();
+    assert_eq!(fields, json!({"text": "Kettle & C"}));
+    assert_eq!(rec.fields_cut.as_deref(), Some(&["text".to_owned()][..]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_extracts_that_make_no_sense_are_refused_before_anything_is_written() {
+    let site = TestSite::start(SiteConfig::showcase()).await.unwrap();
+    let seed = site.url(0, "/product/1");
+    for (flags, says) in [
+        (
+            &["--max-text", "64KiB"][..],
+            "--max-text sets the cap of --text",
+        ),
+        (&["--text", "--max-text", "0"][..], "at least 1 byte"),
+        (&["--text", "--max-text", "64KB"][..], "expected BYTES"),
+        (
+            &["--text", "--extract", "text=p"][..],
+            "the field 'text' is --text's",
+        ),
+        (
+            &["--extract-meta", "--extract", "meta=h1"][..],
+            "the field 'meta' is --extract-meta's",
+        ),
+        (
+            &["--extract-jsonld", "--extract", "jsonld[]=script"][..],
+            "the field 'jsonld' is --extract-jsonld's",
+        ),
+    ] {
+        for command in ["crawl", "submit"] {
+            let d = dir("structured-refused");
+            let mut args = vec![command];
+            args.extend_from_slice(flags);
+            if command == "crawl" {
+                args.extend(["--state", "state.db", "--out", "out.jsonl"]);
+            } else {
+                args.extend([
+                    "--zookeeper",
+                    "127.0.0.1:1",
+                    "--store",
+                    "postgres://u@127.0.0.1:1/db",
+                ]);
+            }
+            args.push(&seed);
+            let r = run_in(&d, &args, None).await;
+            assert_eq!(r.code, 2, "{command} {flags:?}: {}", r.stderr);
+            assert_eq!(r.stderr.trim().lines().count(), 1, "one line: {}", r.stderr);
+            assert!(r.stderr.contains(says), "{command} {flags:?}: {}", r.stderr);
+            let left: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+            assert!(
+                left.is_empty(),
+                "{command} {flags:?}: nothing written: {left:?}"
+            );
+        }
+    }
+    assert!(
+        site.log().targets(0).is_empty(),
+        "no request was made: {:?}",
+        site.log().targets(0)
+    );
 }

@@ -53,6 +53,11 @@ pub const DEFAULT_RETRIES: u32 = 3;
 pub const DEFAULT_RETRY_BASE: Duration = Duration::from_secs(1);
 /// Default consecutive failures after which an authority is abandoned.
 pub const DEFAULT_MAX_HOST_ERRORS: u32 = 20;
+/// Default cap of a page's text (`--text`): 1 MiB.
+pub const DEFAULT_MAX_TEXT: u64 = 1024 * 1024;
+/// The names of the fields `--extract-meta`, `--extract-jsonld` and
+/// `--text` fill, which `--extract` fields may not take while they are on.
+pub const STRUCTURED_FIELDS: [&str; 3] = ["meta", "jsonld", "text"];
 /// Default extractor chain.
 pub const DEFAULT_EXTRACTORS: [&str; 1] = ["html"];
 /// Default scoper chain, in order.
@@ -74,26 +79,46 @@ pub struct CrawlConfig {
     pub pipeline: PipelineConfig,
     /// What of each page is kept beyond its record.
     pub archive: ArchiveConfig,
-    /// Fields taken from every HTML page by CSS selector (`--extract`).
-    /// Left out of the serialized configuration when empty, so jobs made
-    /// before fields existed keep their options.
+    /// Fields taken from every HTML page by CSS selector (`--extract`),
+    /// its meta tags, JSON-LD and text. Left out of the serialized
+    /// configuration when empty, so jobs made before fields existed keep
+    /// their options.
     #[serde(skip_serializing_if = "ExtractConfig::is_empty")]
     pub extract: ExtractConfig,
 }
 
-/// Fields taken from every HTML page, in the record's `fields`.
+/// Fields taken from every HTML page, in the record's `fields`. Each
+/// option is left out of the serialized configuration when off, so a job
+/// keeps its identity when options it does not use are added.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExtractConfig {
     /// `--extract NAME=SELECTOR[@attr|::text|::html]`, in order; evaluated
     /// by the `html` extractor in its one pass over a page.
     pub fields: Vec<crate::field_spec::FieldSpec>,
+    /// `--extract-meta`: the page's meta tags, canonical URL and language
+    /// in `fields.meta`. Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub meta: bool,
+    /// `--extract-jsonld`: the page's JSON-LD scripts, parsed, in
+    /// `fields.jsonld`. Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub jsonld: bool,
+    /// `--text` (with `--max-text`): the page's text as a reader sees it
+    /// in `fields.text`, at most this many bytes. Default none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<u64>,
 }
 
 impl ExtractConfig {
-    /// True when no field is asked for.
+    /// True when nothing is asked for.
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.fields.is_empty() && !self.meta && !self.jsonld && self.text.is_none()
+    }
+
+    /// Which of `meta`, `jsonld` and `text` are asked for.
+    fn structured(&self) -> [bool; 3] {
+        [self.meta, self.jsonld, self.text.is_some()]
     }
 }
 
@@ -454,6 +479,21 @@ impl CrawlConfig {
                 problems.push(format!("--extract: the field '{}' is given twice", f.name));
             }
         }
+        for (name, on) in STRUCTURED_FIELDS.iter().zip(self.extract.structured()) {
+            if on && names.contains(name) {
+                let flag = match *name {
+                    "meta" => "--extract-meta",
+                    "jsonld" => "--extract-jsonld",
+                    _ => "--text",
+                };
+                problems.push(format!(
+                    "--extract: the field '{name}' is {flag}'s; give the field another name"
+                ));
+            }
+        }
+        if self.extract.text == Some(0) {
+            problems.push("max_text must be at least 1".to_owned());
+        }
         for (name, d) in self.durations() {
             if d > MAX_DURATION {
                 problems.push(format!("{name} must be at most 365d"));
@@ -540,5 +580,56 @@ mod tests {
         c.extract.fields.push("name=h2".parse().unwrap());
         let err = c.validate().unwrap_err().to_string();
         assert!(err.contains("the field 'name' is given twice"), "{err}");
+    }
+
+    #[test]
+    fn meta_jsonld_and_text_are_in_the_identity_only_when_on() {
+        let mut c = CrawlConfig::default();
+        c.extract.fields = vec!["name=h1".parse().unwrap()];
+        let fields_only = serde_json::to_string(&c).unwrap();
+        assert!(
+            fields_only.contains(r#""extract":{"fields":[{"name":"name","selector":"h1","take":"text","all":false}]}"#),
+            "{fields_only}"
+        );
+        c.extract = ExtractConfig {
+            meta: true,
+            jsonld: true,
+            text: Some(DEFAULT_MAX_TEXT),
+            ..ExtractConfig::default()
+        };
+        assert!(!c.extract.is_empty());
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(
+            json.contains(r#""extract":{"fields":[],"meta":true,"jsonld":true,"text":1048576}"#),
+            "{json}"
+        );
+        let back: CrawlConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c);
+        c.extract.meta = false;
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("meta"), "{json}");
+    }
+
+    #[test]
+    fn a_field_may_not_take_the_name_of_a_structured_one_that_is_on() {
+        let mut c = CrawlConfig::default();
+        c.extract.fields = ["meta=h1", "jsonld=h2", "text=p"]
+            .map(|s| s.parse().unwrap())
+            .to_vec();
+        assert!(c.validate().is_ok(), "the flags are off");
+        c.extract.meta = true;
+        c.extract.jsonld = true;
+        c.extract.text = Some(0);
+        let err = c.validate().unwrap_err();
+        assert_eq!(err.problems.len(), 4, "{err}");
+        let err = err.to_string();
+        for says in [
+            "the field 'meta' is --extract-meta's",
+            "the field 'jsonld' is --extract-jsonld's",
+            "the field 'text' is --text's",
+            "max_text must be at least 1",
+        ] {
+            assert!(err.contains(says), "{says}: {err}");
+        }
     }
 }

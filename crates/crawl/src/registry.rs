@@ -84,7 +84,7 @@ impl Registry {
             processors: BTreeMap::new(),
         };
         r.add_extractor("html", |ctx| {
-            HtmlExtractor::with_fields(&ctx.config.extract.fields)
+            HtmlExtractor::from_config(&ctx.config.extract)
                 .map(|x| Box::new(x) as Box<dyn Extractor>)
                 .map_err(BuildError::from)
         });

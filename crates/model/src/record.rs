@@ -36,13 +36,17 @@ pub struct CrawlRecord {
     /// The fields asked for (`--extract`), or added by an extractor, by
     /// name: a string (the first match), a list (`NAME[]`, every match);
     /// a single field with no match on the page is absent, a list is `[]`.
+    /// `meta` (an object, `--extract-meta`), `jsonld` (an array,
+    /// `--extract-jsonld`) and `text` (a string, `--text`) when asked for.
     /// Present (`{}` at least) on every 2xx HTML page's record when fields
     /// were asked for; absent from the others, and from every record of a
     /// crawl that asked for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fields: Option<std::collections::BTreeMap<String, serde_json::Value>>,
     /// Fields that lost values or bytes to a cap of the page (values per
-    /// field, bytes per value, field bytes per page). Absent when none.
+    /// field, bytes per value, field bytes per page; `text`: `--max-text`);
+    /// `jsonld` when a script was left out (invalid JSON, too large, too
+    /// deep, too many). Absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fields_cut: Option<Vec<String>>,
     /// Number of distinct in-scope links found on the page.

@@ -376,6 +376,12 @@ pub struct Product {
     pub images: [String; 2],
     /// `div.desc`'s inner HTML.
     pub desc_html: String,
+    /// The text of its `<script type="application/ld+json">`: a schema.org
+    /// Product with the page's name and price.
+    pub jsonld: String,
+    /// The text of an element with the `hidden` attribute, which is not
+    /// the page's text as a reader sees it.
+    pub hidden: String,
 }
 
 /// The known values of product page `n`.
@@ -385,22 +391,48 @@ pub fn product(n: u32) -> Product {
         price: format!("{n}9.99"),
         images: [format!("/img/{n}-a.jpg"), format!("img/{n}-b.jpg")],
         desc_html: format!("<p>Boils <b>fast</b>, model {n}.</p>"),
+        jsonld: format!(
+            "{{\"@context\": \"https://schema.org\", \"@type\": \"Product\", \
+             \"name\": \"Kettle & Cup No. {n}\", \"offers\": {{\"@type\": \"Offer\", \
+             \"price\": \"{n}9.99\", \"priceCurrency\": \"EUR\"}}}}"
+        ),
+        hidden: format!("Only {n} left in stock"),
     }
 }
 
-/// The HTML of product page `n`.
+/// The HTML of product page `n`: besides [`product`]'s values, `<html
+/// lang="en-GB">`, meta tags (description, keywords, og:title, og:type,
+/// og:image, twitter:card, viewport, and a second description in the body),
+/// a style, a script and a hidden element whose text a reader never sees.
 pub fn render_product(n: u32) -> String {
     let p = product(n);
-    render_leaf(
-        &format!("Product {n}"),
-        &format!("<link rel=\"canonical\" href=\"/product/{n}\">"),
-        &format!(
-            "<h1 class=\"product-title\">{}</h1><span class=\"price\">{}</span>\
-             <span class=\"price old\">{n}0.00</span>\
-             <img class=\"gallery\" src=\"{}\"><img class=\"gallery\" src=\"{}\">\
-             <div class=\"desc\">{}</div><script>var fake = '<h1 class=\"product-title\">x</h1>';</script>",
-            p.name, p.price, p.images[0], p.images[1], p.desc_html
-        ),
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en-GB\"><head><title>Product {n}</title>\n\
+         <link rel=\"canonical\" href=\"/product/{n}\">\n\
+         <meta name=\"description\" content=\"A kettle &amp; a cup,\n   model {n}.\">\n\
+         <meta name=\"keywords\" content=\"kettle, cup\">\n\
+         <meta property=\"og:title\" content=\"Kettle &amp; Cup No. {n}\">\n\
+         <meta property=\"og:type\" content=\"product\">\n\
+         <meta property=\"og:image\" content=\"{img}\">\n\
+         <meta name=\"twitter:card\" content=\"summary\">\n\
+         <meta name=\"viewport\" content=\"width=device-width\">\n\
+         <style>.price {{ color: red }}</style>\n\
+         <script type=\"application/ld+json\">{jsonld}</script>\n\
+         </head><body>\n\
+         <h1 class=\"product-title\">{name}</h1>\n<span class=\"price\">{price}</span>\n\
+         <span class=\"price old\">{n}0.00</span>\n\
+         <img class=\"gallery\" src=\"{img}\"><img class=\"gallery\" src=\"{img2}\">\n\
+         <div class=\"desc\">{desc}</div>\n<div hidden>{hidden}</div>\n\
+         <script>var fake = '<h1 class=\"product-title\">x</h1>';</script>\n\
+         <meta name=\"description\" content=\"a second description\">\n\
+         </body></html>\n",
+        img = p.images[0],
+        img2 = p.images[1],
+        jsonld = p.jsonld,
+        name = p.name,
+        price = p.price,
+        desc = p.desc_html,
+        hidden = p.hidden,
     )
 }
 

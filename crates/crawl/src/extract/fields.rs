@@ -191,7 +191,8 @@ impl Collector {
 
     /// Adds the fields' values to `out`: `body` is the page (for inner
     /// HTML), `decode` decodes character references, `resolve` turns a URL
-    /// attribute's value into an absolute URL.
+    /// attribute's value into an absolute URL. Returns the bytes the
+    /// fields kept, of the page's [`MAX_PAGE_FIELD_BYTES`].
     pub(crate) fn finish_page<'a>(
         mut self,
         specs: impl Iterator<Item = &'a FieldSpec>,
@@ -199,10 +200,11 @@ impl Collector {
         decode: impl Fn(&str) -> String,
         resolve: impl Fn(&str) -> String,
         out: &mut super::Extracted,
-    ) {
+    ) -> usize {
         for i in 0..self.fields.len() {
             self.finish(i);
         }
+        let total = self.total;
         for (spec, f) in specs.zip(self.fields) {
             if f.cut {
                 out.fields_cut.insert(spec.name.clone());
@@ -227,6 +229,7 @@ impl Collector {
                 out.fields.insert(spec.name.clone(), v);
             }
         }
+        total
     }
 }
 

@@ -12,8 +12,10 @@ use lol_html::{ElementContentHandlers, HtmlRewriter, MemorySettings, Selector, S
 use tracing::debug;
 
 use super::entities::decode;
+use super::extras::{ExtraSelectors, Extras};
 use super::fields::Collector;
 use super::{CutShort, Extracted, Extractor, Page, PageLimits};
+use crate::config::ExtractConfig;
 use crate::field_spec::{FieldSpec, FieldSpecError, Take};
 
 /// Bytes handed to the parser at a time; the deadline is checked between
@@ -27,8 +29,9 @@ const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
 
 /// The built-in HTML extractor (`html`): `a`, `area` and `link` hrefs,
 /// `<base href>`, meta refresh, `rel=nofollow`, meta robots and the title,
-/// and the fields by CSS selector it was built with
-/// ([`HtmlExtractor::with_fields`]), all in the same pass.
+/// and the fields by CSS selector, meta tags, JSON-LD and text it was built
+/// with ([`HtmlExtractor::with_fields`], [`HtmlExtractor::from_config`]),
+/// all in the same pass.
 /// Only responses typed as HTML are parsed.
 pub struct HtmlExtractor {
     links: Selector,
@@ -36,6 +39,7 @@ pub struct HtmlExtractor {
     meta: Selector,
     title: Selector,
     fields: Vec<(FieldSpec, Selector)>,
+    extras: ExtraSelectors,
 }
 
 impl Default for HtmlExtractor {
@@ -48,6 +52,7 @@ impl Default for HtmlExtractor {
             meta: parse("meta[content]"),
             title: parse("title"),
             fields: Vec::new(),
+            extras: ExtraSelectors::new(&ExtractConfig::default()),
         }
     }
 }
@@ -64,6 +69,15 @@ impl HtmlExtractor {
         for f in fields {
             x.fields.push((f.clone(), f.compile()?));
         }
+        Ok(x)
+    }
+
+    /// An HTML extractor that takes what `config` asks for from every page:
+    /// its fields, and its meta tags, JSON-LD and text when asked
+    /// (`fields.meta`, `fields.jsonld`, `fields.text`).
+    pub fn from_config(config: &ExtractConfig) -> Result<Self, FieldSpecError> {
+        let mut x = Self::with_fields(&config.fields)?;
+        x.extras = ExtraSelectors::new(config);
         Ok(x)
     }
 }
@@ -157,6 +171,8 @@ impl Extractor for HtmlExtractor {
                 self.fields.iter().map(|(s, _)| s.all),
             )))
         });
+        let extras =
+            (!self.extras.is_empty()).then(|| Extras::new(&self.extras, &page.response.body));
         let mut settings = Settings::new()
             .with_memory_settings(
                 MemorySettings::new().with_max_allowed_memory_usage(MAX_PARSER_MEMORY),
@@ -185,6 +201,9 @@ impl Extractor for HtmlExtractor {
                     .append_element_content_handler(field_handlers(i, spec, selector, collector));
             }
         }
+        if let Some(extras) = &extras {
+            settings = extras.handlers(&self.extras, settings);
+        }
         let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
         let mut cut_short = None;
         let mut result = Ok(());
@@ -203,6 +222,7 @@ impl Extractor for HtmlExtractor {
         } else {
             drop(rewriter);
         }
+        let complete = cut_short.is_none() && result.is_ok();
         if let Err(e) = result {
             // A page the parser gives up on keeps whatever it yielded so far.
             debug!(url = %page.url, error = %e, "HTML parse stopped early");
@@ -216,21 +236,26 @@ impl Extractor for HtmlExtractor {
             ..
         } = state.into_inner();
         found.cut_short = found.cut_short.or(cut_short);
+        let base = found.base_url(page.url);
+        let resolve = |s: &str| {
+            base.join(s)
+                .map(String::from)
+                .unwrap_or_else(|_| s.to_owned())
+        };
+        let mut used = 0;
         if let Some(collector) = collector
             && let Ok(collector) = Rc::try_unwrap(collector)
         {
-            let base = found.base_url(page.url);
-            collector.into_inner().finish_page(
+            used = collector.into_inner().finish_page(
                 self.fields.iter().map(|(s, _)| s),
                 &page.response.body,
                 |s| decode(s).into_owned(),
-                |s| {
-                    base.join(s)
-                        .map(String::from)
-                        .unwrap_or_else(|_| s.to_owned())
-                },
+                resolve,
                 &mut found,
             );
+        }
+        if let Some(extras) = extras {
+            extras.finish(used, complete, resolve, &mut found);
         }
         let title = collapse_whitespace(&decode(&title));
         if !title.is_empty() && found.title.is_none() {
@@ -339,6 +364,68 @@ fn refresh_target(content: &str) -> Option<&str> {
 
 fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A page run through an extractor, for the tests of every part of it.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+    use crate::fetch::FetchResponse;
+    use bytes::Bytes;
+    use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+    use std::time::{Duration, SystemTime};
+    use url::Url;
+
+    /// An extractor of `fields`, meta tags, JSON-LD and text (at most
+    /// `text` bytes) as asked.
+    pub(crate) fn extractor(
+        fields: &[&str],
+        meta: bool,
+        jsonld: bool,
+        text: Option<u64>,
+    ) -> HtmlExtractor {
+        let config = ExtractConfig {
+            fields: fields.iter().map(|s| s.parse().unwrap()).collect(),
+            meta,
+            jsonld,
+            text,
+        };
+        HtmlExtractor::from_config(&config).unwrap()
+    }
+
+    /// What `extractor` finds in `html` (text/html at
+    /// http://a.test/dir/page) within `time`.
+    pub(crate) fn extract_page(
+        extractor: &HtmlExtractor,
+        html: &[u8],
+        time: Duration,
+    ) -> Extracted {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html"));
+        let response = FetchResponse {
+            started_at: SystemTime::now(),
+            elapsed: Duration::ZERO,
+            status: 200,
+            headers,
+            body: Bytes::from(html.to_owned()),
+            truncated: false,
+            capture: None,
+        };
+        let url = Url::parse("http://a.test/dir/page").unwrap();
+        let mut out = Extracted::default();
+        extractor.extract(
+            &Page {
+                url: &url,
+                response: &response,
+                limits: PageLimits {
+                    max_links: 10_000,
+                    deadline: std::time::Instant::now() + time,
+                },
+            },
+            &mut out,
+        );
+        out
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,12 @@
 //! deadline), so no page costs more than a bounded amount of memory and CPU.
 
 mod entities;
+mod extras;
 mod fields;
 mod html;
+mod jsonld;
+mod meta;
+mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -20,6 +24,8 @@ pub use crate::field_spec::{
     Take,
 };
 pub use html::HtmlExtractor;
+pub use jsonld::{MAX_SCRIPT_BYTES, MAX_SCRIPTS};
+pub use meta::MAX_META_KEYS;
 
 /// Finds links and facts in a fetched page.
 pub trait Extractor: Send + Sync {
