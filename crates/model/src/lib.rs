@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`authority`] | scheme + host + port: the unit of politeness and scheduling |
 //! | [`record`] | the record written for every URL the crawler requested |
+//! | [`text`] | text cut to a size at a character boundary |
 //! | [`known`] | what is known of a URL before it is requested: sitemap `lastmod`, an earlier copy's validators |
 //! | [`key`] | URL keys: maps and sets that do not hash them again |
 //! | [`duration`] | durations written like `500ms`, `2s`, `1m`, `6h` |
@@ -26,6 +27,7 @@ pub mod known;
 pub mod record;
 pub mod shard;
 pub mod state;
+pub mod text;
 
 pub use authority::Authority;
 pub use duration::{DurationError, MAX_DURATION, format_duration, parse_duration};

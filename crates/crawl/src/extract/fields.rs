@@ -4,6 +4,8 @@
 
 use std::ops::Range;
 
+use crawlkeeper_model::text::cut_at;
+
 use crate::field_spec::{
     FieldSpec, FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES, Take,
 };
@@ -231,18 +233,6 @@ impl Collector {
         }
         total
     }
-}
-
-/// The longest prefix of `s` of at most `max` bytes ending at a character boundary.
-fn cut_at(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 fn collapse(s: &str) -> String {

@@ -157,12 +157,8 @@ impl Extractor for HtmlExtractor {
             let mut s = state.borrow_mut();
             if s.titles_seen == 1 {
                 let room = MAX_TITLE.saturating_sub(s.title.len());
-                let text = t.as_str();
-                let mut end = text.len().min(room);
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                s.title.push_str(&text[..end]);
+                let text = crawlkeeper_model::text::cut_at(t.as_str(), room);
+                s.title.push_str(text);
             }
             Ok(())
         };

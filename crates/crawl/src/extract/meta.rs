@@ -12,6 +12,7 @@
 //! [`MAX_PAGE_FIELD_BYTES`]; losing anything to a cap names `meta` in the
 //! record's `fields_cut`.
 
+use crawlkeeper_model::text::cut_at;
 use std::collections::BTreeMap;
 
 use super::entities::decode;
@@ -131,18 +132,6 @@ impl Meta {
         }
         (serde_json::Value::Object(object), used, self.cut)
     }
-}
-
-/// The longest prefix of `s` of at most `max` bytes ending at a character boundary.
-fn cut_at(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 #[cfg(test)]

@@ -111,11 +111,8 @@ impl Text {
         let text = strip_markup(&raw);
         let mut rest: &str = &text;
         while !rest.is_empty() && !self.cut {
-            let mut n = rest.len().min(SLICE);
-            while !rest.is_char_boundary(n) {
-                n -= 1;
-            }
-            let (slice, after) = rest.split_at(n);
+            // SLICE is far above a character's 4 bytes: never an empty slice.
+            let (slice, after) = rest.split_at(crawlkeeper_model::text::cut_at(rest, SLICE).len());
             self.on_text(slice, true, after.is_empty());
             rest = after;
         }
@@ -257,11 +254,7 @@ impl Text {
             self.out.push_str(s);
             return;
         }
-        let mut end = room;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.out.push_str(&s[..end]);
+        self.out.push_str(crawlkeeper_model::text::cut_at(s, room));
         self.cut = true;
     }
 

@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
+use crawlkeeper_model::text::cut_at;
 use serde::{Deserialize, Serialize};
 
 use super::{Addition, ProcessorPage};
@@ -154,7 +155,7 @@ pub fn answer(id: &str, line: &[u8]) -> Result<Answered, AnswerError> {
     if got != id {
         return Err(AnswerError::OtherId {
             wanted: id.to_owned(),
-            got: cut(&got, 64).to_owned(),
+            got: cut_at(&got, 64).to_owned(),
         });
     }
     if let Some(e) = a.error.filter(|e| !e.is_null()) {
@@ -162,7 +163,7 @@ pub fn answer(id: &str, line: &[u8]) -> Result<Answered, AnswerError> {
             serde_json::Value::String(s) => s,
             other => other.to_string(),
         };
-        return Ok(Answered::Failed(cut(&text, MAX_ERROR_TEXT).to_owned()));
+        return Ok(Answered::Failed(cut_at(&text, MAX_ERROR_TEXT).to_owned()));
     }
     let fields: BTreeMap<String, serde_json::Value> =
         a.fields.unwrap_or_default().into_iter().collect();
@@ -181,18 +182,6 @@ pub fn answer(id: &str, line: &[u8]) -> Result<Answered, AnswerError> {
         links,
         drop_links: a.drop_links.unwrap_or(false),
     }))
-}
-
-/// The longest prefix of `s` of at most `max` bytes at a char boundary.
-pub(crate) fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 #[cfg(test)]
