@@ -1,7 +1,8 @@
 //! The built-in HTML extractor over any page body (typed `text/html`),
 //! through the public `Extractor::extract`, then the links resolved and
 //! normalised against the page as the pipeline does. Exercises lol_html,
-//! the handlers (links, base, meta refresh, meta robots, title) and the
+//! the handlers (links, base, meta refresh, meta robots, title, fields of
+//! every kind, meta tags, JSON-LD, the page's text) and the
 //! character-reference decoder.
 //!
 //! Invariants (crates/crawl/src/extract/html.rs): nothing panics; no href
@@ -26,7 +27,7 @@ use std::sync::{LazyLock, Once};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use crawlkeeper_crawl::config::ScopeConfig;
+use crawlkeeper_crawl::config::{ExtractConfig, ScopeConfig};
 use crawlkeeper_crawl::extract::{HtmlExtractor, PageLimits};
 use crawlkeeper_crawl::normalize::Normalizer;
 use crawlkeeper_crawl::{Extracted, Extractor, FetchResponse, Page};
@@ -39,7 +40,22 @@ const MAX_LINKS: usize = 16;
 
 static PAGE_URL: LazyLock<Url> =
     LazyLock::new(|| Url::parse("http://a.test/dir/page").expect("valid URL"));
-static EXTRACTOR: LazyLock<HtmlExtractor> = LazyLock::new(HtmlExtractor::new);
+/// Every handler at once: the links, a field of each kind, meta tags,
+/// JSON-LD and the text (small caps, so the fuzzer reaches them).
+static EXTRACTOR: LazyLock<HtmlExtractor> = LazyLock::new(|| {
+    let config = ExtractConfig {
+        fields: ["t=h1", "h=div::html", "a[]=a@href", "p[]=p::text"]
+            .iter()
+            .map(|s| s.parse().expect("valid field"))
+            .collect(),
+        meta: true,
+        jsonld: true,
+        text: Some(MAX_TEXT),
+    };
+    HtmlExtractor::from_config(&config).expect("valid fields")
+});
+/// Small, so the fuzzer reaches the text's cap.
+const MAX_TEXT: u64 = 256;
 static NORMALIZER: LazyLock<Normalizer> =
     LazyLock::new(|| Normalizer::new(&ScopeConfig::default().strip_params));
 
@@ -72,6 +88,7 @@ fuzz_target!(|data: &[u8]| {
         headers,
         body: Bytes::copy_from_slice(data),
         truncated: false,
+        capture: None,
     };
     let page = Page {
         url: &PAGE_URL,
@@ -104,6 +121,15 @@ fuzz_target!(|data: &[u8]| {
             title.chars().all(|c| c == ' ' || !c.is_whitespace()),
             "title keeps other whitespace: {title:?}"
         );
+    }
+
+    if let Some(serde_json::Value::String(text)) = out.fields.get("text").map(|v| v.clone().into()) {
+        assert!(text.len() as u64 <= MAX_TEXT, "text of {} bytes kept", text.len());
+        assert!(!text.starts_with('\n') && !text.ends_with('\n'), "text not trimmed: {text:?}");
+    }
+    for (name, value) in &out.fields {
+        let json: serde_json::Value = value.clone().into();
+        assert!(serde_json::to_string(&json).is_ok(), "field {name} does not serialise");
     }
 
     // What the pipeline does next with the links.
