@@ -155,7 +155,11 @@ impl Text {
         if self.hiding.is_some() || self.cut {
             return;
         }
-        let raw = String::from_utf8_lossy(raw);
+        // Valid UTF-8 (the common case) is checked at its fast pace.
+        let raw = match std::str::from_utf8(raw) {
+            Ok(s) => Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(raw),
+        };
         let mut rest: &str = &raw;
         while !rest.is_empty() && !self.cut {
             // SLICE is far above a character's 4 bytes: never an empty slice.
@@ -324,10 +328,18 @@ impl Text {
             }
             // Words apart by one space each are copied at once, as one.
             let word = i;
-            while i < bytes.len() {
-                let b = bytes[i];
+            loop {
+                // The common case first: printable ASCII, one test a byte.
+                while bytes.get(i).is_some_and(|&b| is_graphic(b)) {
+                    i += 1;
+                }
+                let Some(&b) = bytes.get(i) else { break };
                 if b == b' ' {
-                    if i > word && whitespace_at(s, i + 1).is_none() && i + 1 < bytes.len() {
+                    let next = bytes.get(i + 1).copied();
+                    if i > word
+                        && (next.is_some_and(is_graphic)
+                            || (next.is_some() && whitespace_at(s, i + 1).is_none()))
+                    {
                         i += 1;
                         continue;
                     }
@@ -397,6 +409,11 @@ fn whitespace_at(s: &str, i: usize) -> Option<usize> {
     }
     let c = s[i..].chars().next()?;
     c.is_whitespace().then(|| c.len_utf8())
+}
+
+/// True for printable ASCII but the space (and DEL): never whitespace.
+fn is_graphic(b: u8) -> bool {
+    b.wrapping_sub(0x21) < 0x5F
 }
 
 /// The length of the UTF-8 sequence a leading byte `b` starts.
