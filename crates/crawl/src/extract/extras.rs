@@ -1,6 +1,7 @@
-//! The lol_html handlers of `--extract-meta`, `--extract-jsonld` and
-//! `--text`, added to the [`HtmlExtractor`](super::HtmlExtractor)'s one
-//! pass only when asked for: without them nothing is registered.
+//! The lol_html handlers of `--extract-meta` and `--extract-jsonld`, added
+//! to the [`HtmlExtractor`](super::HtmlExtractor)'s one pass only when
+//! asked for (without them nothing is registered), and `--text`, read by a
+//! scanner of its own in step with that pass.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -11,7 +12,7 @@ use lol_html::{ElementContentHandlers, Selector, Settings};
 
 use super::jsonld::JsonLd;
 use super::meta::Meta;
-use super::text::{Kind, Text, kind};
+use super::text::Text;
 use super::{Extracted, FieldValue};
 use crate::config::ExtractConfig;
 
@@ -19,10 +20,9 @@ use crate::config::ExtractConfig;
 pub(crate) struct ExtraSelectors {
     meta: Option<[Selector; 3]>,
     jsonld: Option<Selector>,
-    /// The text's cap in bytes, and every element (`*`): one selector
-    /// whose handler tells blocks, cells and hiding elements apart costs
-    /// less than lol_html matching a list of forty.
-    text: Option<(usize, Selector)>,
+    /// The text's cap in bytes: the text has no handler, it is read by a
+    /// scanner of its own ([`Extras::advance`]).
+    text: Option<usize>,
 }
 
 fn parse(s: &str) -> Selector {
@@ -45,7 +45,7 @@ impl ExtraSelectors {
             jsonld: config.jsonld.then(|| parse("script[type]")),
             text: config
                 .text
-                .map(|max| (usize::try_from(max).unwrap_or(usize::MAX), parse("*"))),
+                .map(|max| usize::try_from(max).unwrap_or(usize::MAX)),
         }
     }
 
@@ -71,7 +71,7 @@ impl Extras {
             text: selectors
                 .text
                 .as_ref()
-                .map(|(max, _)| Rc::new(RefCell::new(Text::new(*max, body.clone())))),
+                .map(|max| Rc::new(RefCell::new(Text::new(*max, body.clone())))),
         }
     }
 
@@ -87,10 +87,15 @@ impl Extras {
         if let (Some(jsonld), Some(scripts)) = (&self.jsonld, &selectors.jsonld) {
             settings = settings.append_element_content_handler(jsonld_handlers(jsonld, scripts));
         }
-        if let (Some(text), Some((_, every))) = (&self.text, &selectors.text) {
-            settings = text_handlers(text, every, settings);
-        }
         settings
+    }
+
+    /// The parser has read the page up to byte `to`: the text is read as
+    /// far (the page's deadline holds for both).
+    pub(crate) fn advance(&self, to: usize) {
+        if let Some(text) = &self.text {
+            text.borrow_mut().advance(to);
+        }
     }
 
     /// Adds what was gathered to `out`'s fields: the page's other fields
@@ -196,55 +201,6 @@ fn jsonld_handlers<'h>(
             .element(on_script)
             .text(on_text),
     )
-}
-
-fn text_handlers<'h>(
-    text: &'h Rc<RefCell<Text>>,
-    every: &'h Selector,
-    settings: Settings<'h, 'h>,
-) -> Settings<'h, 'h> {
-    let on_element = move |el: &mut Element<'_, '_>| {
-        let kind = kind(&el.tag_name(), el.has_attribute("hidden"));
-        let tag = el.source_location().bytes();
-        let mut t = text.borrow_mut();
-        t.read_to(tag.start);
-        t.skip_to(tag.end);
-        match kind {
-            Kind::Inline => return Ok(()),
-            Kind::Cell => t.gap(),
-            Kind::Block => t.block(),
-            // A void element hides nothing.
-            Kind::Hides if el.can_have_content() => t.hide(),
-            Kind::Hides => return Ok(()),
-        }
-        // Inside a hidden element a block's end changes nothing.
-        let ends = match kind {
-            Kind::Hides => true,
-            Kind::Block => !t.is_hidden(),
-            _ => false,
-        };
-        drop(t);
-        if ends && el.can_have_content() {
-            let t = Rc::clone(text);
-            el.on_end_tag(Box::new(move |end: &mut EndTag<'_>| {
-                let at = end.source_location().bytes();
-                let mut t = t.borrow_mut();
-                t.read_to(at.start);
-                t.skip_to(at.end);
-                if kind == Kind::Hides {
-                    t.unhide();
-                } else {
-                    t.block();
-                }
-                Ok(())
-            }))?;
-        }
-        Ok(())
-    };
-    settings.append_element_content_handler((
-        Cow::Borrowed(every),
-        ElementContentHandlers::default().element(on_element),
-    ))
 }
 
 #[cfg(test)]

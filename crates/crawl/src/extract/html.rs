@@ -203,6 +203,7 @@ impl Extractor for HtmlExtractor {
         let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
         let mut cut_short = None;
         let mut result = Ok(());
+        let mut read = 0;
         for chunk in page.response.body.chunks(CHUNK) {
             if limits.expired() {
                 cut_short = Some(CutShort::Time);
@@ -211,6 +212,10 @@ impl Extractor for HtmlExtractor {
             result = guarded(|| rewriter.write(chunk));
             if result.is_err() {
                 break;
+            }
+            read += chunk.len();
+            if let Some(extras) = &extras {
+                extras.advance(read);
             }
         }
         if cut_short.is_none() && result.is_ok() {

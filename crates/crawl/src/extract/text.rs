@@ -1,5 +1,6 @@
-//! The page's text as a reader sees it (`--text`), collected while the
-//! [`HtmlExtractor`](super::HtmlExtractor) streams a page through lol_html.
+//! The page's text as a reader sees it (`--text`), read by a scanner of its
+//! own in step with the [`HtmlExtractor`](super::HtmlExtractor)'s lol_html
+//! pass (which has no handler for it).
 //!
 //! Left out: the text of `<script>`, `<style>`, `<noscript>` and the other
 //! raw-text elements, of `<title>` and `<textarea>`, and everything inside
@@ -57,21 +58,29 @@ pub(crate) fn kind(tag: &str, hidden: bool) -> Kind {
 /// a text chunk ending in an unfinished one keeps it for the next chunk.
 const MAX_REFERENCE: usize = 13;
 
-/// The text of one page, built as it streams through: the element handler
-/// reports every start tag and the end tags of blocks and hiding elements
-/// with their places in the page, and the text is read from the page
-/// between them (lol_html's text handler would make it lex every byte of
-/// text, which cost half the crawl's throughput).
+/// The text of one page, read by a scanner of its own that walks the page
+/// once, in step with the parser's chunks ([`Text::advance`]): it finds
+/// the tags with a byte search for `<`, skips comments, doctypes and the
+/// content of raw-text elements, and reads the text between the tags.
+/// (An element handler lol_html would call for every element cost a
+/// quarter of the crawl's throughput, with its selector matching and
+/// dispatch.) Linear in the page: every step moves on, no byte is read
+/// twice but by the searches that ended a step.
 pub(crate) struct Text {
     body: bytes::Bytes,
-    /// Where the page's text not read yet starts.
+    /// Where the page not scanned yet starts.
     pos: usize,
+    /// Where the next `<` at or after `pos` is (the page's length if there
+    /// is none), once searched for.
+    next_lt: Option<usize>,
     max: usize,
     out: String,
     /// An unfinished character reference at the end of the last chunk.
     carry: String,
-    /// Elements hiding their content that are open.
-    hidden: u32,
+    /// The element hiding its content that is open (its name in lower
+    /// case), and how many elements of that name are open in it, itself
+    /// included: what is inside is hidden whatever it is.
+    hiding: Option<(Vec<u8>, u32)>,
     /// Whitespace came since the last word.
     space: bool,
     /// A line ended since the last word.
@@ -80,86 +89,197 @@ pub(crate) struct Text {
 }
 
 impl Text {
-    /// An empty text that keeps at most `max` bytes, with room for
-    /// `expected` (a page's text is shorter than the page).
+    /// An empty text of page `body` that keeps at most `max` bytes.
     pub(crate) fn new(max: usize, body: bytes::Bytes) -> Self {
         Self {
             max,
             out: String::with_capacity(body.len().min(max)),
             body,
             pos: 0,
+            next_lt: None,
             carry: String::new(),
-            hidden: 0,
+            hiding: None,
             space: false,
             newline: false,
             cut: false,
         }
     }
 
-    /// Reads the page's text up to byte `at` (where a tag starts).
-    pub(crate) fn read_to(&mut self, at: usize) {
-        let end = at.min(self.body.len());
-        if end <= self.pos {
-            return;
-        }
-        let start = std::mem::replace(&mut self.pos, end);
-        if self.hidden > 0 || self.cut {
-            return;
-        }
+    /// Scans the page up to byte `limit` at least (a tag or a raw-text
+    /// element that starts before it is read whole; text is read up to the
+    /// character boundary before it).
+    pub(crate) fn advance(&mut self, limit: usize) {
         let body = self.body.clone();
-        let raw = String::from_utf8_lossy(&body[start..end]);
-        let text = strip_markup(&raw);
-        let mut rest: &str = &text;
+        let b: &[u8] = &body;
+        let limit = limit.min(b.len());
+        while self.pos < limit {
+            if self.cut {
+                // Nothing more can be kept.
+                self.pos = b.len();
+                return;
+            }
+            let start = self.pos;
+            let lt = match self.next_lt {
+                Some(lt) if lt >= start => lt,
+                _ => {
+                    let lt = memchr::memchr(b'<', &b[start..]).map_or(b.len(), |i| start + i);
+                    self.next_lt = Some(lt);
+                    lt
+                }
+            };
+            if lt > start {
+                // Text, up to the limit when the next tag is beyond it (at a
+                // character boundary: never inside a UTF-8 sequence).
+                let mut end = lt;
+                if lt > limit {
+                    end = limit;
+                    while end > start && b.get(end).is_some_and(|&c| c & 0xC0 == 0x80) {
+                        end -= 1;
+                    }
+                    if end == start {
+                        end = lt;
+                    }
+                }
+                self.read(&b[start..end], end == lt);
+                self.pos = end;
+                continue;
+            }
+            self.flush_carry();
+            self.pos = self.markup(b, lt);
+        }
+    }
+
+    /// Reads `raw`, text of the page; `last` when a tag or the page's end
+    /// comes right after it.
+    fn read(&mut self, raw: &[u8], last: bool) {
+        if self.hiding.is_some() || self.cut {
+            return;
+        }
+        // Valid UTF-8 (the common case) is checked at its fast pace.
+        let raw = match std::str::from_utf8(raw) {
+            Ok(s) => Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(raw),
+        };
+        let mut rest: &str = &raw;
         while !rest.is_empty() && !self.cut {
             // SLICE is far above a character's 4 bytes: never an empty slice.
             let (slice, after) = rest.split_at(crawlkeeper_model::text::cut_at(rest, SLICE).len());
-            self.on_text(slice, true, after.is_empty());
+            self.on_text(slice, true, last && after.is_empty());
             rest = after;
         }
     }
 
-    /// Skips the page up to byte `at` (where a tag ends).
-    pub(crate) fn skip_to(&mut self, at: usize) {
-        self.pos = self.pos.max(at.min(self.body.len()));
+    /// The markup at `lt` (a `<`): what it does to the text; where the page
+    /// after it starts.
+    fn markup(&mut self, b: &[u8], lt: usize) -> usize {
+        let end = b.len();
+        match b.get(lt + 1) {
+            Some(b'!') => {
+                if b.get(lt + 2..lt + 4) == Some(b"--") {
+                    let from = lt + 4;
+                    // `<!-->` and `<!--->` are empty comments.
+                    match b.get(from..) {
+                        Some([b'>', ..]) => from + 1,
+                        Some([b'-', b'>', ..]) => from + 2,
+                        _ => memchr::memmem::find(&b[from.min(end)..], b"-->")
+                            .map_or(end, |i| from + i + 3),
+                    }
+                } else {
+                    after_gt(b, lt + 2)
+                }
+            }
+            Some(b'?') => after_gt(b, lt + 1),
+            Some(b'/') => match b.get(lt + 2) {
+                Some(c) if c.is_ascii_alphabetic() => self.end_tag(b, lt + 2),
+                Some(b'>') => lt + 3,
+                Some(_) => after_gt(b, lt + 2),
+                None => {
+                    self.read(b"</", true);
+                    end
+                }
+            },
+            Some(c) if c.is_ascii_alphabetic() => self.start_tag(b, lt + 1),
+            // Not markup: a `<` of the text.
+            _ => {
+                self.read(b"<", true);
+                lt + 1
+            }
+        }
     }
 
-    /// True when text now is hidden.
-    pub(crate) fn is_hidden(&self) -> bool {
-        self.hidden > 0
+    /// The start tag whose name starts at `at`; where the page after it
+    /// starts (after the content of a raw-text element).
+    fn start_tag(&mut self, b: &[u8], at: usize) -> usize {
+        let name_end = tag_name_end(b, at);
+        let name = &b[at..name_end];
+        let Some((after, hidden)) = attributes(b, name_end) else {
+            // A tag the page ends in is no tag, and no text.
+            return b.len();
+        };
+        let lower = Lower::new(name);
+        let lower = lower.as_str();
+        if lower == "plaintext" {
+            return b.len();
+        }
+        let raw = is_raw_text(lower);
+        if let Some((open, depth)) = &mut self.hiding {
+            if !raw && open.eq_ignore_ascii_case(name) && !is_void(lower) {
+                *depth = depth.saturating_add(1);
+            }
+        } else {
+            match kind(lower, hidden) {
+                Kind::Block => self.block(),
+                Kind::Cell => self.gap(),
+                Kind::Hides if !raw && !is_void(lower) => {
+                    self.hiding = Some((name.to_ascii_lowercase(), 1));
+                }
+                Kind::Hides | Kind::Inline => {}
+            }
+        }
+        if raw {
+            raw_text_end(b, after, name)
+        } else {
+            after
+        }
     }
 
-    /// An element hiding its content starts.
-    pub(crate) fn hide(&mut self) {
-        self.flush_carry();
-        self.hidden = self.hidden.saturating_add(1);
-    }
-
-    /// An element hiding its content ends.
-    pub(crate) fn unhide(&mut self) {
-        self.flush_carry();
-        self.hidden = self.hidden.saturating_sub(1);
+    /// The end tag whose name starts at `at`; where the page after it
+    /// starts.
+    fn end_tag(&mut self, b: &[u8], at: usize) -> usize {
+        let name_end = tag_name_end(b, at);
+        let name = &b[at..name_end];
+        let Some((after, _)) = attributes(b, name_end) else {
+            return b.len();
+        };
+        if let Some((open, depth)) = &mut self.hiding {
+            if open.eq_ignore_ascii_case(name) {
+                *depth = depth.saturating_sub(1);
+                if *depth == 0 {
+                    self.hiding = None;
+                }
+            }
+        } else if kind(Lower::new(name).as_str(), false) == Kind::Block {
+            self.block();
+        }
+        after
     }
 
     /// A block element starts or ends: the next word goes on a new line.
-    pub(crate) fn block(&mut self) {
-        if self.hidden == 0 {
-            self.flush_carry();
-            self.newline = !self.out.is_empty();
-        }
+    fn block(&mut self) {
+        self.flush_carry();
+        self.newline = !self.out.is_empty();
     }
 
     /// A table cell starts: the next word is apart from the last.
-    pub(crate) fn gap(&mut self) {
-        if self.hidden == 0 {
-            self.flush_carry();
-            self.space = true;
-        }
+    fn gap(&mut self) {
+        self.flush_carry();
+        self.space = true;
     }
 
     /// A chunk of text as written in the page; `references` when character
     /// references in it are decoded, `last` when it ends its text node.
     pub(crate) fn on_text(&mut self, raw: &str, references: bool, last: bool) {
-        if self.hidden > 0 || self.cut {
+        if self.hiding.is_some() || self.cut {
             return;
         }
         if !references {
@@ -208,10 +328,18 @@ impl Text {
             }
             // Words apart by one space each are copied at once, as one.
             let word = i;
-            while i < bytes.len() {
-                let b = bytes[i];
+            loop {
+                // The common case first: printable ASCII, one test a byte.
+                while bytes.get(i).is_some_and(|&b| is_graphic(b)) {
+                    i += 1;
+                }
+                let Some(&b) = bytes.get(i) else { break };
                 if b == b' ' {
-                    if i > word && whitespace_at(s, i + 1).is_none() && i + 1 < bytes.len() {
+                    let next = bytes.get(i + 1).copied();
+                    if i > word
+                        && (next.is_some_and(is_graphic)
+                            || (next.is_some() && whitespace_at(s, i + 1).is_none()))
+                    {
                         i += 1;
                         continue;
                     }
@@ -259,11 +387,10 @@ impl Text {
     }
 
     /// The text, and whether it lost anything to its cap; `complete` when
-    /// the parser read the whole page (the text after the last tag is read
-    /// only then).
+    /// the whole page was read (the page is scanned to its end only then).
     pub(crate) fn finish(mut self, complete: bool) -> (String, bool) {
         if complete {
-            self.read_to(self.body.len());
+            self.advance(self.body.len());
         }
         self.flush_carry();
         // A separator kept just before the cap is not text.
@@ -284,6 +411,11 @@ fn whitespace_at(s: &str, i: usize) -> Option<usize> {
     c.is_whitespace().then(|| c.len_utf8())
 }
 
+/// True for printable ASCII but the space (and DEL): never whitespace.
+fn is_graphic(b: u8) -> bool {
+    b.wrapping_sub(0x21) < 0x5F
+}
+
 /// The length of the UTF-8 sequence a leading byte `b` starts.
 fn utf8_len(b: u8) -> usize {
     match b {
@@ -294,29 +426,154 @@ fn utf8_len(b: u8) -> usize {
     }
 }
 
-/// `s`, text between two elements' tags, without the markup it may hold
-/// still: comments, end tags of inline elements, a doctype.
-fn strip_markup(s: &str) -> Cow<'_, str> {
-    if !s.contains('<') {
-        return Cow::Borrowed(s);
+/// HTML's whitespace between the parts of a tag.
+fn is_space(c: u8) -> bool {
+    matches!(c, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ')
+}
+
+/// Where the tag name starting at `at` ends.
+fn tag_name_end(b: &[u8], at: usize) -> usize {
+    let rest = b.get(at..).unwrap_or_default();
+    at + rest
+        .iter()
+        .position(|&c| is_space(c) || c == b'/' || c == b'>')
+        .unwrap_or(rest.len())
+}
+
+/// Past the next `>` from `at`, or the page's end.
+fn after_gt(b: &[u8], at: usize) -> usize {
+    let rest = b.get(at..).unwrap_or_default();
+    memchr::memchr(b'>', rest).map_or(b.len(), |i| at + i + 1)
+}
+
+/// The attributes of a tag from `at` (after its name): where the tag ends
+/// (after its `>`) and whether one is `hidden`; `None` when the page ends
+/// first. A value in quotes may hold `>`.
+fn attributes(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
+    let mut hidden = false;
+    loop {
+        while b.get(i).is_some_and(|&c| is_space(c) || c == b'/') {
+            i += 1;
+        }
+        if *b.get(i)? == b'>' {
+            return Some((i + 1, hidden));
+        }
+        // A name (its first character may be `=`).
+        let name = i;
+        i += 1;
+        while b
+            .get(i)
+            .is_some_and(|&c| !(is_space(c) || matches!(c, b'/' | b'>' | b'=')))
+        {
+            i += 1;
+        }
+        hidden |= b[name..i].eq_ignore_ascii_case(b"hidden");
+        while b.get(i).is_some_and(|&c| is_space(c)) {
+            i += 1;
+        }
+        if b.get(i) != Some(&b'=') {
+            continue;
+        }
+        i += 1;
+        while b.get(i).is_some_and(|&c| is_space(c)) {
+            i += 1;
+        }
+        match *b.get(i)? {
+            q @ (b'"' | b'\'') => i += 1 + memchr::memchr(q, &b[i + 1..])? + 1,
+            b'>' => return Some((i + 1, hidden)),
+            _ => {
+                while b.get(i).is_some_and(|&c| !(is_space(c) || c == b'>')) {
+                    i += 1;
+                }
+            }
+        }
     }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(lt) = rest.find('<') {
-        out.push_str(&rest[..lt]);
-        let tail = &rest[lt..];
-        let skip = if let Some(comment) = tail.strip_prefix("<!--") {
-            comment.find("-->").map_or(tail.len(), |e| e + 7)
-        } else if tail[1..].starts_with(['!', '/', '?']) {
-            tail.find('>').map_or(tail.len(), |e| e + 1)
+}
+
+/// Where the content of raw-text element `name`, from `at`, and its end
+/// tag end: past `</name` (any case) and the rest of that tag, or the
+/// page's end.
+fn raw_text_end(b: &[u8], mut at: usize, name: &[u8]) -> usize {
+    let finder = memchr::memmem::Finder::new(b"</");
+    while let Some(i) = b.get(at..).and_then(|rest| finder.find(rest)) {
+        let n = at + i + 2;
+        let ends = b
+            .get(n..n + name.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(name))
+            && b.get(n + name.len())
+                .is_none_or(|&c| is_space(c) || c == b'/' || c == b'>');
+        if ends {
+            return attributes(b, n + name.len()).map_or(b.len(), |(after, _)| after);
+        }
+        at = n;
+    }
+    b.len()
+}
+
+/// Elements whose content is text, not markup, up to their end tag.
+fn is_raw_text(tag: &str) -> bool {
+    matches!(
+        tag,
+        "script"
+            | "style"
+            | "textarea"
+            | "title"
+            | "noscript"
+            | "xmp"
+            | "iframe"
+            | "noembed"
+            | "noframes"
+    )
+}
+
+/// Elements without content nor end tag.
+fn is_void(tag: &str) -> bool {
+    matches!(
+        tag,
+        "area"
+            | "base"
+            | "br"
+            | "col"
+            | "embed"
+            | "hr"
+            | "img"
+            | "input"
+            | "link"
+            | "meta"
+            | "param"
+            | "source"
+            | "track"
+            | "wbr"
+            | "keygen"
+            | "frame"
+            | "basefont"
+            | "bgsound"
+    )
+}
+
+/// A tag name in lower case, without allocating: a name longer than any
+/// [`kind`] knows, or not ASCII, is none of them.
+struct Lower {
+    buf: [u8; 12],
+    len: usize,
+}
+
+impl Lower {
+    fn new(name: &[u8]) -> Self {
+        let mut buf = [0; 12];
+        let len = if name.len() <= buf.len() && name.is_ascii() {
+            buf[..name.len()].copy_from_slice(name);
+            buf[..name.len()].make_ascii_lowercase();
+            name.len()
         } else {
-            out.push('<');
-            1
+            0
         };
-        rest = &tail[skip..];
+        Self { buf, len }
     }
-    out.push_str(rest);
-    Cow::Owned(out)
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
 }
 
 /// `s` split before a character reference it ends in that is not finished
@@ -337,6 +594,17 @@ mod tests {
 
     fn text_of(html: &str) -> String {
         text_with(html, 1024 * 1024).0
+    }
+
+    fn text_of_bytes(html: &[u8]) -> String {
+        let x = extractor(&[], false, false, Some(1024 * 1024));
+        match extract_page(&x, html, Duration::from_secs(60))
+            .fields
+            .get("text")
+        {
+            Some(FieldValue::One(t)) => t.clone(),
+            other => panic!("text: {other:?}"),
+        }
     }
 
     /// The text of `html` with a cap of `max`, and whether it was cut.
@@ -414,7 +682,109 @@ mod tests {
             text_of("<!DOCTYPE html><p>a <!-- <p>x</p> --> b</p><p>c < d <![CDATA[e]]> f</p>"),
             "a b\nc < d f"
         );
-        assert_eq!(strip_markup("a </b> c <!-- x"), "a  c ");
+        assert_eq!(text_of("a </b> c <!-- x"), "a c");
+    }
+
+    #[test]
+    fn scanner_edge_cases() {
+        // An unterminated comment hides the rest; `<!-->` is empty.
+        assert_eq!(text_of("<p>a</p><!-- b <p>c</p>"), "a");
+        assert_eq!(text_of("a<!-->b<!--->c"), "abc");
+        // `<` and `>` in quoted attribute values are not markup.
+        assert_eq!(
+            text_of(r#"<p title="a > b <i>">x</p><p data-x='<div hidden>'>y</p>"#),
+            "x\ny"
+        );
+        // An unquoted value ends at `>`.
+        assert_eq!(text_of("<p class=a>x<p class=b/>y"), "x\ny");
+        // `</script` not followed by the end of a name is script.
+        assert_eq!(
+            text_of(r#"<script>a = "</scripts>"; b = "</script" + "x";</script>after"#),
+            "after"
+        );
+        assert_eq!(
+            text_of("<SCRIPT>x</ScRiPt >a<STYLE>y</STYLE>b<Title>t</TITLE>c"),
+            "abc"
+        );
+        // Upper case tags.
+        assert_eq!(
+            text_of("<DIV>a</DIV><P HIDDEN>b</P><TD>c<TD>d<BR>e"),
+            "a\nc d\ne"
+        );
+        // `hidden` with a value, in any case; not `data-hidden` nor a value.
+        assert_eq!(text_of("<p hidden=hidden>a</p>b"), "b");
+        assert_eq!(text_of("<p HIDDEN = 'x'>a</p>b"), "b");
+        assert_eq!(
+            text_of(r#"<p data-hidden>a</p><p class="hidden">b</p><p hiddenx>c</p>"#),
+            "a\nb\nc"
+        );
+        // A hidden element ends at its own end tag, nested ones counted.
+        assert_eq!(
+            text_of("<div hidden><div>x</div><script>'</div>'</script>y</div>z"),
+            "z"
+        );
+        assert_eq!(
+            text_of("<template><template>a</template>b</template>c"),
+            "c"
+        );
+        // A self-closing slash does not make an element void in HTML.
+        assert_eq!(text_of("<div hidden/>a</div>b"), "b");
+        // An unterminated tag ends the page; a lone `<` is text.
+        assert_eq!(text_of("a<b c=\"d>e"), "a");
+        assert_eq!(text_of("a<div"), "a");
+        assert_eq!(text_of("a < b <"), "a < b <");
+        assert_eq!(text_of("a</"), "a</");
+        assert_eq!(text_of("a</>b</ x>c<?php d ?>e<!x>f"), "abcef");
+        assert_eq!(text_of("a<plaintext>b<p>c"), "a");
+    }
+
+    #[test]
+    fn hostile_bytes_never_panic_and_are_decoded_lossily() {
+        assert_eq!(
+            text_of_bytes(b"<p>a\xFF\xFEb\0c</p>"),
+            "a\u{FFFD}\u{FFFD}b\0c"
+        );
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let alphabet = b"<>/!-='\" ahidenscrptl\xC3\xA9\xFF\0&;#";
+        for _ in 0..2000 {
+            let len = (rng % 64) as usize;
+            let page: Vec<u8> = (0..len)
+                .map(|_| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    alphabet[(rng % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let _ = text_of_bytes(&page);
+            // Every prefix, as the scanner may stop anywhere.
+            for cut in 0..page.len() {
+                let mut t = Text::new(1000, bytes::Bytes::from(page.clone()));
+                t.advance(cut);
+                t.advance(page.len());
+                let _ = t.finish(true);
+            }
+        }
+    }
+
+    #[test]
+    fn advancing_by_any_steps_gives_the_same_text() {
+        let page = "<p>Tom &amp; Jerry</p><div>é&#233; <b>x</b></div><script>s</script>tail";
+        let whole = {
+            let mut t = Text::new(1000, bytes::Bytes::from(page));
+            t.advance(page.len());
+            t.finish(true).0
+        };
+        assert_eq!(whole, "Tom & Jerry\néé x\ntail");
+        for step in 1..page.len() {
+            let mut t = Text::new(1000, bytes::Bytes::from(page));
+            let mut at = 0;
+            while at < page.len() {
+                at += step;
+                t.advance(at);
+            }
+            assert_eq!(t.finish(true).0, whole, "{step}");
+        }
     }
 
     #[test]
