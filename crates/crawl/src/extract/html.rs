@@ -396,69 +396,8 @@ pub(crate) mod tests_support {
 
     /// What `extractor` finds in `html` (text/html at
     /// http://a.test/dir/page) within `time`.
-    pub(crate) fn extract_page(
-        extractor: &HtmlExtractor,
-        html: &[u8],
-        time: Duration,
-    ) -> Extracted {
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html"));
-        let response = FetchResponse {
-            started_at: SystemTime::now(),
-            elapsed: Duration::ZERO,
-            status: 200,
-            headers,
-            body: Bytes::from(html.to_owned()),
-            truncated: false,
-            capture: None,
-        };
-        let url = Url::parse("http://a.test/dir/page").unwrap();
-        let mut out = Extracted::default();
-        extractor.extract(
-            &Page {
-                url: &url,
-                response: &response,
-                limits: PageLimits {
-                    max_links: 10_000,
-                    deadline: std::time::Instant::now() + time,
-                },
-            },
-            &mut out,
-        );
-        out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::extract::{FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES};
-    use crate::fetch::FetchResponse;
-    use bytes::Bytes;
-    use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
-    use std::time::{Duration, SystemTime};
-    use url::Url;
-
-    fn extract_with(content_type: &str, html: &str) -> Extracted {
-        extract_limited(
-            content_type,
-            html.as_bytes(),
-            10_000,
-            Duration::from_secs(60),
-        )
-    }
-
-    fn extract_limited(
-        content_type: &str,
-        html: &[u8],
-        max_links: usize,
-        time: Duration,
-    ) -> Extracted {
-        run(&HtmlExtractor::new(), content_type, html, max_links, time)
-    }
-
     /// What `extractor` finds in `html` (at http://a.test/dir/page).
-    fn run(
+    pub(crate) fn run(
         extractor: &HtmlExtractor,
         content_type: &str,
         html: &[u8],
@@ -490,6 +429,41 @@ mod tests {
             &mut out,
         );
         out
+    }
+
+    pub(crate) fn extract_page(
+        extractor: &HtmlExtractor,
+        html: &[u8],
+        time: Duration,
+    ) -> Extracted {
+        run(extractor, "text/html", html, 10_000, time)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::run;
+    use super::*;
+    use crate::extract::{FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES};
+    use std::time::Duration;
+    use url::Url;
+
+    fn extract_with(content_type: &str, html: &str) -> Extracted {
+        extract_limited(
+            content_type,
+            html.as_bytes(),
+            10_000,
+            Duration::from_secs(60),
+        )
+    }
+
+    fn extract_limited(
+        content_type: &str,
+        html: &[u8],
+        max_links: usize,
+        time: Duration,
+    ) -> Extracted {
+        run(&HtmlExtractor::new(), content_type, html, max_links, time)
     }
 
     fn extract(html: &str) -> Extracted {
