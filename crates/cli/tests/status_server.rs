@@ -99,7 +99,10 @@ async fn idle_and_trickling_connections_do_not_keep_a_scrape_out() {
             }
         }));
     }
-    // Each scrape answers, correctly, within a second.
+    // Each scrape answers, correctly, well before the head deadline (3 s)
+    // that it would wait out if the idle and trickling connections kept it
+    // out: within 2 s (1 s proved too tight for a machine busy with the
+    // rest of the suite: one scrape took 1.02 s in a CI run).
     for (path, says) in [
         ("/metrics", "crawlkeeper_pages_done_total"),
         ("/api/status", "\"crawls\""),
@@ -112,7 +115,7 @@ async fn idle_and_trickling_connections_do_not_keep_a_scrape_out() {
         let (code, body) = got.unwrap_or_else(|| panic!("{path}: no answer after {took:?}"));
         assert_eq!(code, 200, "{path}: {body}");
         assert!(body.contains(says), "{path}: {body}");
-        assert!(took < Duration::from_secs(1), "{path} took {took:?}");
+        assert!(took < Duration::from_secs(2), "{path} took {took:?}");
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for t in tricklers {
