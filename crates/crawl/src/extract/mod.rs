@@ -10,6 +10,7 @@ mod extras;
 mod fields;
 mod html;
 mod jsonld;
+mod markup;
 mod meta;
 mod text;
 
