@@ -251,8 +251,9 @@ fn run_once(
     let crawler = cmd.spawn().context("starting the crawler")?;
     let sampler = crate::children::ChildrenCpu::start(crawler.id());
     let (status, cpu, max_rss_kb) = wait_with_rusage(crawler.id())?;
-    let (own_cpu, children_cpu, children) = sampler.finish();
+    // Before the sampler is joined: it sleeps up to 100 ms between samples.
     let wall = started.elapsed();
+    let (own_cpu, children_cpu, children) = sampler.finish();
     stop(site);
     if status != 0 {
         bail!("crawler exited with status {status}");

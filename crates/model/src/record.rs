@@ -155,8 +155,33 @@ pub enum ErrorKind {
 impl CrawlRecord {
     /// The record as one line of JSON.
     pub fn to_json(&self) -> String {
+        // Written into a buffer of about the record's size: grown from
+        // serde_json's 128 bytes, a page's text cost a copy per doubling.
+        let mut out = Vec::with_capacity(self.json_size_hint());
         // Serialising plain data with string keys cannot fail.
-        serde_json::to_string(self).expect("a record serialises")
+        serde_json::to_writer(&mut out, self).expect("a record serialises");
+        String::from_utf8(out).expect("serde_json writes UTF-8")
+    }
+
+    /// About the length of the record's JSON: its strings and a margin for
+    /// the rest (escapes and nested values may take more).
+    fn json_size_hint(&self) -> usize {
+        let strings = [&self.url, &self.final_url, &self.fetched_at]
+            .into_iter()
+            .chain(&self.parent)
+            .chain(&self.title)
+            .chain(&self.content_type)
+            .map(String::len)
+            .sum::<usize>();
+        let fields = self.fields.iter().flatten().map(|(k, v)| {
+            k.len()
+                + match v {
+                    serde_json::Value::String(s) => s.len(),
+                    _ => 64,
+                }
+        });
+        let fields = fields.sum::<usize>();
+        (strings + fields) * 9 / 8 + 512
     }
 }
 

@@ -14,6 +14,7 @@ use tracing::debug;
 use super::entities::decode;
 use super::extras::{ExtraSelectors, Extras};
 use super::fields::Collector;
+use super::prefilter::Required;
 use super::{CutShort, Extracted, Extractor, Page, PageLimits};
 use crate::config::ExtractConfig;
 use crate::field_spec::{FieldSpec, FieldSpecError, Take};
@@ -38,8 +39,17 @@ pub struct HtmlExtractor {
     base: Selector,
     meta: Selector,
     title: Selector,
-    fields: Vec<(FieldSpec, Selector)>,
+    fields: Vec<Field>,
     extras: ExtraSelectors,
+}
+
+/// A field by CSS selector, compiled.
+struct Field {
+    spec: FieldSpec,
+    selector: Selector,
+    /// What a page must contain for the selector to match there (`None`:
+    /// any page may).
+    required: Option<Required>,
 }
 
 impl Default for HtmlExtractor {
@@ -67,7 +77,11 @@ impl HtmlExtractor {
     pub fn with_fields(fields: &[FieldSpec]) -> Result<Self, FieldSpecError> {
         let mut x = Self::default();
         for f in fields {
-            x.fields.push((f.clone(), f.compile()?));
+            x.fields.push(Field {
+                spec: f.clone(),
+                selector: f.compile()?,
+                required: Required::of(&f.selector),
+            });
         }
         Ok(x)
     }
@@ -79,6 +93,16 @@ impl HtmlExtractor {
         let mut x = Self::with_fields(&config.fields)?;
         x.extras = ExtraSelectors::new(config);
         Ok(x)
+    }
+
+    /// This extractor with every field's selector run on every page (the
+    /// prefilter's tests compare).
+    #[cfg(test)]
+    pub(crate) fn without_prefilter(mut self) -> Self {
+        for f in &mut self.fields {
+            f.required = None;
+        }
+        self
     }
 }
 
@@ -164,7 +188,7 @@ impl Extractor for HtmlExtractor {
         };
         let collector = (!self.fields.is_empty()).then(|| {
             Rc::new(RefCell::new(Collector::new(
-                self.fields.iter().map(|(s, _)| s.all),
+                self.fields.iter().map(|f| f.spec.all),
             )))
         });
         let extras =
@@ -192,9 +216,18 @@ impl Extractor for HtmlExtractor {
                     .text(on_title_text),
             ));
         if let Some(collector) = &collector {
-            for (i, (spec, selector)) in self.fields.iter().enumerate() {
-                settings = settings
-                    .append_element_content_handler(field_handlers(i, spec, selector, collector));
+            let body: &[u8] = &page.response.body;
+            for (i, f) in self.fields.iter().enumerate() {
+                // A selector that cannot match in this page costs its
+                // compiling and matching for nothing.
+                if f.required.as_ref().is_none_or(|r| r.may_match(body)) {
+                    settings = settings.append_element_content_handler(field_handlers(
+                        i,
+                        &f.spec,
+                        &f.selector,
+                        collector,
+                    ));
+                }
             }
         }
         if let Some(extras) = &extras {
@@ -248,7 +281,7 @@ impl Extractor for HtmlExtractor {
             && let Ok(collector) = Rc::try_unwrap(collector)
         {
             used = collector.into_inner().finish_page(
-                self.fields.iter().map(|(s, _)| s),
+                self.fields.iter().map(|f| &f.spec),
                 &page.response.body,
                 |s| decode(s).into_owned(),
                 resolve,
@@ -367,82 +400,9 @@ fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// A page run through an extractor, for the tests of every part of it.
-#[cfg(test)]
-pub(crate) mod tests_support {
-    use super::*;
-    use crate::fetch::FetchResponse;
-    use bytes::Bytes;
-    use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
-    use std::time::{Duration, SystemTime};
-    use url::Url;
-
-    /// An extractor of `fields`, meta tags, JSON-LD and text (at most
-    /// `text` bytes) as asked.
-    pub(crate) fn extractor(
-        fields: &[&str],
-        meta: bool,
-        jsonld: bool,
-        text: Option<u64>,
-    ) -> HtmlExtractor {
-        let config = ExtractConfig {
-            fields: fields.iter().map(|s| s.parse().unwrap()).collect(),
-            meta,
-            jsonld,
-            text,
-        };
-        HtmlExtractor::from_config(&config).unwrap()
-    }
-
-    /// What `extractor` finds in `html` (text/html at
-    /// http://a.test/dir/page) within `time`.
-    /// What `extractor` finds in `html` (at http://a.test/dir/page).
-    pub(crate) fn run(
-        extractor: &HtmlExtractor,
-        content_type: &str,
-        html: &[u8],
-        max_links: usize,
-        time: Duration,
-    ) -> Extracted {
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
-        let response = FetchResponse {
-            started_at: SystemTime::now(),
-            elapsed: Duration::ZERO,
-            status: 200,
-            headers,
-            body: Bytes::from(html.to_owned()),
-            truncated: false,
-            capture: None,
-        };
-        let url = Url::parse("http://a.test/dir/page").unwrap();
-        let mut out = Extracted::default();
-        extractor.extract(
-            &Page {
-                url: &url,
-                response: &response,
-                limits: PageLimits {
-                    max_links,
-                    deadline: std::time::Instant::now() + time,
-                },
-            },
-            &mut out,
-        );
-        out
-    }
-
-    pub(crate) fn extract_page(
-        extractor: &HtmlExtractor,
-        html: &[u8],
-        time: Duration,
-    ) -> Extracted {
-        run(extractor, "text/html", html, 10_000, time)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::tests_support::run;
+    use super::super::tests_support::run;
     use super::*;
     use crate::extract::{FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES};
     use std::time::Duration;

@@ -71,8 +71,11 @@ pub(super) fn attributes(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
 /// tag end: past `</name` (any case) and the rest of that tag, or the
 /// page's end.
 pub(super) fn raw_text_end(b: &[u8], mut at: usize, name: &[u8]) -> usize {
-    let finder = memchr::memmem::Finder::new(b"</");
-    while let Some(i) = b.get(at..).and_then(|rest| finder.find(rest)) {
+    while let Some(i) = b.get(at..).and_then(|rest| memchr::memchr(b'<', rest)) {
+        if b.get(at + i + 1) != Some(&b'/') {
+            at += i + 1;
+            continue;
+        }
         let n = at + i + 2;
         let ends = b
             .get(n..n + name.len())

@@ -138,7 +138,7 @@ impl Meta {
 mod tests {
     use super::*;
     use crate::extract::FieldValue;
-    use crate::extract::html::tests_support::{extract_page, extractor};
+    use crate::extract::tests_support::{extract_page, extractor};
     use serde_json::{Value, json};
     use std::time::Duration;
 

@@ -12,6 +12,9 @@ mod html;
 mod jsonld;
 mod markup;
 mod meta;
+mod prefilter;
+#[cfg(test)]
+mod tests_support;
 mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
