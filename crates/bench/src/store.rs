@@ -82,6 +82,8 @@ pub(crate) fn record(e: &FrontierEntry, authority: &Authority) -> CrawlRecord {
         fields_cut: None,
         links: 23,
         links_dropped: 0,
+        requisites: 0,
+        requisites_dropped: 0,
         truncated: false,
         error: None,
         etag: None,

@@ -232,6 +232,24 @@ pub struct ScopeConfig {
     pub strip_params: Vec<String>,
     /// Fetch robots.txt and obey it. Default true.
     pub respect_robots: bool,
+    /// `--requisites`: fetch what each fetched HTML page needs to render
+    /// (images, scripts, stylesheets, fonts, frames), whatever its depth,
+    /// on the hosts this allows. Default none (left out of the job's
+    /// identity when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requisites: Option<RequisitesScope>,
+}
+
+/// Which hosts a page's requisites may be fetched from (`--requisites-scope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequisitesScope {
+    /// Any host the SSRF guard lets the crawler reach (a CDN is where a
+    /// page's pictures and scripts often live). The default.
+    #[default]
+    Any,
+    /// Only the page's own host.
+    SameHost,
 }
 
 /// How much runs at once and for how long.
@@ -343,6 +361,7 @@ impl Default for ScopeConfig {
             max_pages: None,
             strip_params: DEFAULT_STRIP_PARAMS.map(str::to_owned).to_vec(),
             respect_robots: true,
+            requisites: None,
         }
     }
 }

@@ -648,6 +648,8 @@ pub(crate) fn blank_record(request: &Request) -> CrawlRecord {
         fields_cut: None,
         links: 0,
         links_dropped: 0,
+        requisites: 0,
+        requisites_dropped: 0,
         truncated: false,
         error: None,
         etag: None,

@@ -30,6 +30,11 @@ pub struct Known {
     /// robots.txt named (0: named by robots.txt or `/sitemap.xml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sitemap: Option<u8>,
+    /// The URL is a page requisite (`--requisites`), this many embeds from
+    /// the page that needed it (1: named by the page; 2: by a stylesheet
+    /// the page loads; …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed: Option<u8>,
 }
 
 impl Known {
@@ -37,6 +42,14 @@ impl Known {
     pub fn sitemap(level: u8) -> Self {
         Self {
             sitemap: Some(level),
+            ..Self::default()
+        }
+    }
+
+    /// A requisite `hops` embeds from its page.
+    pub fn embed(hops: u8) -> Self {
+        Self {
+            embed: Some(hops),
             ..Self::default()
         }
     }
@@ -66,6 +79,9 @@ impl Known {
             // A sitemap is read as one again; how deep below an index it
             // was is not on the record, so it counts as a top one.
             sitemap: (r.via == Some(crate::Via::Sitemap)).then_some(0),
+            // A requisite stays one (how many embeds deep is not on the
+            // record: the bound counts from the first).
+            embed: (r.via == Some(crate::Via::Embed)).then_some(1),
             ..Self::default()
         };
         if validated && (r.etag.is_some() || r.last_modified.is_some()) {

@@ -55,6 +55,13 @@ pub struct CrawlRecord {
     /// written before the limit existed).
     #[serde(default)]
     pub links_dropped: u32,
+    /// Requisites of the page (`--requisites`) taken (the URLs it needs
+    /// to render, each fetched once in the crawl). Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub requisites: u32,
+    /// Requisites past the per-page limit, not taken. Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub requisites_dropped: u32,
     /// True when the body was cut at the maximum body size.
     pub truncated: bool,
     /// What went wrong, or `None`.
@@ -88,6 +95,10 @@ pub enum Via {
     /// A sitemap file, named by robots.txt, at `/sitemap.xml`, or listed
     /// by a sitemap index.
     Sitemap,
+    /// A page requisite (`--requisites`): an image, script, stylesheet,
+    /// font or frame the page of `parent` (or a stylesheet it loads)
+    /// needs to render.
+    Embed,
 }
 
 /// What went wrong with one URL: a machine-readable kind and a message.
@@ -150,6 +161,10 @@ pub enum ErrorKind {
     /// its deadline, answered something unreadable, or was not running;
     /// the page's record and links are kept without its additions.
     Processor,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl CrawlRecord {
@@ -224,6 +239,8 @@ mod tests {
             fields_cut: None,
             links: 0,
             links_dropped: 0,
+            requisites: 0,
+            requisites_dropped: 0,
             truncated: false,
             error: Some(RecordError::new(ErrorKind::RedirectLoop, "x -> y -> x")),
             etag: None,

@@ -99,7 +99,17 @@ pub struct Extracted {
     pub fields: BTreeMap<String, FieldValue>,
     /// Fields that lost values or bytes to a cap (the record's `fields_cut`).
     pub fields_cut: BTreeSet<String>,
+    /// What the page needs to render (`--requisites`: images, scripts,
+    /// stylesheets, fonts, frames) as written in the page (unresolved,
+    /// relative to the same base as the links).
+    pub requisites: Vec<String>,
+    /// Requisites not kept because the page had more than
+    /// [`MAX_REQUISITES`].
+    pub dropped_requisites: u32,
 }
+
+/// The most requisites kept from one page or stylesheet.
+pub const MAX_REQUISITES: usize = 500;
 
 impl Extracted {
     /// Keeps `href` if the page's link limit allows, else counts it dropped.
@@ -108,6 +118,16 @@ impl Extracted {
             self.hrefs.push(href);
         } else {
             self.dropped_links = self.dropped_links.saturating_add(1);
+        }
+    }
+
+    /// Keeps requisite `url` if the page's limit ([`MAX_REQUISITES`])
+    /// allows, else counts it dropped.
+    pub fn push_requisite(&mut self, url: String) {
+        if self.requisites.len() < MAX_REQUISITES {
+            self.requisites.push(url);
+        } else {
+            self.dropped_requisites = self.dropped_requisites.saturating_add(1);
         }
     }
 

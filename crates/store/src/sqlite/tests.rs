@@ -41,6 +41,8 @@ fn record(e: &FrontierEntry, a: &Authority) -> CrawlRecord {
         fields_cut: None,
         links: 20,
         links_dropped: 0,
+        requisites: 0,
+        requisites_dropped: 0,
         truncated: false,
         error: None,
         etag: None,

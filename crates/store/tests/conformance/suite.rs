@@ -71,6 +71,8 @@ pub fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {
         fields_cut: None,
         links: 0,
         links_dropped: 0,
+        requisites: 0,
+        requisites_dropped: 0,
         truncated: false,
         error: error.then(|| {
             crawlkeeper_model::RecordError::new(crawlkeeper_model::ErrorKind::Timeout, "t")
