@@ -85,6 +85,7 @@ impl Registry {
         };
         r.add_extractor("html", |ctx| {
             HtmlExtractor::from_config(&ctx.config.extract)
+                .map(|x| x.with_requisites(ctx.config.scope.requisites.is_some()))
                 .map(|x| Box::new(x) as Box<dyn Extractor>)
                 .map_err(BuildError::from)
         });

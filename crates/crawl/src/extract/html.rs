@@ -15,6 +15,7 @@ use super::entities::decode;
 use super::extras::{ExtraSelectors, Extras};
 use super::fields::Collector;
 use super::prefilter::Required;
+use super::requisites::{RequisiteSelectors, Requisites};
 use super::{CutShort, Extracted, Extractor, Page, PageLimits};
 use crate::config::ExtractConfig;
 use crate::field_spec::{FieldSpec, FieldSpecError, Take};
@@ -32,7 +33,8 @@ const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
 /// `<base href>`, meta refresh, `rel=nofollow`, meta robots and the title,
 /// and the fields by CSS selector, meta tags, JSON-LD and text it was built
 /// with ([`HtmlExtractor::with_fields`], [`HtmlExtractor::from_config`]),
-/// all in the same pass.
+/// all in the same pass, and the page's requisites when asked
+/// ([`HtmlExtractor::with_requisites`]).
 /// Only responses typed as HTML are parsed.
 pub struct HtmlExtractor {
     links: Selector,
@@ -41,6 +43,8 @@ pub struct HtmlExtractor {
     title: Selector,
     fields: Vec<Field>,
     extras: ExtraSelectors,
+    /// `--requisites`: `None` when off, so nothing is registered for it.
+    requisites: Option<RequisiteSelectors>,
 }
 
 /// A field by CSS selector, compiled.
@@ -63,6 +67,7 @@ impl Default for HtmlExtractor {
             title: parse("title"),
             fields: Vec::new(),
             extras: ExtraSelectors::new(&ExtractConfig::default()),
+            requisites: None,
         }
     }
 }
@@ -93,6 +98,14 @@ impl HtmlExtractor {
         let mut x = Self::with_fields(&config.fields)?;
         x.extras = ExtraSelectors::new(config);
         Ok(x)
+    }
+
+    /// This extractor, also finding each page's requisites when `on`
+    /// (`--requisites`): a `<link>` to a stylesheet, icon or preload is
+    /// then a requisite instead of a link. Off, pages are read as before.
+    pub fn with_requisites(mut self, on: bool) -> Self {
+        self.requisites = on.then(RequisiteSelectors::new);
+        self
     }
 
     /// This extractor with every field's selector run on every page (the
@@ -128,7 +141,13 @@ impl Extractor for HtmlExtractor {
             out: std::mem::take(out),
             ..State::default()
         });
+        let requisites = self.requisites.as_ref().map(|_| Requisites::new());
         let on_link = |el: &mut Element<'_, '_>| {
+            if let Some(r) = &requisites
+                && r.take_link(el)
+            {
+                return Ok(());
+            }
             if let Some(rel) = el.get_attribute("rel") {
                 let rel = rel.to_ascii_lowercase();
                 if rel
@@ -233,6 +252,9 @@ impl Extractor for HtmlExtractor {
         if let Some(extras) = &extras {
             settings = extras.handlers(&self.extras, settings);
         }
+        if let (Some(r), Some(selectors)) = (&requisites, &self.requisites) {
+            settings = r.handlers(selectors, settings);
+        }
         let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
         let mut cut_short = None;
         let mut result = Ok(());
@@ -270,6 +292,9 @@ impl Extractor for HtmlExtractor {
             ..
         } = state.into_inner();
         found.cut_short = found.cut_short.or(cut_short);
+        if let Some(r) = requisites {
+            r.finish(&mut found);
+        }
         let base = found.base_url(page.url);
         let resolve = |s: &str| {
             base.join(s)

@@ -5,6 +5,7 @@
 //! extractor keeps to the page's [`PageLimits`] (a number of links and a
 //! deadline), so no page costs more than a bounded amount of memory and CPU.
 
+pub mod css;
 mod entities;
 mod extras;
 mod fields;
@@ -13,6 +14,7 @@ mod jsonld;
 mod markup;
 mod meta;
 mod prefilter;
+mod requisites;
 #[cfg(test)]
 mod tests_support;
 mod text;
@@ -27,6 +29,7 @@ pub use crate::field_spec::{
     FieldSpec, FieldSpecError, FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES,
     Take,
 };
+pub use css::stylesheet_requisites;
 pub use html::HtmlExtractor;
 pub use jsonld::{MAX_SCRIPT_BYTES, MAX_SCRIPTS};
 pub use meta::MAX_META_KEYS;

@@ -65,3 +65,8 @@ pub(crate) fn run(
 pub(crate) fn extract_page(extractor: &HtmlExtractor, html: &[u8], time: Duration) -> Extracted {
     run(extractor, "text/html", html, 10_000, time)
 }
+
+/// The default extractor with `--requisites` on or off.
+pub(crate) fn requisites_extractor(on: bool) -> HtmlExtractor {
+    HtmlExtractor::new().with_requisites(on)
+}
