@@ -59,6 +59,11 @@ pub(crate) fn push_url(out: &mut Extracted, url: &str) {
     {
         return;
     }
+    if out.requisites.len() >= super::MAX_REQUISITES {
+        // Counted without allocating: hostile CSS may hold millions.
+        out.dropped_requisites = out.dropped_requisites.saturating_add(1);
+        return;
+    }
     out.push_requisite(url.to_owned());
 }
 
@@ -91,6 +96,15 @@ impl UrlText {
             self.too_long = true;
         } else if !self.too_long {
             self.text.push(c);
+        }
+    }
+
+    /// Adds `run`, or marks the URL too long to keep.
+    fn push_str(&mut self, run: &str) {
+        if self.text.len() + run.len() > MAX_URL_BYTES {
+            self.too_long = true;
+        } else if !self.too_long {
+            self.text.push_str(run);
         }
     }
 
@@ -162,8 +176,7 @@ impl<'a> Scanner<'a> {
         let after_import = std::mem::take(&mut self.after_import);
         match b {
             b'/' if self.b.get(self.i + 1) == Some(&b'*') => {
-                self.i = memchr::memmem::find(&self.b[self.i + 2..], b"*/")
-                    .map_or(self.b.len(), |end| self.i + 2 + end + 2);
+                self.skip_comment();
                 self.after_import = after_import;
             }
             _ if is_space(b) => {
@@ -215,6 +228,19 @@ impl<'a> Scanner<'a> {
             }
             _ => self.i += 1,
         }
+    }
+
+    /// Skips the comment opened at `self.i`, up to its `*/` or the end.
+    fn skip_comment(&mut self) {
+        let mut at = self.i + 2;
+        while let Some(star) = memchr::memchr(b'*', &self.b[at..]) {
+            at += star + 1;
+            if self.b.get(at) == Some(&b'/') {
+                self.i = at + 1;
+                return;
+            }
+        }
+        self.i = self.b.len();
     }
 
     /// Reads an identifier (escapes kept as written) and returns it.
@@ -276,9 +302,7 @@ impl<'a> Scanner<'a> {
                 .position(|&b| b == quote || b == b'\\' || is_newline(b))
                 .unwrap_or(rest.len());
             if let Some(url) = &mut url {
-                for c in self.s[self.i..self.i + plain].chars() {
-                    url.push(c);
-                }
+                url.push_str(&self.s[self.i..self.i + plain]);
             }
             self.i += plain;
             let Some(&b) = self.b.get(self.i) else {
@@ -367,11 +391,17 @@ impl<'a> Scanner<'a> {
                     url.push(c);
                 }
                 _ => {
-                    let len = self.char_len(self.i);
-                    for c in self.s[self.i..self.i + len].chars() {
-                        url.push(c);
-                    }
-                    self.i += len;
+                    // Take plain bytes in one run (every byte that ends one
+                    // is ASCII, so the run ends at a character boundary).
+                    let rest = &self.b[self.i..];
+                    let plain = rest
+                        .iter()
+                        .position(|&b| {
+                            matches!(b, b')' | b'"' | b'\'' | b'(' | b'\\' | 0..=0x20 | 0x7F)
+                        })
+                        .unwrap_or(rest.len());
+                    url.push_str(&self.s[self.i..self.i + plain]);
+                    self.i += plain;
                 }
             }
         }
@@ -416,7 +446,9 @@ mod tests {
     #[test]
     fn finds_url_in_every_quoting() {
         assert_eq!(
-            urls(r#"a{background:url(a.png)} b{x:URL( "b.png" )} c{x:url('c.png')} d{x:url(  d.png  )}"#),
+            urls(
+                r#"a{background:url(a.png)} b{x:URL( "b.png" )} c{x:url('c.png')} d{x:url(  d.png  )}"#
+            ),
             ["a.png", "b.png", "c.png", "d.png"]
         );
     }
@@ -472,7 +504,9 @@ mod tests {
     #[test]
     fn decodes_escapes() {
         assert_eq!(
-            urls(r"a{x:url(a\(1\).png)} b{x:url(\62 .png)} c{x:url('\000063\'.png')} d{x:url(d\E9 x)}"),
+            urls(
+                r"a{x:url(a\(1\).png)} b{x:url(\62 .png)} c{x:url('\000063\'.png')} d{x:url(d\E9 x)}"
+            ),
             ["a(1).png", "b.png", "c'.png", "déx"]
         );
         // A line continuation in a string is removed.
@@ -487,7 +521,7 @@ mod tests {
             urls("a{x:url(a b)} b{x:url(c\"d)} c{x:url(e(f)} d{x:url(ok.png)}"),
             ["ok.png"]
         );
-        assert_eq!(urls("@import 'a\nb.css'; x{y:url(ok.png)}"), ["ok.png"]);
+        assert_eq!(urls("@import 'a\nb.css; x{y:url(ok.png)}"), ["ok.png"]);
         // The end closes a URL and a string.
         assert_eq!(urls("a{x:url(end.png"), ["end.png"]);
         assert_eq!(urls("@import 'end.css"), ["end.css"]);
@@ -516,7 +550,10 @@ mod tests {
 
     #[test]
     fn a_huge_url_is_skipped_whole() {
-        let css = format!("a{{x:url(data:font/woff2;base64,{})}} b{{x:url(b.png)}}", "A".repeat(MAX_URL_BYTES * 4));
+        let css = format!(
+            "a{{x:url(data:font/woff2;base64,{})}} b{{x:url(b.png)}}",
+            "A".repeat(MAX_URL_BYTES * 4)
+        );
         assert_eq!(urls(&css), ["b.png"]);
     }
 
@@ -530,7 +567,10 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_read_lossily() {
-        let out = sheet(b"a{x:url(\xff.png)} b{x:url(b.png)}", Duration::from_secs(60));
+        let out = sheet(
+            b"a{x:url(\xff.png)} b{x:url(b.png)}",
+            Duration::from_secs(60),
+        );
         assert_eq!(out.requisites, ["\u{FFFD}.png", "b.png"]);
     }
 
@@ -542,18 +582,62 @@ mod tests {
         assert!(out.requisites.is_empty());
     }
 
+    /// Checks the invariants on what hostile `css` gave.
+    fn check_hostile(css: &[u8]) {
+        let out = sheet(css, Duration::from_secs(600));
+        let shown = String::from_utf8_lossy(&css[..css.len().min(12)]);
+        assert!(out.requisites.len() <= MAX_REQUISITES, "{shown}");
+        assert!(out.requisites.iter().all(|u| !u.is_empty()), "{shown}");
+        assert_eq!(out.cut_short, None, "{shown}");
+    }
+
     #[test]
-    fn hostile_stylesheets_finish_fast() {
+    fn ten_megabytes_of_hostile_stylesheet_finish_fast() {
         const SIZE: usize = 10 * 1024 * 1024;
         let started = Instant::now();
-        for unit in ["url(", "\"", "'", "/*", "(", "\\", "@import ", "image-set(\"", "url(\"", "url(\\"] {
-            let mut css = unit.repeat(SIZE / unit.len());
-            css.truncate(SIZE);
-            let out = sheet(css.as_bytes(), Duration::from_secs(600));
-            assert!(out.requisites.len() <= MAX_REQUISITES, "{unit}");
-            assert!(out.requisites.iter().all(|u| !u.is_empty()), "{unit}");
-            assert_eq!(out.cut_short, None, "{unit}");
+        check_hostile("url(".repeat(SIZE / 4).as_bytes());
+        for open in ["\"", "/*", "url(", "@import '", "url('"] {
+            let mut css = open.as_bytes().to_vec();
+            css.resize(SIZE, b'x');
+            check_hostile(&css);
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_megabyte_of_each_hostile_pattern_finishes_fast() {
+        const SIZE: usize = 1024 * 1024;
+        let started = Instant::now();
+        for unit in [
+            "\"",
+            "'",
+            "/*",
+            "*/",
+            "(",
+            ")",
+            "\\",
+            "@import ",
+            "image-set(\"",
+            "url(\"",
+            "url(\\",
+            "url( ",
+            "\\\n",
+            "\\0",
+            "é",
+            "url(é\\",
+        ] {
+            let mut css = unit.repeat(SIZE / unit.len()).into_bytes();
+            css.truncate(SIZE);
+            check_hostile(&css);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }

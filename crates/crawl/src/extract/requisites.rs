@@ -370,9 +370,9 @@ mod tests {
     #[test]
     fn values_are_decoded_trimmed_and_filtered() {
         let out = page(
-            r#"<img src="  /a.png?x=1&amp;y=2 "><img src="data:image/png;base64,AA"><img src="">
+            r##"<img src="  /a.png?x=1&amp;y=2 "><img src="data:image/png;base64,AA"><img src="">
                <img src="#f"><iframe src="about:blank"></iframe><script src="javascript:void(0)"></script>
-               <img src="blob:http://a.test/x"><embed src="mailto:x@a.test"><img>"#,
+               <img src="blob:http://a.test/x"><embed src="mailto:x@a.test"><img>"##,
             true,
         );
         assert_eq!(out.requisites, ["/a.png?x=1&y=2"]);
@@ -382,9 +382,15 @@ mod tests {
     fn reads_srcset_as_browsers_do() {
         assert_eq!(srcset_urls("a.png 1x, b.png 2x"), ["a.png", "b.png"]);
         assert_eq!(srcset_urls("c.png 480w"), ["c.png"]);
-        assert_eq!(srcset_urls("x.png?a=1,2 1x, y.png 2x"), ["x.png?a=1,2", "y.png"]);
+        assert_eq!(
+            srcset_urls("x.png?a=1,2 1x, y.png 2x"),
+            ["x.png?a=1,2", "y.png"]
+        );
         assert_eq!(srcset_urls("a.png,b.png 2x"), ["a.png,b.png"]);
-        assert_eq!(srcset_urls("a.png, ,b.png,, c.png"), ["a.png", "b.png", "c.png"]);
+        assert_eq!(
+            srcset_urls("a.png, ,b.png,, c.png"),
+            ["a.png", "b.png", "c.png"]
+        );
         assert_eq!(srcset_urls("a.png (x, y) 1x, b.png"), ["a.png", "b.png"]);
         assert!(srcset_urls(" , ,").is_empty());
     }
