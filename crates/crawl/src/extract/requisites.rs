@@ -162,13 +162,12 @@ impl Requisites {
                 f.attr(el.get_attribute("poster"));
             }
             "object" => f.attr(el.get_attribute("data")),
-            "input" => {
+            "input"
                 if el
                     .get_attribute("type")
-                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("image"))
-                {
-                    f.attr(el.get_attribute("src"));
-                }
+                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("image")) =>
+            {
+                f.attr(el.get_attribute("src"));
             }
             "use" | "image" => {
                 f.attr(el.get_attribute("href"));
