@@ -32,7 +32,10 @@ fuzz_target!(|data: &[u8]| {
     assert!(out.cut_short.is_none(), "cut short before the deadline");
     for url in &out.requisites {
         assert!(!url.is_empty(), "empty requisite kept");
-        assert!(!url.starts_with('#'), "fragment-only requisite kept: {url:?}");
+        assert!(
+            !url.starts_with('#'),
+            "fragment-only requisite kept: {url:?}"
+        );
         let lower = url.to_ascii_lowercase();
         assert!(
             !lower.starts_with("data:") && !lower.starts_with("javascript:"),

@@ -4,10 +4,10 @@
 //! strings, escapes, bad URLs) and no further. A stylesheet is hostile
 //! input: the scanner never steps back, so its time is linear in the
 //! input, and it allocates only for a URL it keeps (at most
-//! [`MAX_URL_BYTES`] each).
+//! `MAX_URL_BYTES` each).
 //!
 //! The same scanner reads a page's `style` attributes and `<style>`
-//! elements ([`scan`], called by the HTML side in `requisites.rs`) and a
+//! elements (`scan`, called by the HTML side in `requisites.rs`) and a
 //! fetched stylesheet ([`stylesheet_requisites`], called by the pipeline).
 
 use super::{CutShort, Extracted, PageLimits};
