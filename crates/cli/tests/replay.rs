@@ -56,6 +56,8 @@ async fn a_crawl_with_requisites_replays_in_pywb_with_every_image_from_the_archi
 
     let warc = d.join("out.warc.gz");
     let cdxj = crawlkeeper_warc::cdxj::index_path(&warc);
+    // The index is the one cdxj-indexer makes, the one pywb reads.
+    common::warc::check_cdx(&warc);
     let root = d.join("pywb");
     pywb::collection(&root, COLLECTION, &warc, &cdxj);
     let wayback = Wayback::start(&root).await;

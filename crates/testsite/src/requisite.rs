@@ -204,13 +204,11 @@ else window.addEventListener("load", report);
 /// A valid `w`×`h` RGBA PNG (one colour), built by hand: signature,
 /// `IHDR`, one zlib `IDAT`, `IEND`, each chunk with its CRC.
 pub fn png(w: u32, h: u32) -> Bytes {
-    let mut raw = Vec::new();
-    for _ in 0..h {
-        raw.push(0); // filter: none
-        for _ in 0..w {
-            raw.extend_from_slice(&[0x20, 0x80, 0xc0, 0xff]);
-        }
-    }
+    // Each row: filter type 0 (none), then its pixels.
+    let row: Vec<u8> = std::iter::once(0)
+        .chain((0..w).flat_map(|_| [0x20, 0x80, 0xc0, 0xff]))
+        .collect();
+    let raw = row.repeat(h as usize);
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
     z.write_all(&raw).expect("in memory");
     let idat = z.finish().expect("in memory");
