@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. Installs and starts what the tests need
 # (PostgreSQL on 127.0.0.1:5432, a standalone ZooKeeper on a free loopback
-# port, stopped at the end, warcio from PyPI, Debian's chromium for the
+# port, stopped at the end, warcio, cdxj-indexer and pywb from PyPI, Debian's chromium for the
 # browser tests); fails when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,15 +22,17 @@ trap 'scripts/zookeeper.sh stop "$zk_dir"' EXIT
 export CRAWLKEEPER_TEST_ZOOKEEPER=${zk% *}
 echo "ZooKeeper at $CRAWLKEEPER_TEST_ZOOKEEPER"
 
-echo "== Python tools (warcio and cdxj-indexer, to check the WARC files and indexes the tests write)"
+echo "== Python tools (warcio and cdxj-indexer, to check the WARC files and indexes the tests write; pywb, to replay them)"
 export PATH="$HOME/.local/bin:$PATH"
-if ! command -v warcio >/dev/null 2>&1 || ! command -v cdxj-indexer >/dev/null 2>&1; then
-  python3 -m pip install --quiet --user warcio cdxj-indexer 2>/dev/null \
-    || python3 -m pip install --quiet --user --break-system-packages warcio cdxj-indexer \
-    || python3 -m pip install --quiet warcio cdxj-indexer
+if ! command -v warcio >/dev/null 2>&1 || ! command -v cdxj-indexer >/dev/null 2>&1 \
+  || ! command -v wayback >/dev/null 2>&1; then
+  python3 -m pip install --quiet --user warcio cdxj-indexer pywb 2>/dev/null \
+    || python3 -m pip install --quiet --user --break-system-packages warcio cdxj-indexer pywb \
+    || python3 -m pip install --quiet warcio cdxj-indexer pywb
 fi
 warcio --help >/dev/null
 cdxj-indexer --help >/dev/null
+wayback --help >/dev/null
 
 echo "== Chromium (headless, for the status page's browser tests)"
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

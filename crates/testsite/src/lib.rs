@@ -10,6 +10,7 @@
 //! | [`hostile`] | a server that misbehaves on purpose, byte by byte, for the hostile-input tests |
 //! | [`tls`] | a throw-away certificate authority, for HTTPS and HTTP/2 |
 //! | [`zookeeper`] | a real ZooKeeper server for the cluster's tests (`scripts/zookeeper.sh`) |
+//! | [`requisite`] | the requisite pages under `/req/`: a page needing every kind of requisite, some on the next host (a CDN) |
 //! | [`relay`] | a TCP relay a test cuts to make a client vanish, as a crashed process does |
 //!
 //! Each host is a listener on its own loopback address (127.0.0.1,
@@ -25,6 +26,7 @@ pub mod edition;
 pub mod hostile;
 pub mod log;
 pub mod relay;
+pub mod requisite;
 pub mod server;
 pub mod site;
 pub mod tls;

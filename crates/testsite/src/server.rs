@@ -12,7 +12,8 @@ use http_body_util::Full;
 use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper::header::{
-    CONTENT_ENCODING, CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION, RETRY_AFTER, USER_AGENT,
+    ACCESS_CONTROL_ALLOW_ORIGIN, CONTENT_ENCODING, CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION,
+    RETRY_AFTER, USER_AGENT,
 };
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -425,6 +426,23 @@ async fn answer(
             StatusCode::INTERNAL_SERVER_ERROR,
             render_leaf("Broken", "", "<a href=\"/p/0\">x</a>"),
         ),
+        Route::Requisite => {
+            let path = target.split('?').next().unwrap_or(&target);
+            let cdn = &shared.origins[(host + 1) % shared.origins.len()];
+            match crate::requisite::file(path, cdn) {
+                Some((content_type, body)) => {
+                    let mut r = typed(StatusCode::OK, content_type, body);
+                    // The CDN host's module script and font are loaded
+                    // from another origin.
+                    r.headers_mut().insert(
+                        ACCESS_CONTROL_ALLOW_ORIGIN,
+                        "*".parse().expect("static header"),
+                    );
+                    r
+                }
+                None => html(StatusCode::NOT_FOUND, render_leaf("Not found", "", "")),
+            }
+        }
         Route::NotFound => html(
             StatusCode::NOT_FOUND,
             render_leaf("Not found", "", "<a href=\"/never/from-404\">x</a>"),

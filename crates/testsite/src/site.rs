@@ -172,6 +172,9 @@ pub enum Route {
     /// A sitemap file (showcase hosts: `/sitemap.xml`, an index, and the
     /// files it and robots.txt name), listing pages no page links to.
     Sitemap(SitemapFile),
+    /// A file under `/req/`, the requisite pages every host serves
+    /// ([`crate::requisite`]).
+    Requisite,
     /// 404.
     NotFound,
 }
@@ -198,6 +201,9 @@ impl HostConfig {
             } else {
                 Route::NotFound
             };
+        }
+        if path.starts_with("/req/") {
+            return Route::Requisite;
         }
         if !self.special {
             return Route::NotFound;

@@ -20,8 +20,9 @@ const HEAD: usize = 16 * 1024;
 /// The SURT form of `url` (Sort-friendly URI Reordering Transform, as the
 /// Internet Archive's canonicalizer writes it): lower case, no scheme,
 /// host labels reversed and joined by commas (a leading `www.` dropped),
-/// a port other than the scheme's default kept, `)` then the path, and
-/// the query's parameters sorted.
+/// a port other than the scheme's default kept, `)` then the path (a
+/// trailing slash dropped unless the path is `/`), and the query's
+/// parameters sorted.
 pub fn surt(url: &str) -> String {
     let lower = url.to_ascii_lowercase();
     let (scheme, rest) = lower.split_once("://").unwrap_or(("http", lower.as_str()));
@@ -48,7 +49,14 @@ pub fn surt(url: &str) -> String {
         Some((p, q)) => (p, Some(q)),
         None => (tail, None),
     };
-    out.push_str(if path.is_empty() { "/" } else { path });
+    // A trailing slash goes, as surt's `stripTrailingSlashUnlessEmpty`
+    // drops it: pywb looks `/dir/` up as `)/dir`.
+    let path = match path.strip_suffix('/') {
+        Some("") | None if path.len() <= 1 => "/",
+        Some(p) => p,
+        None => path,
+    };
+    out.push_str(path);
     if let Some(q) = query.filter(|q| !q.is_empty()) {
         let mut params: Vec<&str> = q.split('&').collect();
         params.sort_unstable();
@@ -356,6 +364,9 @@ mod tests {
         assert_eq!(surt("http://www2.example.org/x#frag"), "org,example)/x");
         assert_eq!(surt("http://wwwx.example.org/"), "org,example,wwwx)/");
         assert_eq!(surt("http://user@host.test:81/"), "test,host:81)/");
+        assert_eq!(surt("http://a.test/req/"), "test,a)/req");
+        assert_eq!(surt("http://a.test/req/x.png"), "test,a)/req/x.png");
+        assert_eq!(surt("http://a.test/req/?b=1"), "test,a)/req?b=1");
     }
 
     #[test]

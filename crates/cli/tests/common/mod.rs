@@ -5,6 +5,7 @@ pub mod browser;
 pub mod cluster;
 pub mod http;
 pub mod pg;
+pub mod pywb;
 pub mod sharded;
 pub mod warc;
 pub mod writers;
