@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use crawlkeeper_crawl::FieldSpec;
-use crawlkeeper_crawl::config::{CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, ResolveOverride};
+use crawlkeeper_crawl::config::{
+    CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, RequisitesScope, ResolveOverride,
+};
 use crawlkeeper_crawl::guard::Cidr;
 use crawlkeeper_model::parse_duration;
 
@@ -21,6 +23,15 @@ pub enum ScopeArg {
     Any,
 }
 
+/// Which hosts a page's requisites may come from.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum RequisitesScopeArg {
+    /// Any host the SSRF guard lets the crawler reach.
+    Any,
+    /// Only the page's own host.
+    SameHost,
+}
+
 /// The options that define a crawl job (`crawl` and `submit`).
 #[derive(Args, Debug, Clone)]
 pub struct JobArgs {
@@ -31,6 +42,15 @@ pub struct JobArgs {
     /// /sitemap.xml) after its robots.txt; their URLs are crawled at depth 1.
     #[arg(long)]
     pub sitemaps: bool,
+    /// Fetch what each fetched HTML page needs to render: its images,
+    /// scripts, stylesheets (and their fonts, images and imports), frames
+    /// and media, whatever its depth; `--max-pages` counts pages only.
+    #[arg(long)]
+    pub requisites: bool,
+    /// Which hosts requisites may come from: any (a CDN; the SSRF guard
+    /// still applies) or only the page's own.
+    #[arg(long, value_enum, value_name = "SCOPE")]
+    pub requisites_scope: Option<RequisitesScopeArg>,
     /// Keep each page's WARC records (request, response headers and body
     /// as received, metadata) in the state store, for
     /// `crawlkeeper results --format warc`.
@@ -248,6 +268,12 @@ impl JobArgs {
         if self.max_text.is_some() && !self.text {
             return Err("--max-text sets the cap of --text: give --text too".to_owned());
         }
+        if self.requisites_scope.is_some() && !self.requisites {
+            return Err(
+                "--requisites-scope says where requisites may come from: give --requisites too"
+                    .to_owned(),
+            );
+        }
         Ok(())
     }
 
@@ -256,6 +282,10 @@ impl JobArgs {
         let mut c = CrawlConfig::default();
         c.scope.follow = self.follow;
         c.scope.sitemaps = self.sitemaps;
+        c.scope.requisites = self.requisites.then(|| match self.requisites_scope {
+            Some(RequisitesScopeArg::SameHost) => RequisitesScope::SameHost,
+            Some(RequisitesScopeArg::Any) | None => RequisitesScope::Any,
+        });
         c.archive.store_bodies = self.store_bodies;
         c.fetch.capture = self.store_bodies;
         c.scope.max_depth = self.depth;

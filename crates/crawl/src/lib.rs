@@ -50,6 +50,7 @@ pub mod pipeline;
 pub mod politeness;
 pub mod process;
 pub mod registry;
+pub mod requisites;
 pub mod robots;
 pub mod scope;
 pub mod sink;

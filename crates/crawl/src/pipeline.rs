@@ -43,6 +43,18 @@ impl Request {
         self.known.as_deref().and_then(|k| k.sitemap)
     }
 
+    /// How many embeds from the page that needed it this requisite is
+    /// (`--requisites`); `None` for a page.
+    pub fn embed_hops(&self) -> Option<u8> {
+        self.known.as_deref().and_then(|k| k.embed)
+    }
+
+    /// True for a page requisite (an image, script, stylesheet, font or
+    /// frame a page needs), which `--max-pages` does not count.
+    pub fn is_requisite(&self) -> bool {
+        self.embed_hops().is_some()
+    }
+
     /// A seed request at depth 0.
     pub fn seed(url: Url) -> Self {
         Self {
@@ -111,6 +123,10 @@ pub struct Pipeline {
     pub(crate) archiver: Option<Arc<crate::archive::Archiver>>,
     /// Read each authority's sitemaps after its robots.txt.
     pub(crate) sitemaps: bool,
+    /// Fetch each page's requisites, from these hosts (`--requisites`).
+    pub(crate) requisites: Option<crate::config::RequisitesScope>,
+    /// Longer URLs are not requested.
+    pub(crate) max_url_length: usize,
 }
 
 impl Pipeline {
@@ -300,7 +316,10 @@ impl Pipeline {
                 {
                     self.read_sitemap(request, level, response.body.clone(), &mut processed)
                         .await;
-                } else if (200..300).contains(&response.status) {
+                } else if (200..300).contains(&response.status)
+                    && (!request.is_requisite() || response.is_html())
+                {
+                    // An image or a script is not a page to process.
                     self.run_processors(request, &response, &mut processed)
                         .await;
                 }
@@ -534,10 +553,13 @@ impl Pipeline {
                 parent: Some(here),
                 redirect_chain: chain,
                 attempts: 0,
-                // A sitemap file that moved is still a sitemap file.
-                known: request
-                    .sitemap_level()
-                    .map(|level| Arc::new(Known::sitemap(level))),
+                // A sitemap file that moved is still a sitemap file, a
+                // requisite still a requisite.
+                known: match (request.sitemap_level(), request.embed_hops()) {
+                    (Some(level), _) => Some(Arc::new(Known::sitemap(level))),
+                    (None, Some(hops)) => Some(Arc::new(Known::embed(hops))),
+                    (None, None) => None,
+                },
             },
         });
     }
@@ -558,12 +580,16 @@ impl Pipeline {
             },
         };
         let mut found = Extracted::default();
-        for extractor in &self.extractors {
-            if page.limits.expired() {
-                found.cut_short = Some(CutShort::Time);
-                break;
+        if crate::requisites::is_stylesheet(request, r) {
+            crate::extract::stylesheet_requisites(&r.body, &page.limits, &mut found);
+        } else {
+            for extractor in &self.extractors {
+                if page.limits.expired() {
+                    found.cut_short = Some(CutShort::Time);
+                    break;
+                }
+                extractor.extract(&page, &mut found);
             }
-            extractor.extract(&page, &mut found);
         }
         record.title = found.title.take();
         record.links_dropped = found.dropped_links;
@@ -589,13 +615,17 @@ impl Pipeline {
                 format!("{why}; the links found before are kept"),
             ));
         }
-        if found.hrefs.is_empty() {
+        if found.hrefs.is_empty() && found.requisites.is_empty() && found.dropped_requisites == 0 {
             return;
         }
         let base = found.base_url(&request.url);
+        let mut on_page: HashSet<u128> = HashSet::with_capacity(found.hrefs.len());
+        // Requisites first: a URL that is both is fetched as a requisite
+        // (whatever the depth), not as a link.
+        self.take_requisites(request, &base, &mut found, record, discovered, &mut on_page);
+        let requisites = on_page.len();
         let depth = request.depth + 1;
         let parent: Arc<str> = Arc::from(request.url.as_str());
-        let mut on_page: HashSet<u128> = HashSet::with_capacity(found.hrefs.len());
         for href in &found.hrefs {
             let Some((key, url)) = self.new_link(&base, href, depth, &mut on_page) else {
                 continue;
@@ -604,7 +634,7 @@ impl Pipeline {
                 discovered.push(link(key, url, depth, &parent));
             }
         }
-        record.links = u32::try_from(on_page.len()).unwrap_or(u32::MAX);
+        record.links = u32::try_from(on_page.len() - requisites).unwrap_or(u32::MAX);
     }
 }
 
@@ -656,9 +686,11 @@ pub(crate) fn blank_record(request: &Request) -> CrawlRecord {
         last_modified: None,
         lastmod: request.known.as_deref().and_then(|k| k.lastmod.clone()),
         unchanged_since: None,
-        via: request
-            .sitemap_level()
-            .map(|_| crawlkeeper_model::Via::Sitemap),
+        via: match (request.sitemap_level(), request.embed_hops()) {
+            (Some(_), _) => Some(crawlkeeper_model::Via::Sitemap),
+            (None, Some(_)) => Some(crawlkeeper_model::Via::Embed),
+            (None, None) => None,
+        },
     }
 }
 

@@ -248,6 +248,8 @@ impl Registry {
                     ))
                 }),
                 sitemaps: config.scope.sitemaps,
+                requisites: config.scope.requisites,
+                max_url_length: config.scope.max_url_length,
             }),
             _ => Err(ConfigError { problems }),
         }

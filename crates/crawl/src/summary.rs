@@ -13,6 +13,8 @@ pub struct AuthorityStats {
     pub requests: u64,
     /// Of those, sitemap files (`"via": "sitemap"` records).
     pub sitemaps: u64,
+    /// Of those, page requisites (`"via": "embed"` records).
+    pub requisites: u64,
     /// Responses by status class.
     pub status_2xx: u64,
     /// 3xx responses.
@@ -60,8 +62,10 @@ impl AuthorityStats {
             }
         }
         self.requests += 1;
-        if r.via == Some(crawlkeeper_model::Via::Sitemap) {
-            self.sitemaps += 1;
+        match r.via {
+            Some(crawlkeeper_model::Via::Sitemap) => self.sitemaps += 1,
+            Some(crawlkeeper_model::Via::Embed) => self.requisites += 1,
+            None => {}
         }
         self.response_ms_total += r.response_ms.unwrap_or(0);
         match r.status {
@@ -105,6 +109,7 @@ impl AuthorityStats {
     fn merge(&mut self, o: &AuthorityStats) {
         self.requests += o.requests;
         self.sitemaps += o.sitemaps;
+        self.requisites += o.requisites;
         self.status_2xx += o.status_2xx;
         self.status_3xx += o.status_3xx;
         self.status_4xx += o.status_4xx;
@@ -231,6 +236,16 @@ impl fmt::Display for Summary {
             }
         }
         let total = self.total();
+        if total.requisites > 0 {
+            writeln!(
+                f,
+                "pages: {}, requisites (images, scripts, styles, fonts, frames): {}",
+                total
+                    .requests
+                    .saturating_sub(total.requisites + total.sitemaps),
+                total.requisites
+            )?;
+        }
         if total.sitemaps > 0 {
             writeln!(f, "sitemap files read: {}", total.sitemaps)?;
         }

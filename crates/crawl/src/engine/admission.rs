@@ -45,7 +45,8 @@ impl Frontier {
         if self.is_known(&d) {
             return Disposition::Duplicate;
         }
-        if self.at_page_limit() {
+        // A page's requisites are part of it: `--max-pages` counts pages.
+        if !d.request.is_requisite() && self.at_page_limit() {
             return Disposition::OverLimit;
         }
         let Ok(authority) = Authority::of(&d.request.url) else {
@@ -89,7 +90,7 @@ impl Frontier {
         loaded: bool,
         now: Instant,
     ) {
-        self.answered(new, loaded);
+        self.answered(new, loaded, request.is_requisite());
         let depth = request.depth;
         if !new {
             self.count(slot, depth, false);

@@ -93,6 +93,8 @@ pub struct Frontier {
     admitted: u64,
     /// URLs offered to the store and not yet answered.
     admitting: u64,
+    /// Of those, the page requisites (`--max-pages` counts pages only).
+    admitting_requisites: u64,
     /// Of those, the ones with a place in memory reserved.
     admitting_loaded: usize,
     limits: FrontierLimits,
@@ -127,6 +129,7 @@ impl Frontier {
             queued: 0,
             admitted: 0,
             admitting: 0,
+            admitting_requisites: 0,
             admitting_loaded: 0,
             limits,
             politeness,
@@ -506,7 +509,7 @@ impl Frontier {
     pub(super) fn at_page_limit(&self) -> bool {
         self.limits
             .max_pages
-            .is_some_and(|max| self.admitted + self.admitting >= max)
+            .is_some_and(|max| self.admitted + self.admitting - self.admitting_requisites >= max)
     }
 
     /// Remembers the key of a URL of `slot` met at `depth`, while there is
@@ -532,6 +535,9 @@ impl Frontier {
     pub(super) fn offer(&mut self, slot: Slot, key: u128, request: Request, owner: Option<u64>) {
         self.slots[slot].count(request.depth, true);
         self.admitting += 1;
+        if request.is_requisite() {
+            self.admitting_requisites += 1;
+        }
         self.outbox.push((slot, key, request, owner));
     }
 
@@ -560,12 +566,14 @@ impl Frontier {
 
     /// The store answered for an offered URL (`loaded`: with a place
     /// reserved), which it took as new (`new`) or knew already.
-    pub(super) fn answered(&mut self, new: bool, loaded: bool) {
+    pub(super) fn answered(&mut self, new: bool, loaded: bool, requisite: bool) {
         self.admitting -= 1;
         if loaded {
             self.admitting_loaded -= 1;
         }
-        if new {
+        if requisite {
+            self.admitting_requisites -= 1;
+        } else if new {
             self.admitted += 1;
         }
     }
