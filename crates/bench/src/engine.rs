@@ -44,6 +44,11 @@ pub struct EngineArgs {
         default_value = "postgres://postgres@127.0.0.1:5432/test"
     )]
     postgres: String,
+    /// Every page of the site uses a shared stylesheet, logo and icon
+    /// (the test site's `--embeds`): with `--crawl-arg=--requisites` the
+    /// crawl fetches those too, counted apart from the pages.
+    #[arg(long)]
+    embeds: bool,
     /// Extra arguments passed to `crawlkeeper crawl`.
     #[arg(long, allow_hyphen_values = true)]
     crawl_arg: Vec<String>,
@@ -85,6 +90,8 @@ pub const POLITE: &[&str] = &[
 #[derive(Debug, Clone, Copy)]
 struct Measure {
     pages: u64,
+    /// Of the responses, page requisites (`"via": "embed"`).
+    requisites: u64,
     wall: Duration,
     cpu: Duration,
     max_rss_kb: i64,
@@ -146,6 +153,7 @@ pub fn run(args: EngineArgs) -> Result<()> {
                     &dir,
                     &scenario,
                     args.page_bytes,
+                    args.embeds,
                     state,
                     &crawl_args(&args, state),
                 )?);
@@ -171,6 +179,16 @@ pub fn run(args: EngineArgs) -> Result<()> {
                 m.max_rss_kb as f64 / 1024.0,
                 runs.len()
             );
+            if m.requisites > 0 {
+                let responses = (m.pages + m.requisites) as f64;
+                println!(
+                    "{:<12} requisites={} responses={} cpu/1000 responses={:.3}s",
+                    scenario.name,
+                    m.requisites,
+                    m.pages + m.requisites,
+                    m.cpu.as_secs_f64() * 1000.0 / responses,
+                );
+            }
             if m.children > 0 {
                 let crawler = m.own_cpu.as_secs_f64();
                 let children = m.children_cpu.as_secs_f64();
@@ -215,6 +233,7 @@ fn run_once(
     dir: &Path,
     s: &Scenario,
     page_bytes: usize,
+    embeds: bool,
     state: &str,
     extra: &[String],
 ) -> Result<Measure> {
@@ -231,6 +250,7 @@ fn run_once(
             "--delay-ms",
             &s.delay_ms.to_string(),
         ])
+        .args(embeds.then_some("--embeds"))
         .stdout(Stdio::piped())
         .spawn()
         .context("starting the test site")?;
@@ -258,7 +278,14 @@ fn run_once(
     if status != 0 {
         bail!("crawler exited with status {status}");
     }
-    let pages = BufReader::new(std::fs::File::open(&out)?).lines().count() as u64;
+    let (mut pages, mut requisites) = (0u64, 0u64);
+    for line in BufReader::new(std::fs::File::open(&out)?).lines() {
+        if line?.contains(r#""via":"embed""#) {
+            requisites += 1;
+        } else {
+            pages += 1;
+        }
+    }
     let expected = u64::from(s.pages + 1) * s.hosts as u64;
     if pages != expected {
         bail!(
@@ -269,6 +296,7 @@ fn run_once(
     std::fs::remove_dir_all(&work).ok();
     Ok(Measure {
         pages,
+        requisites,
         wall,
         cpu,
         max_rss_kb,

@@ -26,6 +26,10 @@ struct Args {
     /// Delay before each response, in milliseconds.
     #[arg(long, default_value_t = 0)]
     delay_ms: u64,
+    /// Every page uses the requisite pages' shared stylesheet, logo and
+    /// icon (for `crawl --requisites`).
+    #[arg(long)]
+    embeds: bool,
     /// Serve the showcase site (special pages) instead of uniform hosts.
     #[arg(long)]
     showcase: bool,
@@ -51,6 +55,7 @@ fn main() -> std::io::Result<()> {
                         links: args.links,
                         page_bytes: args.page_bytes,
                         delay: Duration::from_millis(args.delay_ms),
+                        embeds: args.embeds,
                         ..HostConfig::default()
                     })
                     .collect(),

@@ -56,6 +56,10 @@ pub struct HostConfig {
     /// The share of pages, in percent, that change in each new edition of
     /// the site ([`crate::edition`]).
     pub changed_percent: u32,
+    /// Every page uses the shared stylesheet, logo and icon of the
+    /// requisite pages (`/req/`), as the pages of a real site share theirs:
+    /// a crawl with `--requisites` fetches each once.
+    pub embeds: bool,
 }
 
 /// What `/robots.txt` answers.
@@ -85,6 +89,7 @@ impl Default for HostConfig {
             fail_all: false,
             delay_spread: Duration::ZERO,
             changed_percent: 10,
+            embeds: false,
         }
     }
 }
@@ -459,8 +464,19 @@ pub fn render_page(host: &HostConfig, i: u32, rev: u32, me: &str, next: Option<&
     let _ = write!(
         html,
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Page {i} &amp; friends</title>\
-         <link rel=\"canonical\" href=\"/p/{i}\"></head><body>\n<h1>Page {i}</h1>\n<ul>\n"
+         <link rel=\"canonical\" href=\"/p/{i}\">"
     );
+    if host.embeds {
+        html.push_str(
+            "<link rel=\"stylesheet\" href=\"/req/site.css\">\
+             <link rel=\"icon\" href=\"/req/favicon.png\">",
+        );
+    }
+    let _ = write!(html, "</head><body>\n<h1>Page {i}</h1>\n");
+    if host.embeds {
+        html.push_str("<img src=\"/req/logo.png\" alt=\"logo\">\n");
+    }
+    html.push_str("<ul>\n");
     for (k, j) in host.page_links(i).into_iter().enumerate() {
         let href = match k % 6 {
             0 => format!("{me}/p/{j}"),

@@ -504,14 +504,13 @@ mod tests {
     use crate::extract::{CutShort, FieldValue};
     use std::time::{Duration, Instant};
 
-    /// The fast path adds words exactly as the general one does: every
-    /// string of up to five pieces of an alphabet with every kind of
-    /// whitespace and a cap in the middle of a word, one call at a time
+    /// The fast path adds words exactly as the general one does: strings
+    /// of up to four pieces with every kind of whitespace, capped or not,
     /// after every start (empty, a word, a block ended).
     #[test]
     fn plain_text_is_added_as_the_general_path_adds_it() {
         let pieces = [
-            "a", "bc", " ", "  ", "\n", "\t ", "é", "\u{a0}", ".", "\r\n",
+            "a", "bc", " ", "  ", "\n", "\t ", "é", "\u{a0}", ".", "&", "\r\n",
         ];
         let mut strings = vec![String::new()];
         for _ in 0..4 {
@@ -521,7 +520,6 @@ mod tests {
                 .collect();
             strings.extend(longer);
         }
-        strings.sort();
         strings.dedup();
         for before in ["", "x", "x\n"] {
             for s in &strings {
