@@ -282,7 +282,7 @@ impl JobArgs {
         let mut c = CrawlConfig::default();
         c.scope.follow = self.follow;
         c.scope.sitemaps = self.sitemaps;
-        c.scope.requisites = self.requisites.then(|| match self.requisites_scope {
+        c.scope.requisites = self.requisites.then_some(match self.requisites_scope {
             Some(RequisitesScopeArg::SameHost) => RequisitesScope::SameHost,
             Some(RequisitesScopeArg::Any) | None => RequisitesScope::Any,
         });
