@@ -253,7 +253,7 @@ impl Extractor for HtmlExtractor {
             settings = extras.handlers(&self.extras, settings);
         }
         if let (Some(r), Some(selectors)) = (&requisites, &self.requisites) {
-            settings = r.handlers(selectors, settings);
+            settings = r.handlers(selectors, &page.response.body, settings);
         }
         let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
         let mut cut_short = None;

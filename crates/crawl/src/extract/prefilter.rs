@@ -274,9 +274,15 @@ fn trim(b: &[u8]) -> &[u8] {
 
 /// Whether `haystack` contains `needle` (ASCII lower case) in any ASCII
 /// case.
-fn contains_any_case(haystack: &[u8], needle: &[u8]) -> bool {
+pub(super) fn contains_any_case(haystack: &[u8], needle: &[u8]) -> bool {
+    find_any_case(haystack, needle).is_some()
+}
+
+/// Where `haystack` first contains `needle` (ASCII lower case) in any
+/// ASCII case.
+pub(super) fn find_any_case(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     let Some((&first, rest)) = needle.split_first() else {
-        return true;
+        return Some(0);
     };
     let upper = first.to_ascii_uppercase();
     let mut from = 0;
@@ -284,14 +290,14 @@ fn contains_any_case(haystack: &[u8], needle: &[u8]) -> bool {
         let start = from + at;
         let tail = &haystack[start + 1..];
         if tail.len() < rest.len() {
-            return false;
+            return None;
         }
         if tail[..rest.len()].eq_ignore_ascii_case(rest) {
-            return true;
+            return Some(start);
         }
         from = start + 1;
     }
-    false
+    None
 }
 
 #[cfg(test)]

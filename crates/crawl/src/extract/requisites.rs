@@ -17,6 +17,8 @@ use std::cell::RefCell;
 use lol_html::html_content::{Element, TextChunk};
 use lol_html::{ElementContentHandlers, Selector, Settings};
 
+use super::prefilter::{contains_any_case, find_any_case};
+
 use super::Extracted;
 use super::css::{self, push_url};
 use super::entities::decode;
@@ -40,9 +42,12 @@ const REQUISITE_RELS: [&str; 8] = [
 
 /// The selectors of `--requisites`, compiled once per extractor.
 pub(crate) struct RequisiteSelectors {
-    /// Elements with a URL attribute the page needs, and any element with
-    /// a `style` attribute; one handler tells them apart by tag name.
-    elements: Selector,
+    /// Elements with a URL attribute the page needs, one selector per
+    /// tag of [`TAGS`] (in its order); one handler tells them apart by
+    /// tag name.
+    elements: Vec<Selector>,
+    /// Any element with a `style` attribute, whose value is CSS.
+    styled: Selector,
     /// `<style>` elements, whose text is CSS.
     styles: Selector,
 }
@@ -57,13 +62,79 @@ impl RequisiteSelectors {
     /// The selectors every page is read with when `--requisites` is on.
     pub(crate) fn new() -> Self {
         Self {
-            elements: parse(
-                "img, source, script[src], video, audio[src], track[src], object[data], \
-                 embed[src], input[src], iframe[src], frame[src], use, image, [style]",
-            ),
+            elements: [
+                "img",
+                "source",
+                "script[src]",
+                "video",
+                "audio[src]",
+                "track[src]",
+                "object[data]",
+                "embed[src]",
+                "input[src]",
+                "iframe[src]",
+                "frame[src]",
+                "use",
+                "image",
+            ]
+            .into_iter()
+            .map(parse)
+            .collect(),
+            styled: parse("[style]"),
             styles: parse("style"),
         }
     }
+}
+
+/// The tags of elements whose attributes name requisites, in the order of
+/// [`RequisiteSelectors`]'s element selectors.
+const TAGS: [&[u8]; 13] = [
+    b"img", b"source", b"script", b"video", b"audio", b"track", b"object", b"embed", b"input",
+    b"iframe", b"frame", b"use", b"image",
+];
+
+/// Which of [`TAGS`] `page` has start tags of (bit `i` for `TAGS[i]`), in
+/// one pass over its `<`s: a page of paragraphs and links has none, and
+/// the parser then matches none of their selectors.
+fn tags_present(page: &[u8]) -> u16 {
+    const ALL: u16 = (1 << TAGS.len()) - 1;
+    let mut found = 0u16;
+    for at in memchr::memchr_iter(b'<', page) {
+        let rest = &page[at + 1..];
+        let len = rest
+            .iter()
+            .take(7)
+            .position(|c| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len().min(7));
+        if len < 3 || len > 6 {
+            continue;
+        }
+        let name = &rest[..len];
+        if let Some(i) = TAGS.iter().position(|t| t.eq_ignore_ascii_case(name)) {
+            found |= 1 << i;
+            if found == ALL {
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// False when no element of `page` can have a `style` attribute with a
+/// value: nowhere is `style` (any case) followed, after optional
+/// whitespace, by `=`.
+fn may_have_style_attribute(page: &[u8]) -> bool {
+    let mut from = 0;
+    while let Some(at) = find_any_case(&page[from..], b"style") {
+        let after = from + at + b"style".len();
+        let rest = &page[after..];
+        let next = rest.iter().find(|c| !c.is_ascii_whitespace());
+        if next == Some(&b'=') {
+            return true;
+        }
+        from = after;
+    }
+    false
 }
 
 /// What one page's requisite handlers gather.
@@ -109,14 +180,27 @@ impl Requisites {
         Self::default()
     }
 
-    /// `settings` with the requisite handlers added.
+    /// `settings` with the requisite handlers page `body` may need: a
+    /// selector of any element with a `style` attribute makes the parser
+    /// read every element's attributes (a fifth of the crawler's CPU), so
+    /// it is left out of a page without `style=`, the `<style>` selector
+    /// out of a page without `<style`, each element's out of a page
+    /// without its tag.
     pub(crate) fn handlers<'h>(
         &'h self,
         selectors: &'h RequisiteSelectors,
+        body: &[u8],
         settings: Settings<'h, 'h>,
     ) -> Settings<'h, 'h> {
         let on_element = move |el: &mut Element<'_, '_>| {
             self.on_element(el);
+            Ok(())
+        };
+        let on_styled = move |el: &mut Element<'_, '_>| {
+            if let Some(style) = el.get_attribute("style") {
+                let mut f = self.found.borrow_mut();
+                css::scan(&decode(&style), true, &mut f.out);
+            }
             Ok(())
         };
         let on_style_text = move |t: &mut TextChunk<'_>| {
@@ -133,15 +217,31 @@ impl Requisites {
             }
             Ok(())
         };
-        settings
-            .append_element_content_handler((
-                Cow::Borrowed(&selectors.elements),
-                ElementContentHandlers::default().element(on_element),
-            ))
-            .append_element_content_handler((
+        let mut settings = settings;
+        // Only the elements whose tag the page has: a selector costs its
+        // compiling and matching on every page otherwise.
+        let present = tags_present(body);
+        for (i, selector) in selectors.elements.iter().enumerate() {
+            if present & (1 << i) != 0 {
+                settings = settings.append_element_content_handler((
+                    Cow::Borrowed(selector),
+                    ElementContentHandlers::default().element(on_element),
+                ));
+            }
+        }
+        if may_have_style_attribute(body) {
+            settings = settings.append_element_content_handler((
+                Cow::Borrowed(&selectors.styled),
+                ElementContentHandlers::default().element(on_styled),
+            ));
+        }
+        if contains_any_case(body, b"<style") {
+            settings = settings.append_element_content_handler((
                 Cow::Borrowed(&selectors.styles),
                 ElementContentHandlers::default().text(on_style_text),
-            ))
+            ));
+        }
+        settings
     }
 
     /// Takes the URL attributes of `el` that the page needs.
@@ -174,9 +274,6 @@ impl Requisites {
                 f.attr(el.get_attribute("xlink:href"));
             }
             _ => {}
-        }
-        if let Some(style) = el.get_attribute("style") {
-            css::scan(&decode(&style), true, &mut f.out);
         }
     }
 
@@ -262,6 +359,40 @@ mod tests {
     use crate::extract::MAX_REQUISITES;
     use crate::extract::tests_support::{extract_page, requisites_extractor};
     use std::time::Duration;
+
+    #[test]
+    fn the_tags_a_page_has_are_found_in_any_case_and_only_whole() {
+        let bit = |t: &[u8]| 1u16 << TAGS.iter().position(|x| *x == t).unwrap();
+        assert_eq!(tags_present(b"<p><a href=x>img</a>"), 0);
+        assert_eq!(
+            tags_present(b"<IMG src=a><imgx><Iframe>"),
+            bit(b"img") | bit(b"iframe")
+        );
+        assert_eq!(
+            tags_present(b"<svg><use href=#a/><image href=b>"),
+            bit(b"use") | bit(b"image")
+        );
+        assert_eq!(tags_present(b"<scrip><script"), bit(b"script"));
+        assert_eq!(tags_present(b"<"), 0);
+    }
+
+    #[test]
+    fn style_attributes_are_looked_for_only_where_a_page_may_have_one() {
+        assert!(may_have_style_attribute(b"<p STYLE = 'x'>"));
+        assert!(may_have_style_attribute(
+            b"<link rel=stylesheet><p style=x>"
+        ));
+        assert!(!may_have_style_attribute(
+            b"<link rel=stylesheet href=a.css><style>"
+        ));
+        assert!(!may_have_style_attribute(b"<p style>x</p> style"));
+        // An element with both a URL attribute and a style gives each once.
+        let found = page(
+            "<img src=a.png style='background:url(b.png)'><p style=\"x:url(c.png)\">",
+            true,
+        );
+        assert_eq!(found.requisites, ["a.png", "b.png", "c.png"]);
+    }
 
     /// What the extractor finds in `html` with `--requisites` on or off.
     fn page(html: &str, on: bool) -> Extracted {
