@@ -106,7 +106,7 @@ fn tags_present(page: &[u8]) -> u16 {
             .take(7)
             .position(|c| !c.is_ascii_alphabetic())
             .unwrap_or(rest.len().min(7));
-        if len < 3 || len > 6 {
+        if !(3..=6).contains(&len) {
             continue;
         }
         let name = &rest[..len];
