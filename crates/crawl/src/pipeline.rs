@@ -580,7 +580,7 @@ impl Pipeline {
             },
         };
         let mut found = Extracted::default();
-        if crate::requisites::is_stylesheet(request, r) {
+        if Self::is_stylesheet(request, r) {
             crate::extract::stylesheet_requisites(&r.body, &page.limits, &mut found);
         } else {
             for extractor in &self.extractors {

@@ -89,6 +89,22 @@ impl Pipeline {
         record.requisites_dropped = saturate(dropped);
     }
 
+    /// True when `response` to requisite `request` is a stylesheet whose
+    /// `url()`s and `@import`s are requisites too: typed `text/css`, or untyped
+    /// at a path ending in `.css`.
+    pub(crate) fn is_stylesheet(request: &Request, response: &FetchResponse) -> bool {
+        if !request.is_requisite() {
+            return false;
+        }
+        match response.content_type() {
+            Some(t) => t
+                .split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/css")),
+            None => request.url.path().ends_with(".css"),
+        }
+    }
+
     /// Whether requisite `url` of page `page` may be requested: http(s),
     /// no longer than URLs may be, and on the page's host when the scope
     /// says so. (Page scope — depth, hosts, patterns — is for links.)
@@ -99,22 +115,6 @@ impl Pipeline {
                 RequisitesScope::Any => true,
                 RequisitesScope::SameHost => url.host_str() == page.host_str(),
             }
-    }
-}
-
-/// True when `response` to requisite `request` is a stylesheet whose
-/// `url()`s and `@import`s are requisites too: typed `text/css`, or untyped
-/// at a path ending in `.css`.
-pub(crate) fn is_stylesheet(request: &Request, response: &FetchResponse) -> bool {
-    if !request.is_requisite() {
-        return false;
-    }
-    match response.content_type() {
-        Some(t) => t
-            .split(';')
-            .next()
-            .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/css")),
-        None => request.url.path().ends_with(".css"),
     }
 }
 
