@@ -374,17 +374,23 @@ impl Text {
             if i == word {
                 continue;
             }
-            if !self.out.is_empty() {
-                if self.newline {
-                    self.push("\n");
-                } else if self.space {
-                    self.push(" ");
-                }
-            }
-            self.newline = false;
-            self.space = false;
-            self.push(&s[word..i]);
+            self.push_word(&s[word..i]);
         }
+    }
+
+    /// Adds `word` (or words apart by single spaces) after a line break or
+    /// a space if one came before it.
+    fn push_word(&mut self, word: &str) {
+        if !self.out.is_empty() {
+            if self.newline {
+                self.push("\n");
+            } else if self.space {
+                self.push(" ");
+            }
+        }
+        self.newline = false;
+        self.space = false;
+        self.push(word);
     }
 
     /// [`Text::push_words`] at the pace of a vectorised scan for the common
@@ -417,16 +423,7 @@ impl Text {
             self.space = true;
         }
         if !words.is_empty() {
-            if !self.out.is_empty() {
-                if self.newline {
-                    self.push("\n");
-                } else if self.space {
-                    self.push(" ");
-                }
-            }
-            self.newline = false;
-            self.space = false;
-            self.push(words);
+            self.push_word(words);
         }
         if end < b.len() {
             self.space = true;
