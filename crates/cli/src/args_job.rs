@@ -59,7 +59,7 @@ pub struct JobArgs {
     /// Maximum link depth from a seed.
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub depth: u32,
-    /// Stop queueing after this many URLs.
+    /// Stop queueing after this many pages (requisites not counted).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_pages: Option<u64>,
     /// Which hosts links may lead to.

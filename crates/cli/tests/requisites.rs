@@ -1,8 +1,8 @@
 //! Page requisites (`--requisites`, issue #28) as the crawler fetches
 //! them: whatever the depth, on a second host standing for a CDN, each
 //! once however many pages use it, a stylesheet's imports and fonts up to
-//! the third embed, `--max-pages` counting pages only, and
-//! `--requisites-scope same-host`. Every server listens on loopback and
+//! the third embed, `--max-pages` counting pages only (also in a crawl
+//! killed and resumed), and `--requisites-scope same-host`. Every server listens on loopback and
 //! judges from its own request log.
 
 mod common;
@@ -10,9 +10,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use common::{crawl_in, fresh_dir, records};
+use common::{crawl_in, fresh_dir, records, signal};
 use crawlkeeper_model::{CrawlRecord, Via};
-use crawlkeeper_testsite::hostile::{HostileServer, Script};
+use crawlkeeper_testsite::hostile::{HostileServer, Script, Step};
 
 fn typed(content_type: &str, body: &str) -> Script {
     Script::response(200, &[("Content-Type", content_type)], body.to_owned())
@@ -79,10 +79,14 @@ async fn sites() -> (HostileServer, HostileServer) {
 }
 
 async fn crawl(name: &str, seed: &str, extra: &[&str]) -> Vec<CrawlRecord> {
-    let d = fresh_dir("requisites", name);
+    crawl_in_dir(&fresh_dir("requisites", name), seed, extra).await
+}
+
+/// Crawls in `d` to the end; every record in its `out.jsonl`.
+async fn crawl_in_dir(d: &std::path::Path, seed: &str, extra: &[&str]) -> Vec<CrawlRecord> {
     let out = tokio::time::timeout(
         std::time::Duration::from_secs(120),
-        crawl_in(&d, seed, extra).output(),
+        crawl_in(d, seed, extra).output(),
     )
     .await
     .expect("the crawl ends in time")
@@ -152,6 +156,76 @@ async fn a_page_s_requisites_are_fetched_once_whatever_the_depth_and_pages_limit
     }
     assert_eq!(cdn.count("/in-a-comment.png"), 0);
     assert_eq!(site.count("/three"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_crawl_s_page_limit_counts_pages_not_requisites() {
+    // A chain of four pages, each with four requisites of its own; the
+    // second page answers after a while, and the crawl is killed while it
+    // waits: two pages and four requisites are in the state file, more
+    // URLs than `--max-pages`.
+    let names = ["one", "two", "three", "four"];
+    let requisites: Vec<String> = names
+        .iter()
+        .flat_map(|n| [".css", ".js", "-a.png", "-b.png"].map(|t| format!("/{n}{t}")))
+        .collect();
+    let page = |i: usize| {
+        let (n, next) = (names[i], names.get(i + 1).unwrap_or(&"one"));
+        Script::html(format!(
+            "<title>{n}</title><link rel=stylesheet href=/{n}.css>\
+             <img src=/{n}-a.png srcset='/{n}-b.png 2x'><script src=/{n}.js></script>\
+             <a href=/{next}>next</a>"
+        ))
+    };
+    let slow = Script(vec![Step::Wait(std::time::Duration::from_secs(2))]);
+    let mut routes = vec![
+        ("/robots.txt", Script::response(404, &[], "")),
+        ("/one", page(0)),
+        ("/two", Script([slow.0, page(1).0].concat())),
+        ("/three", page(2)),
+        ("/four", page(3)),
+    ];
+    routes.extend(
+        requisites
+            .iter()
+            .map(|t| (t.as_str(), typed("application/octet-stream", "x"))),
+    );
+    let site = HostileServer::start(Ipv4Addr::new(127, 0, 0, 5), routes)
+        .await
+        .unwrap();
+    let d = fresh_dir("requisites", "resumed-limit");
+    let args = ["--requisites", "--max-pages", "3"];
+    let child = crawl_in(&d, &site.url("/one"), &args).spawn().unwrap();
+    tokio::time::timeout(common::ARRIVAL_DEADLINE, site.requested("/two", 1))
+        .await
+        .expect("the second page is asked for");
+    signal(&child, "-KILL");
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), None, "killed by a signal");
+    for t in &requisites[..4] {
+        assert_eq!(site.count(t), 1, "{t} fetched before the kill");
+    }
+
+    // The same command again: the third page is still within the limit.
+    let all = crawl_in_dir(&d, &site.url("/one"), &args).await;
+    let pages: Vec<&str> = all
+        .iter()
+        .filter(|r| r.via.is_none())
+        .map(|r| r.url.as_str())
+        .collect();
+    assert_eq!(
+        pages,
+        [site.url("/one"), site.url("/two"), site.url("/three")],
+        "{all:#?}"
+    );
+    assert_eq!(site.count("/four"), 0, "{:?}", site.requests());
+    let got = by_url(&all);
+    assert_eq!(got.len(), all.len(), "each URL once: {all:#?}");
+    for t in &requisites[..12] {
+        assert_eq!(got[&site.url(t)].via, Some(Via::Embed), "{t}");
+        assert_eq!(site.count(t), 1, "{t} fetched once");
+    }
+    assert_eq!(all.len(), 3 + 12, "{all:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -226,7 +226,8 @@ pub struct ScopeConfig {
     pub exclude: Vec<String>,
     /// Longer URLs are out of scope. Default 2,048 bytes.
     pub max_url_length: usize,
-    /// Maximum number of URLs requested in the crawl (seeds included).
+    /// Maximum number of pages requested in the crawl (seeds included;
+    /// page requisites are not counted).
     pub max_pages: Option<u64>,
     /// Query parameters removed by normalisation; a trailing `*` is a prefix match.
     pub strip_params: Vec<String>,

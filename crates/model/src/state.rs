@@ -23,6 +23,13 @@ pub struct FrontierEntry {
     pub known: Option<Known>,
 }
 
+impl FrontierEntry {
+    /// Whether the URL is a page requisite (`--requisites`), not a page.
+    pub fn is_requisite(&self) -> bool {
+        self.known.as_ref().is_some_and(|k| k.embed.is_some())
+    }
+}
+
 /// A finished URL: its record, stored once per job and key.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FinishedUrl {
@@ -83,12 +90,22 @@ pub struct JobCounts {
     pub done: u64,
     /// Finished URLs whose record has an error.
     pub errors: u64,
+    /// Of `seen`, page requisites (`--requisites`), counted job-wide only
+    /// (a shard's counts leave it 0): `--max-pages` counts the others.
+    #[serde(default)]
+    pub requisites: u64,
 }
 
 impl JobCounts {
     /// URLs admitted and not finished.
     pub fn pending(&self) -> u64 {
         self.seen - self.done
+    }
+
+    /// URLs admitted that are pages, not requisites: what `--max-pages`
+    /// counts.
+    pub fn pages(&self) -> u64 {
+        self.seen.saturating_sub(self.requisites)
     }
 }
 
@@ -131,9 +148,9 @@ pub struct Batch {
     /// know whether the commit happened; results found done at or past this
     /// position were stored by that attempt and still count as recorded.
     pub first_position: Option<u64>,
-    /// In: the most URLs the whole job may admit (`--max-pages`, counted
+    /// In: the most pages the whole job may admit (`--max-pages`, counted
     /// job-wide when several processes share the job): candidates past it
-    /// are not admitted.
+    /// are not admitted. Requisites are admitted whatever the count.
     pub admit_limit: Option<u64>,
     /// In: look for work other processes left for the held shards, and
     /// whether the job is complete (filling `news`, `open` and `job_seen`).
@@ -153,8 +170,8 @@ pub struct Batch {
     /// Out (with `poll`): whether any URL of the job, in any shard, is
     /// queued or held by a crawler. False means the job is complete.
     pub open: Option<bool>,
-    /// Out (with `poll`, when the store counts it): URLs admitted to the
-    /// whole job so far.
+    /// Out (with `poll`, when the store counts it): pages (not requisites)
+    /// admitted to the whole job so far.
     pub job_seen: Option<u64>,
 }
 

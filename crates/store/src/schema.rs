@@ -37,10 +37,10 @@
 //!   - Version 1 files (the PostgreSQL layout) are migrated on open.
 
 /// The schema version of PostgreSQL databases this build writes.
-pub const PG_VERSION: i64 = 4;
+pub const PG_VERSION: i64 = 5;
 
 /// The schema version of SQLite files this build writes.
-pub const SQLITE_VERSION: i64 = 2;
+pub const SQLITE_VERSION: i64 = 3;
 
 /// Statements creating the tables of both backends, with `{blob}` and
 /// `{serial}` to fill in.
@@ -51,7 +51,8 @@ const TABLES: &[&str] = &[
         name TEXT NOT NULL UNIQUE,
         created_at TEXT NOT NULL,
         seeds TEXT NOT NULL,
-        options TEXT NOT NULL)",
+        options TEXT NOT NULL,
+        requisites BIGINT NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS authorities (
         job BIGINT NOT NULL,
         id BIGINT NOT NULL,
@@ -111,6 +112,28 @@ pub const PG_TO_V4: &[&str] = &[
         from_seq BIGINT NOT NULL,
         PRIMARY KEY (job, shard, generation))",
     "ALTER TABLE results ADD COLUMN IF NOT EXISTS generation BIGINT",
+];
+
+/// Counts a job's requisites among its URLs when the column that keeps
+/// the count is new: a requisite's row names its embed hops in `chain`
+/// (`"embed":` is a key there: a string in JSON cannot hold an
+/// unescaped quote).
+const COUNT_REQUISITES: &str = "UPDATE jobs SET requisites = (SELECT count(*) FROM urls
+     WHERE urls.job = jobs.id AND urls.chain LIKE '%\"embed\":%')";
+
+/// PostgreSQL version 5 and SQLite version 3: `jobs.requisites`, the
+/// job's admitted page requisites (`--requisites`), counted as they are
+/// admitted so that `--max-pages` counts pages alone, across runs and
+/// processes.
+pub const PG_TO_V5: &[&str] = &[
+    "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS requisites BIGINT NOT NULL DEFAULT 0",
+    COUNT_REQUISITES,
+];
+
+/// SQLite version 3: see [`PG_TO_V5`].
+pub const SQLITE_TO_V3: &[&str] = &[
+    "ALTER TABLE jobs ADD COLUMN requisites BIGINT NOT NULL DEFAULT 0",
+    COUNT_REQUISITES,
 ];
 
 /// PostgreSQL version 3 adds the `archives` table (made by the tables'

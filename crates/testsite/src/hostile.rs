@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// The most of a request head read before it is answered anyway.
@@ -121,8 +122,15 @@ fn head(status: u16, headers: &[(&str, &str)]) -> String {
 /// A running hostile server.
 pub struct HostileServer {
     addr: SocketAddr,
-    log: Arc<Mutex<Vec<String>>>,
+    log: Arc<Log>,
     task: JoinHandle<()>,
+}
+
+/// The request targets received, and a signal for each new one.
+#[derive(Default)]
+struct Log {
+    targets: Mutex<Vec<String>>,
+    arrived: Notify,
 }
 
 impl HostileServer {
@@ -142,7 +150,7 @@ impl HostileServer {
                 .map(|(path, script)| (path.to_owned(), script))
                 .collect(),
         );
-        let log = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::new(Log::default());
         let task_log = log.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
@@ -172,7 +180,19 @@ impl HostileServer {
 
     /// Every request target received, in order.
     pub fn requests(&self) -> Vec<String> {
-        self.log.lock().expect("log lock").clone()
+        self.log.targets.lock().expect("log lock").clone()
+    }
+
+    /// Waits until `target` was requested `n` times (bound it with a
+    /// timeout).
+    pub async fn requested(&self, target: &str, n: usize) {
+        loop {
+            let arrived = self.log.arrived.notified();
+            if self.count(target) >= n {
+                return;
+            }
+            arrived.await;
+        }
     }
 
     /// How many times `target` was requested.
@@ -190,7 +210,7 @@ impl Drop for HostileServer {
 async fn serve(
     mut stream: TcpStream,
     routes: &HashMap<String, Script>,
-    log: &Mutex<Vec<String>>,
+    log: &Log,
 ) -> std::io::Result<()> {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
@@ -207,7 +227,8 @@ async fn serve(
         .nth(1)
         .unwrap_or("")
         .to_owned();
-    log.lock().expect("log lock").push(target.clone());
+    log.targets.lock().expect("log lock").push(target.clone());
+    log.arrived.notify_waiters();
     let not_found = Script::response(404, &[("Content-Type", "text/plain")], "not found");
     let script = routes.get(&target).unwrap_or(&not_found);
     for step in &script.0 {

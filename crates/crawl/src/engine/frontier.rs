@@ -424,7 +424,7 @@ impl Frontier {
 
     /// Takes back what earlier runs of the job left.
     pub fn restore(&mut self, resumed: &Resumed) {
-        self.admitted = resumed.counts.seen;
+        self.admitted = resumed.counts.pages();
         self.restore_authorities(resumed);
     }
 

@@ -14,6 +14,7 @@ pub struct MemoryState {
     seen: KeySet,
     done: KeySet,
     errors: u64,
+    requisites: u64,
     queued: HashMap<Authority, VecDeque<FrontierEntry>>,
     authorities: HashMap<Authority, AuthorityState>,
 }
@@ -32,6 +33,7 @@ impl CrawlState for MemoryState {
                 seen: self.seen.len() as u64,
                 done: self.done.len() as u64,
                 errors: self.errors,
+                requisites: self.requisites,
             },
             authorities: self.authorities.values().cloned().collect(),
             queued: self
@@ -55,6 +57,9 @@ impl CrawlState for MemoryState {
         batch.admitted.clear();
         for (entry, authority, loaded) in &batch.admit {
             let new = self.seen.insert(entry.key);
+            if new && entry.is_requisite() {
+                self.requisites += 1;
+            }
             if new && !loaded {
                 self.queued
                     .entry(authority.clone())

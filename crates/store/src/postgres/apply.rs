@@ -48,7 +48,7 @@ pub fn apply_in(
     // each insert wait for the other (a deadlock, broken by the server
     // after a second). Inserting first, in key order, no writer waits while
     // holding a row another waits for.
-    admit(tx, cache, job, lease, batch, admitted_before, &mut handoff)?;
+    let requisites = admit(tx, cache, job, lease, batch, admitted_before, &mut handoff)?;
     finish(tx, cache, job, lease, batch)?;
     load(tx, cache, job, batch)?;
     for saved in &batch.authorities {
@@ -81,6 +81,17 @@ pub fn apply_in(
     }
     if batch.poll {
         poll(tx, job, lease, batch)?;
+    }
+    if requisites > 0 {
+        // Last, so that the job's row is locked only until the commit
+        // (writers with a page limit locked it first, and counted there).
+        x(
+            tx,
+            cache,
+            "UPDATE jobs SET requisites = requisites + $2 WHERE id = $1",
+            &[&job, &requisites],
+        )
+        .map_err(err)?;
     }
     Ok(())
 }
@@ -315,10 +326,10 @@ fn admit(
     batch: &mut Batch,
     admitted_before: Option<i64>,
     handoff: &mut BTreeSet<(u32, i64)>,
-) -> Result<(), StoreError> {
+) -> Result<i64, StoreError> {
     let count = batch.admit.len();
     if count == 0 {
-        return Ok(());
+        return Ok(0);
     }
     batch.admitted = vec![false; count];
     let names: Vec<String> = batch.admit.iter().map(|(_, a, _)| a.to_string()).collect();
@@ -385,14 +396,25 @@ fn admit(
             lower_shards.insert(auth, shard);
         }
     }
+    let requisites = order
+        .iter()
+        .map(|&i| &batch.admit[i].0)
+        .filter(|e| e.is_requisite() && inserted.contains(&e.key))
+        .count() as i64;
+    let mut uncounted = requisites;
     if let Some(before) = limited {
         x(
             tx,
             cache,
-            "UPDATE jobs SET admitted = $2 WHERE id = $1",
-            &[&job, &(before + inserted.len() as i64)],
+            "UPDATE jobs SET admitted = $2, requisites = requisites + $3 WHERE id = $1",
+            &[
+                &job,
+                &(before + inserted.len() as i64 - requisites),
+                &requisites,
+            ],
         )
         .map_err(err)?;
+        uncounted = 0;
     }
     if !lower.keys.is_empty() {
         // Found again by a shorter path while it waits: it takes that path.
@@ -421,11 +443,12 @@ fn admit(
             }
         }
     }
-    Ok(())
+    Ok(uncounted)
 }
 
 /// Keeps in `order` only as many new candidates as the job's limit
-/// leaves room for, in the order they were offered; returns the job's
+/// leaves room for, in the order they were offered (requisites take no
+/// room); returns the job's
 /// admitted count before the batch. The job's row stays locked until the
 /// transaction ends, so writers sharing the job count one after another.
 fn within_limit(
@@ -455,7 +478,8 @@ fn within_limit(
     by_offer.sort_unstable();
     let mut keep: HashSet<usize> = HashSet::new();
     for i in by_offer {
-        if known.contains(&batch.admit[i].0.key) {
+        let entry = &batch.admit[i].0;
+        if known.contains(&entry.key) || entry.is_requisite() {
             keep.insert(i);
         } else if room > 0 {
             room -= 1;
@@ -466,7 +490,7 @@ fn within_limit(
     Ok(())
 }
 
-/// Locks the job's row and reads its count of admitted URLs (counted now
+/// Locks the job's row and reads its count of admitted pages (counted now
 /// if it never was).
 fn lock_admitted(tx: &mut Transaction<'_>, job: i64) -> Result<i64, StoreError> {
     let stored: Option<i64> = tx
@@ -479,7 +503,11 @@ fn lock_admitted(tx: &mut Transaction<'_>, job: i64) -> Result<i64, StoreError> 
     match stored {
         Some(n) => Ok(n),
         None => Ok(tx
-            .query_one("SELECT count(*) FROM urls WHERE job = $1", &[&job])
+            .query_one(
+                "SELECT (SELECT count(*) FROM urls WHERE job = $1)
+                        - (SELECT requisites FROM jobs WHERE id = $1)",
+                &[&job],
+            )
             .map_err(err)?
             .get(0)),
     }

@@ -324,6 +324,11 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
                     tx.batch_execute(s).map_err(err)?;
                 }
             }
+            if old.is_none_or(|v| v < 5) {
+                for s in schema::PG_TO_V5 {
+                    tx.batch_execute(s).map_err(err)?;
+                }
+            }
             tx.execute("DELETE FROM crawlkeeper_version", &[])
                 .map_err(err)?;
             tx.execute(
@@ -344,7 +349,8 @@ fn counts(client: &mut impl postgres::GenericClient, job: i64) -> Result<JobCoun
         .query_one(
             "SELECT (SELECT count(*) FROM urls WHERE job = $1),
                     (SELECT count(*) FROM results WHERE job = $1),
-                    (SELECT count(*) FROM results WHERE job = $1 AND failed = 1)",
+                    (SELECT count(*) FROM results WHERE job = $1 AND failed = 1),
+                    (SELECT requisites FROM jobs WHERE id = $1)",
             &[&job],
         )
         .map_err(err)?;
@@ -352,6 +358,7 @@ fn counts(client: &mut impl postgres::GenericClient, job: i64) -> Result<JobCoun
         seen: row.get::<_, i64>(0) as u64,
         done: row.get::<_, i64>(1) as u64,
         errors: row.get::<_, i64>(2) as u64,
+        requisites: row.get::<_, Option<i64>>(3).unwrap_or(0) as u64,
     })
 }
 

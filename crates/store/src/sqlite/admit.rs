@@ -15,6 +15,7 @@ use crawlkeeper_model::{Authority, FrontierEntry};
 use rusqlite::Connection;
 use rusqlite::types::ToSql;
 
+use super::err;
 use super::keys::{Keys, RowIds};
 use super::rows::{AuthorityIds, MultiRow, authority_id};
 use crate::StoreError;
@@ -91,6 +92,12 @@ pub fn admit_urls(
                 state::QUEUED
             },
         });
+    }
+    let requisites = rows.iter().filter(|r| r.entry.is_requisite()).count();
+    if requisites > 0 {
+        tx.prepare_cached("UPDATE jobs SET requisites = requisites + ?2 WHERE id = ?1")
+            .and_then(|mut s| s.execute(rusqlite::params![job, requisites as i64]))
+            .map_err(err)?;
     }
     INSERT.execute(tx, &rows, |r, v| {
         let e = r.entry;

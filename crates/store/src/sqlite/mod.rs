@@ -160,8 +160,13 @@ impl SqliteStore {
                     schema::SQLITE_VERSION
                 )));
             }
-            Some(1) => {
-                for s in schema::SQLITE_FROM_V1 {
+            Some(old) if old < schema::SQLITE_VERSION => {
+                if old < 2 {
+                    for s in schema::SQLITE_FROM_V1 {
+                        tx.execute(s, []).map_err(err)?;
+                    }
+                }
+                for s in schema::SQLITE_TO_V3 {
                     tx.execute(s, []).map_err(err)?;
                 }
                 tx.execute(
@@ -169,7 +174,11 @@ impl SqliteStore {
                     [schema::SQLITE_VERSION],
                 )
                 .map_err(err)?;
-                info!(path = %self.path.display(), "state file migrated to schema version 2");
+                info!(
+                    path = %self.path.display(),
+                    "state file migrated to schema version {}",
+                    schema::SQLITE_VERSION
+                );
             }
             Some(_) => {}
         }
@@ -209,6 +218,7 @@ fn counts(conn: &Connection, job: i64) -> Result<JobCounts, StoreError> {
                         coalesce((SELECT upto FROM merged WHERE job = ?1), 0))")?,
         done: one("SELECT count(*) FROM results WHERE job = ?1")?,
         errors: one("SELECT count(*) FROM results WHERE job = ?1 AND failed = 1")?,
+        requisites: one("SELECT requisites FROM jobs WHERE id = ?1")?,
     })
 }
 

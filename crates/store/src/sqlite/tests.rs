@@ -6,6 +6,7 @@ use crawlkeeper_model::{Authority, CrawlRecord, FinishedUrl, FrontierEntry};
 use rusqlite::Connection;
 
 use super::SqliteStore;
+use crate::schema;
 use crate::{JobSpec, Store};
 
 fn entry(i: u64) -> (FrontierEntry, Authority) {
@@ -219,13 +220,16 @@ fn a_version_1_file_is_migrated_with_its_urls_known() {
                  seq = (SELECT seq FROM results r WHERE r.url = urls.id)
                  WHERE id IN (SELECT url FROM results);
              ALTER TABLE results DROP COLUMN url;
+             ALTER TABLE jobs DROP COLUMN requisites;
+             UPDATE urls SET chain = '{\"chain\":[],\"known\":{\"embed\":1}}' WHERE id <= 3;
+             UPDATE urls SET chain = '[\"http://a.test/\\\"embed\\\":\"]' WHERE id = 4;
              UPDATE crawlkeeper_version SET version = 1;",
         )
         .unwrap();
     let mut store = SqliteStore::open(&path).unwrap();
     assert_eq!(
         count(&path, "SELECT max(version) FROM crawlkeeper_version"),
-        2
+        schema::SQLITE_VERSION
     );
     assert_eq!(
         count(
@@ -243,6 +247,10 @@ fn a_version_1_file_is_migrated_with_its_urls_known() {
     let job = open_job(&mut store);
     let counts = store.find_job("keys").unwrap().unwrap().counts;
     assert_eq!((counts.seen, counts.done), (50, 20));
+    assert_eq!(
+        counts.requisites, 3,
+        "requisites counted from their rows, a quoted \"embed\": in a URL not"
+    );
     assert_eq!(
         admit(&mut store, job, 45..55),
         (45..55).map(|i| i >= 50).collect::<Vec<_>>()

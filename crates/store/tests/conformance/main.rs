@@ -21,6 +21,7 @@ macro_rules! conformance {
 conformance!(
     jobs_are_found_by_name_and_listed,
     admission_reports_each_url_new_once,
+    requisites_are_counted_apart_across_runs,
     large_admissions_report_known_and_repeated_urls,
     results_are_stored_once_in_finishing_order,
     a_url_finished_without_admission_gets_its_row,

@@ -6,7 +6,7 @@ use crawlkeeper_model::{Authority, FinishedUrl, FrontierEntry, shard_of};
 use crawlkeeper_store::{Claim, JobInfo, JobSpec, PgStore, Store, StoreError, Writer};
 
 use crate::backends::{Backend, postgres, postgres_url, sqlite};
-use crate::suite::{entry, record, spec};
+use crate::suite::{entry, record, requisite, spec};
 
 fn sharded(name: &str, shards: u32) -> JobSpec {
     JobSpec {
@@ -332,6 +332,38 @@ fn a_page_limit_counts_job_wide() {
 }
 
 #[test]
+fn requisites_take_no_room_under_a_page_limit() {
+    let (mut b, job, mut one) = two_holders();
+    let page = |i: usize| entry(&format!("h{i}.test"), "/", 1);
+    let limited = |items: Vec<(FrontierEntry, Authority)>| Batch {
+        admit_limit: Some(2),
+        ..admit_batch(&items)
+    };
+    let mut first = limited(vec![
+        page(0),
+        requisite(entry("cdn.test", "/a.png", 1)),
+        requisite(entry("cdn.test", "/b.png", 1)),
+    ]);
+    apply(b.store.as_mut(), &job, &mut first).unwrap();
+    assert_eq!(first.admitted, [true, true, true]);
+    let mut second = limited(vec![
+        requisite(entry("cdn.test", "/c.png", 1)),
+        page(1),
+        page(2),
+        requisite(entry("cdn.test", "/d.png", 1)),
+    ]);
+    apply(one.as_mut(), &job, &mut second).unwrap();
+    assert_eq!(
+        second.admitted,
+        [true, true, false, true],
+        "one page fitted; requisites always do"
+    );
+    assert_eq!(poll(one.as_mut(), &job).job_seen, Some(2), "pages only");
+    let counts = b.store.find_job("j").unwrap().unwrap().counts;
+    assert_eq!((counts.seen, counts.requisites, counts.pages()), (6, 4, 2));
+}
+
+#[test]
 fn resume_takes_back_only_the_held_shards() {
     let (mut b, job, mut one) = two_holders();
     let (h0, h1) = hosts();
@@ -387,12 +419,18 @@ fn a_version_1_database_is_migrated() {
          INSERT INTO jobs (name, created_at, seeds, options) VALUES ('old', 'then', '[\"http://a.test/\"]', '{}');
          INSERT INTO authorities (job, id, authority) VALUES (1, 1, 'http://a.test:80');
          INSERT INTO urls (job, key, auth, url, depth, state, seq) VALUES (1, '\\x00000000000000000000000000000001', 1, 'http://a.test/', 0, 2, 1);
+         INSERT INTO urls (job, key, auth, url, depth, chain, state) VALUES (1, '\\x00000000000000000000000000000002', 1, 'http://a.test/logo.png', 0, '{\"chain\":[],\"known\":{\"embed\":1}}', 0);
          INSERT INTO results (job, seq, failed, record) VALUES (1, 1, 0, '{}');",
     )
     .unwrap();
     let mut store = PgStore::connect_in_schema(&url, Some(&schema)).unwrap();
     let job = store.find_job("old").unwrap().unwrap();
-    assert_eq!((job.shards, job.counts.seen, job.counts.done), (1, 1, 1));
+    assert_eq!(
+        (job.shards, job.counts.seen, job.counts.done),
+        (1, 2, 1),
+        "{job:?}"
+    );
+    assert_eq!(job.counts.requisites, 1, "counted from the rows");
     store.lock_job(&job).unwrap();
     let e = entry("b.test", "/", 1);
     let mut batch = Batch {

@@ -155,6 +155,43 @@ pub fn admission_reports_each_url_new_once(b: &mut Backend) {
     assert_eq!((counts.seen, counts.done, counts.pending()), (3, 0, 3));
 }
 
+/// `e` as a page requisite (`--requisites`) one embed from its page.
+pub fn requisite((mut e, a): (FrontierEntry, Authority)) -> (FrontierEntry, Authority) {
+    e.known = Some(crawlkeeper_model::Known::embed(1));
+    (e, a)
+}
+
+pub fn requisites_are_counted_apart_across_runs(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let page = entry("a.test", "/p", 1);
+    let logo = requisite(entry("a.test", "/logo.png", 1));
+    let font = requisite(entry("cdn.test", "/f.woff2", 1));
+    assert_eq!(
+        admit(b, job, &[page.clone(), logo.clone(), logo.clone()], true),
+        [true, true, false]
+    );
+    // Offered again, as a page or a requisite: neither is counted twice.
+    assert_eq!(
+        admit(b, job, &[logo, font.clone(), page], false),
+        [false, true, false]
+    );
+    let counts = b.store.find_job("j").unwrap().unwrap().counts;
+    assert_eq!((counts.seen, counts.requisites, counts.pages()), (3, 2, 1));
+    // Counted in the store, not in memory: a new process resuming the job
+    // reads the same.
+    drop(std::mem::replace(&mut b.store, (b.reopen)()));
+    let resumed = b.store.resume(job).unwrap().counts;
+    assert_eq!((resumed.seen, resumed.requisites), (3, 2));
+    let other = b.store.open_job(&spec("k")).unwrap().id;
+    assert_eq!(admit(b, other, &[font], true), [true]);
+    let counts = b.store.find_job("k").unwrap().unwrap().counts;
+    assert_eq!(
+        (counts.seen, counts.requisites),
+        (1, 1),
+        "jobs count their own"
+    );
+}
+
 pub fn large_admissions_report_known_and_repeated_urls(b: &mut Backend) {
     let job = b.store.open_job(&spec("j")).unwrap().id;
     let page = |i: usize| entry("a.test", &format!("/p{i}"), 2);
