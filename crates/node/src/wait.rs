@@ -50,24 +50,50 @@ pub async fn wait_for_job(
     store: &mut Option<Box<dyn Store>>,
     name: &str,
 ) -> Result<JobEnd, WaitError> {
+    let mut id = None;
     loop {
         let Some(mut s) = store.take() else {
             return Err(WaitError::Thread("no store to look in".into()));
         };
         let owned = name.to_owned();
-        let (job, s) = tokio::task::spawn_blocking(move || (s.find_job(&owned), s))
-            .await
-            .map_err(|e| WaitError::Thread(e.to_string()))?;
+        // The job is found once; then only whether it is complete is
+        // asked (counting a large job's URLs every look would cost the
+        // store more than the crawl), and its counts once it is.
+        let (job, s) = tokio::task::spawn_blocking(move || {
+            let look = match id.map(|id| s.is_complete(id)) {
+                Some(Ok(Some(false))) => Ok(Look::Open),
+                Some(Err(e)) => Err(e),
+                // First, complete, or gone: the job as it is now.
+                _ => s
+                    .find_job(&owned)
+                    .map(|j| j.map_or(Look::Gone, Look::Found)),
+            };
+            (look, s)
+        })
+        .await
+        .map_err(|e| WaitError::Thread(e.to_string()))?;
         *store = Some(s);
-        let job = job?.ok_or_else(|| WaitError::Gone(name.to_owned()))?;
-        if complete(&job) {
-            return Ok(JobEnd::Complete(job));
+        match job? {
+            Look::Found(job) if complete(&job) => return Ok(JobEnd::Complete(job)),
+            Look::Found(job) => id = Some(job.id),
+            Look::Gone => return Err(WaitError::Gone(name.to_owned())),
+            Look::Open => {}
         }
         if let Some(why) = failed_shard(zk, layout, name).await? {
             return Ok(JobEnd::ShardFailed(why));
         }
         tokio::time::sleep(WAIT_EVERY).await;
     }
+}
+
+/// What a look at the store found.
+enum Look {
+    /// The job, with its counts.
+    Found(JobInfo),
+    /// The job, not complete yet.
+    Open,
+    /// No such job.
+    Gone,
 }
 
 /// A shard of job `name` recorded as failed on a Runner, if any.

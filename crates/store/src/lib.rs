@@ -201,6 +201,12 @@ pub trait Store: Send {
     /// Every job, oldest first, with counts.
     fn jobs(&mut self) -> Result<Vec<JobInfo>, StoreError>;
 
+    /// Whether `job` is complete: some URL admitted and none queued or
+    /// held; `None` when there is no such job. Asked again and again while
+    /// a job is waited for, so a store answers it without counting the
+    /// job's URLs where it can.
+    fn is_complete(&mut self, job: JobId) -> Result<Option<bool>, StoreError>;
+
     /// Makes sure no other process runs `job` while this store lives:
     /// claims all of its shards, refusing a live holder.
     fn lock_job(&mut self, job: &JobInfo) -> Result<(), StoreError>;

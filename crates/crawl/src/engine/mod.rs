@@ -81,8 +81,14 @@ pub struct Engine {
     stats: Vec<AuthorityStats>,
     done: u64,
     /// Records handed to the store (or waiting for their page's links) and
-    /// not yet durable: each keeps its worker busy.
+    /// not yet durable: past [`Engine::commit_room`] of them, each keeps
+    /// its worker busy.
     committing: usize,
+    /// Records that may wait for a group commit without keeping a worker
+    /// busy: a worker is not idle for a commit while the store gathers
+    /// others into it (half the workers, when the state waits for group
+    /// commits; else none).
+    commit_room: usize,
     /// Finished pages by token, waiting to be sent with their links.
     pending_finish: HashMap<u64, PendingFinish>,
     /// The slot of each record sent to the store and not yet durable, in
@@ -202,6 +208,7 @@ impl Engine {
             stats: Vec::new(),
             done: 0,
             committing: 0,
+            commit_room: 0,
             pending_finish: HashMap::new(),
             unconfirmed: VecDeque::new(),
             hold_places: false,
@@ -266,6 +273,12 @@ impl Engine {
             .take()
             .ok_or_else(|| StateError::Fatal("no state attached to the engine".into()))?;
         self.hold_places = state.survives_crash();
+        // Half the workers' records may wait in a group commit while the
+        // workers fetch on.
+        let group_target = (self.config.engine.max_workers / 2).max(1);
+        if !state.commit_wait().is_zero() {
+            self.commit_room = group_target;
+        }
         self.sharing = state.sharing();
         if let Some(sharing) = &self.sharing {
             self.frontier.set_partition(sharing.partition.clone());
@@ -291,9 +304,6 @@ impl Engine {
         poll_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut wakeups = state.wakeups();
         let mut control = self.control.take();
-        // Half the workers may wait in a group commit; the others keep
-        // fetching.
-        let group_target = (self.config.engine.max_workers / 2).max(1);
         let mut store = spawn_worker(state, sink, group_target);
         match store.rx.recv().await {
             Some(Reply::Resumed(resumed)) => {
@@ -479,7 +489,9 @@ impl Engine {
     /// nothing can start.
     fn waiting_forever(&self) -> bool {
         let held = self.pending_finish.values().filter(|p| p.held).count();
-        held > 0 && held == self.committing && self.committing >= self.config.engine.max_workers
+        held > 0
+            && held == self.committing
+            && self.committing >= self.config.engine.max_workers + self.commit_room
     }
 
     /// Sends the last records and waits until everything is durable.
@@ -608,9 +620,12 @@ impl Engine {
     }
 
     /// Starts requests while there are free workers and ready authorities.
-    /// A worker is busy until its record is durable.
+    /// A worker is busy until its record is durable, but for
+    /// [`Engine::commit_room`] records waiting in a group commit: at most
+    /// that many more pages are unrecorded at a kill.
     fn dispatch(&mut self, tasks: &mut JoinSet<TaskOutput>, now: Instant) {
-        while tasks.len() + self.committing < self.config.engine.max_workers {
+        let max = self.config.engine.max_workers;
+        while tasks.len() < max && tasks.len() + self.committing < max + self.commit_room {
             let Some(next) = self.frontier.next_start(now) else {
                 break;
             };

@@ -10,9 +10,10 @@
 //! but only when the recent rate says that a few more will arrive within
 //! the wait, and no longer than the target number should take to arrive:
 //! a slow crawl (many hosts, long delays) commits at once, as before.
-//! Waiting never weakens durability: the engine counts a page's worker
-//! busy until its record is durable either way; it only delays the moment,
-//! and the target (a fraction of the workers) leaves the others fetching.
+//! Waiting never weakens durability: a page's record is durable before its
+//! authority's place frees, either way; it only delays the moment. The
+//! engine lets up to the target's worth of records (half its workers) wait
+//! without keeping a worker busy, so a wait does not idle the fetching.
 
 use std::time::{Duration, Instant};
 

@@ -416,6 +416,21 @@ impl Store for PgStore {
         })
     }
 
+    fn is_complete(&mut self, job: JobId) -> Result<Option<bool>, StoreError> {
+        // Index probes (`urls_key`, `urls_open`), whatever the job's size.
+        self.with(|c, _, _| {
+            let row = c
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1),
+                        EXISTS (SELECT 1 FROM urls WHERE job = $1)
+                        AND NOT EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state < 2)",
+                    &[&job.0],
+                )
+                .map_err(err)?;
+            Ok(row.get::<_, bool>(0).then(|| row.get(1)))
+        })
+    }
+
     fn delete_job(&mut self, name: &str) -> Result<bool, StoreError> {
         let Some(job) = self.find_job(name)? else {
             return Ok(false);

@@ -329,6 +329,24 @@ impl Store for SqliteStore {
         row.map(|r| self.info(r)).transpose()
     }
 
+    fn is_complete(&mut self, job: JobId) -> Result<Option<bool>, StoreError> {
+        let exists: bool = self
+            .conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?1)",
+                [job.0],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        if !exists {
+            return Ok(None);
+        }
+        // A finished URL's row is left as it was (its result names it):
+        // the counts tell.
+        let counts = counts(&self.conn, job.0)?;
+        Ok(Some(counts.seen > 0 && counts.pending() == 0))
+    }
+
     fn delete_job(&mut self, name: &str) -> Result<bool, StoreError> {
         let Some(job) = self.find_job(name)? else {
             return Ok(false);

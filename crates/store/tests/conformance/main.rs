@@ -22,6 +22,7 @@ conformance!(
     jobs_are_found_by_name_and_listed,
     admission_reports_each_url_new_once,
     requisites_are_counted_apart_across_runs,
+    a_job_is_complete_when_every_admitted_url_is_done,
     large_admissions_report_known_and_repeated_urls,
     results_are_stored_once_in_finishing_order,
     a_url_finished_without_admission_gets_its_row,

@@ -192,6 +192,25 @@ pub fn requisites_are_counted_apart_across_runs(b: &mut Backend) {
     );
 }
 
+pub fn a_job_is_complete_when_every_admitted_url_is_done(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    assert_eq!(
+        b.store.is_complete(job).unwrap(),
+        Some(false),
+        "nothing yet"
+    );
+    let (x, y) = (entry("a.test", "/x", 0), entry("b.test", "/y", 1));
+    admit(b, job, &[x.clone()], true);
+    admit(b, job, &[y.clone()], false);
+    assert_eq!(b.store.is_complete(job).unwrap(), Some(false));
+    finish(b, job, &[(x.0, false)]);
+    assert_eq!(b.store.is_complete(job).unwrap(), Some(false), "y waits");
+    finish(b, job, &[(y.0, true)]);
+    assert_eq!(b.store.is_complete(job).unwrap(), Some(true));
+    assert!(b.store.delete_job("j").unwrap());
+    assert_eq!(b.store.is_complete(job).unwrap(), None, "gone");
+}
+
 pub fn large_admissions_report_known_and_repeated_urls(b: &mut Backend) {
     let job = b.store.open_job(&spec("j")).unwrap().id;
     let page = |i: usize| entry("a.test", &format!("/p{i}"), 2);
