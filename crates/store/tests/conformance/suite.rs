@@ -200,8 +200,8 @@ pub fn a_job_is_complete_when_every_admitted_url_is_done(b: &mut Backend) {
         "nothing yet"
     );
     let (x, y) = (entry("a.test", "/x", 0), entry("b.test", "/y", 1));
-    admit(b, job, &[x.clone()], true);
-    admit(b, job, &[y.clone()], false);
+    admit(b, job, std::slice::from_ref(&x), true);
+    admit(b, job, std::slice::from_ref(&y), false);
     assert_eq!(b.store.is_complete(job).unwrap(), Some(false));
     finish(b, job, &[(x.0, false)]);
     assert_eq!(b.store.is_complete(job).unwrap(), Some(false), "y waits");
