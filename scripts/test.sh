@@ -2,7 +2,7 @@
 # Runs every test of the workspace. Installs and starts what the tests need
 # (PostgreSQL on 127.0.0.1:5432, a standalone ZooKeeper on a free loopback
 # port, stopped at the end, warcio, cdxj-indexer and pywb from PyPI, Debian's chromium for the
-# browser tests); fails when any test fails.
+# browser tests, Debian's tinyproxy for the proxy tests); fails when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +43,13 @@ fi
 chromium --version
 
 echo "== script (util-linux: a pseudo-terminal for the progress view's tests)"
+echo "== tinyproxy (a real forward proxy for the proxy tests)"
+if ! command -v tinyproxy >/dev/null 2>&1; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tinyproxy >/dev/null
+fi
+tinyproxy -v
+
 command -v script >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq bsdutils >/dev/null
 
 echo "== cargo fmt --check"

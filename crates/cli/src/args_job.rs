@@ -9,6 +9,7 @@ use crawlkeeper_crawl::FieldSpec;
 use crawlkeeper_crawl::config::{
     CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, RequisitesScope, ResolveOverride,
 };
+use crawlkeeper_crawl::fetch::{ExtraHeader, ProxyConfig, ProxyUrl, split_list};
 use crawlkeeper_crawl::guard::Cidr;
 use crawlkeeper_model::parse_duration;
 
@@ -77,6 +78,19 @@ pub struct JobArgs {
     /// The User-Agent header.
     #[arg(long, value_name = "S")]
     pub user_agent: Option<String>,
+    /// A header sent with every request, robots.txt and sitemaps included
+    /// (repeatable; its value is never shown).
+    #[arg(long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+    /// Send requests through this proxy (http://, https://, socks5://,
+    /// socks5h://, with user:password@ if needed) instead of the
+    /// environment's (http_proxy, HTTPS_PROXY, ALL_PROXY).
+    #[arg(long, value_name = "URL")]
+    pub proxy: Option<String>,
+    /// Hosts reached without the proxy: names (and their subdomains), IP
+    /// addresses, CIDR networks, or * (comma-separated; replaces NO_PROXY).
+    #[arg(long, value_name = "HOSTS")]
+    pub no_proxy: Option<String>,
     /// Do not fetch or obey robots.txt.
     #[arg(long)]
     pub ignore_robots: bool,
@@ -246,6 +260,22 @@ pub fn positive_usize(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The `--header` options, checked (never repeating a value: it may be a
+/// secret, which clap's own errors would print).
+fn extra_headers(given: &[String]) -> Result<Vec<ExtraHeader>, String> {
+    given
+        .iter()
+        .map(|h| h.parse().map_err(|e| format!("--header: {e}")))
+        .collect()
+}
+
+/// The `--proxy` option, checked (shown without its password).
+fn proxy_url(given: Option<&str>) -> Result<Option<ProxyUrl>, String> {
+    given
+        .map(|p| p.parse().map_err(|e| format!("--proxy: {e}")))
+        .transpose()
+}
+
 fn resolve_override(s: &str) -> Result<ResolveOverride, String> {
     let (host, ip) = s
         .split_once('=')
@@ -263,8 +293,31 @@ fn resolve_override(s: &str) -> Result<ResolveOverride, String> {
 }
 
 impl JobArgs {
-    /// Refuses options that only make sense with another one.
+    /// Takes the proxies the environment names (as curl reads it) unless
+    /// `--proxy` named one; `--no-proxy` still replaces `NO_PROXY`. For
+    /// commands that crawl here (`crawl`), not for `submit`: a job's
+    /// Runners are elsewhere.
+    pub fn proxy_from_env(
+        &self,
+        config: &mut CrawlConfig,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), String> {
+        if self.proxy.is_some() {
+            return Ok(());
+        }
+        let mut env = ProxyConfig::from_env(get).map_err(|e| format!("environment proxy: {e}"))?;
+        if let Some(hosts) = &self.no_proxy {
+            env.no_proxy = split_list(hosts);
+        }
+        config.fetch.proxy = env;
+        Ok(())
+    }
+
+    /// Refuses options that only make sense with another one, and
+    /// malformed headers and proxies.
     pub fn check(&self) -> Result<(), String> {
+        extra_headers(&self.headers)?;
+        proxy_url(self.proxy.as_deref())?;
         if self.max_text.is_some() && !self.text {
             return Err("--max-text sets the cap of --text: give --text too".to_owned());
         }
@@ -312,6 +365,14 @@ impl JobArgs {
         c.fetch.max_body_bytes = self.max_body;
         c.fetch.resolve = self.resolve.clone();
         c.fetch.ca_certs = self.ca_certs.clone();
+        // Checked by `check` first: what fails here is left out.
+        c.fetch.headers = extra_headers(&self.headers).unwrap_or_default();
+        if let Ok(Some(proxy)) = proxy_url(self.proxy.as_deref()) {
+            c.fetch.proxy = ProxyConfig::all(proxy);
+        }
+        if let Some(hosts) = &self.no_proxy {
+            c.fetch.proxy.no_proxy = split_list(hosts);
+        }
         c.fetch.allow_nets = self.allow_nets.clone();
         c.fetch.deny_nets = self.deny_nets.clone();
         c.fetch.allow_private = self.allow_private;

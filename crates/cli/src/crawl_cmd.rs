@@ -41,6 +41,9 @@ pub async fn run(
     }
     let bound = Bound::bind(&args.view.serve)?;
     let mut config = args.to_config();
+    args.job
+        .proxy_from_env(&mut config, |name| std::env::var(name).ok())
+        .map_err(CliError::Usage)?;
     let warc = warc_options(&args.warc, &config);
     // What goes over the wire is kept only when it is archived.
     config.fetch.capture = warc.is_some() || config.archive.store_bodies;

@@ -177,6 +177,13 @@ pub struct FetchConfig {
     /// Keep each request and response as sent and received (for WARC
     /// archives). Default false.
     pub capture: bool,
+    /// Headers sent with every request, robots.txt and sitemaps included
+    /// (`--header`): their values are secrets, never shown.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<crate::fetch::ExtraHeader>,
+    /// Forward proxies (`--proxy`, `--no-proxy`, the environment).
+    #[serde(skip_serializing_if = "crate::fetch::ProxyConfig::is_unset")]
+    pub proxy: crate::fetch::ProxyConfig,
 }
 
 /// A host name pinned to an address.
@@ -344,6 +351,8 @@ impl Default for FetchConfig {
             allow_private: false,
             local_address: None,
             capture: false,
+            headers: Vec::new(),
+            proxy: crate::fetch::ProxyConfig::default(),
         }
     }
 }

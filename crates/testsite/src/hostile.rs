@@ -130,6 +130,8 @@ pub struct HostileServer {
 #[derive(Default)]
 struct Log {
     targets: Mutex<Vec<String>>,
+    /// Each request's head (request line and headers) as received.
+    heads: Mutex<Vec<String>>,
     arrived: Notify,
 }
 
@@ -195,6 +197,12 @@ impl HostileServer {
         }
     }
 
+    /// Every request's head (request line and headers, as received), in
+    /// order.
+    pub fn heads(&self) -> Vec<String> {
+        self.log.heads.lock().expect("log lock").clone()
+    }
+
     /// How many times `target` was requested.
     pub fn count(&self, target: &str) -> usize {
         self.requests().iter().filter(|t| *t == target).count()
@@ -227,6 +235,10 @@ async fn serve(
         .nth(1)
         .unwrap_or("")
         .to_owned();
+    log.heads
+        .lock()
+        .expect("log lock")
+        .push(String::from_utf8_lossy(&head).into_owned());
     log.targets.lock().expect("log lock").push(target.clone());
     log.arrived.notify_waiters();
     let not_found = Script::response(404, &[("Content-Type", "text/plain")], "not found");

@@ -7,6 +7,7 @@ pub mod http;
 pub mod pg;
 pub mod pywb;
 pub mod sharded;
+pub mod tinyproxy;
 pub mod warc;
 pub mod writers;
 
@@ -92,13 +93,26 @@ pub fn fresh_dir(kind: &str, name: &str) -> std::path::PathBuf {
     d
 }
 
+/// The environment variables that name proxies (as curl reads them).
+pub const PROXY_VARS: [&str; 7] = [
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+];
+
 /// The binary with `args` in `dir`, stderr piped, stdin and stdout null.
 pub fn command_in(dir: &std::path::Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
-    c.current_dir(dir)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
+    c.current_dir(dir).args(args).env_remove("RUST_LOG");
+    // Tests speak to loopback servers directly unless they say otherwise.
+    for var in PROXY_VARS {
+        c.env_remove(var);
+    }
+    c.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     c

@@ -14,7 +14,7 @@ use reqwest::header::{
 };
 
 use super::decode::{Coding, DecodeError, Decoder};
-use super::{FetchError, FetchResponse, Fetcher, WireCapture};
+use super::{FetchError, FetchResponse, Fetcher, ProxyConfig, WireCapture};
 use crate::config::FetchConfig;
 use crate::guard::{AddressPolicy, Blocked, GuardedResolver};
 
@@ -32,18 +32,31 @@ pub struct HttpFetcher {
     capture: bool,
     /// The headers every request carries (the host aside).
     headers: HeaderMap,
+    /// Which requests go through a proxy.
+    proxy: ProxyConfig,
 }
 
-/// The headers every request carries, in the order they are sent.
-fn request_headers(user_agent: &str) -> Result<HeaderMap, ClientBuildError> {
+/// The headers every request carries, in the order they are sent: the
+/// crawler's, then the user's (`--header`; one of the same name, such as
+/// `Accept`, replaces the crawler's).
+fn request_headers(config: &FetchConfig) -> Result<HeaderMap, ClientBuildError> {
     let mut h = HeaderMap::new();
-    let agent = HeaderValue::from_str(user_agent).map_err(|_| ClientBuildError::UserAgent)?;
+    let agent =
+        HeaderValue::from_str(&config.user_agent).map_err(|_| ClientBuildError::UserAgent)?;
     h.insert(USER_AGENT, agent);
     h.insert(ACCEPT, HeaderValue::from_static("*/*"));
     h.insert(
         ACCEPT_ENCODING,
         HeaderValue::from_static("gzip, deflate, br"),
     );
+    let mut replaced = Vec::new();
+    for extra in &config.headers {
+        if !replaced.contains(&extra.name) {
+            h.remove(&extra.name);
+            replaced.push(extra.name.clone());
+        }
+        h.append(extra.name.clone(), extra.value.clone());
+    }
     Ok(h)
 }
 
@@ -78,9 +91,13 @@ impl HttpFetcher {
         );
         let overrides = config.resolve.iter().map(|r| (r.host.clone(), r.addr.ip()));
         // `--resolve` lives in the guarded resolver, not in the client's
-        // own overrides, which would skip the guard.
-        let guard = GuardedResolver::new(policy, overrides, seeds);
-        let headers = request_headers(&config.user_agent)?;
+        // own overrides, which would skip the guard. The proxies' names
+        // are the user's to allow; what goes through them is judged per
+        // request (`check_proxied`).
+        let proxies = [&config.proxy.http, &config.proxy.https];
+        let trusted = proxies.iter().filter_map(|p| p.as_ref()?.host_name());
+        let guard = GuardedResolver::trusting(policy, overrides, seeds, trusted);
+        let headers = request_headers(config)?;
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.connect_timeout)
@@ -95,6 +112,12 @@ impl HttpFetcher {
             .no_proxy()
             .local_address(config.local_address)
             .dns_resolver(guard.clone());
+        if config.proxy.is_set() {
+            let proxies = config.proxy.clone();
+            builder = builder.proxy(reqwest::Proxy::custom(move |url| {
+                proxies.proxy_for(url).map(|p| p.url().clone())
+            }));
+        }
         for path in &config.ca_certs {
             let bad = |why: String| ClientBuildError::Certificate {
                 path: path.clone(),
@@ -114,6 +137,7 @@ impl HttpFetcher {
             guard,
             capture: config.capture,
             headers,
+            proxy: config.proxy.clone(),
         })
     }
 
@@ -280,7 +304,11 @@ impl Fetcher for HttpFetcher {
             kind: classify(&e),
             message: describe(&e),
         };
-        if let Err(blocked) = self.guard.check_literal(url) {
+        let checked = match self.proxy.proxy_for(url) {
+            Some(_) => self.guard.check_proxied(url).await,
+            None => self.guard.check_literal(url),
+        };
+        if let Err(blocked) = checked {
             return Err(FetchError {
                 started_at,
                 elapsed: start.elapsed(),

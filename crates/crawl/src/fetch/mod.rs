@@ -5,7 +5,9 @@
 //! through scope and dedup like a link.
 
 mod decode;
+mod headers;
 mod http;
+mod proxy;
 
 use std::time::{Duration, SystemTime};
 
@@ -15,7 +17,9 @@ use crawlkeeper_model::{ErrorKind, Known, RecordError};
 use reqwest::header::HeaderMap;
 use url::Url;
 
+pub use headers::{ExtraHeader, HeaderError};
 pub use http::HttpFetcher;
+pub use proxy::{ProxyConfig, ProxyError, ProxyUrl, split_list};
 
 /// Turns a URL into a response. Implementations must be cheap to share:
 /// the engine calls one fetcher from many tasks at once.

@@ -23,6 +23,10 @@ struct Inner {
     policy: AddressPolicy,
     overrides: HashMap<String, Vec<IpAddr>>,
     seed_hosts: HashSet<String>,
+    /// Names whose addresses are not judged: the proxies the user named
+    /// (the connection to a proxy is theirs to allow; the requests it
+    /// carries are judged by [`GuardedResolver::check_proxied`]).
+    trusted: HashSet<String>,
 }
 
 /// A name that resolved to no address at all.
@@ -39,6 +43,17 @@ impl GuardedResolver {
         policy: AddressPolicy,
         overrides: impl IntoIterator<Item = (String, IpAddr)>,
         seeds: &[Url],
+    ) -> Self {
+        Self::trusting(policy, overrides, seeds, [])
+    }
+
+    /// Like [`GuardedResolver::new`], with `trusted` host names (the
+    /// proxies) resolved without being judged.
+    pub fn trusting<'a>(
+        policy: AddressPolicy,
+        overrides: impl IntoIterator<Item = (String, IpAddr)>,
+        seeds: &[Url],
+        trusted: impl IntoIterator<Item = &'a str>,
     ) -> Self {
         let mut pinned: HashMap<String, Vec<IpAddr>> = HashMap::new();
         for (host, ip) in overrides {
@@ -63,6 +78,7 @@ impl GuardedResolver {
                 policy,
                 overrides: pinned,
                 seed_hosts,
+                trusted: trusted.into_iter().map(str::to_ascii_lowercase).collect(),
             }),
         }
     }
@@ -77,6 +93,39 @@ impl GuardedResolver {
             _ => return Ok(()),
         };
         self.inner.policy.check(ip)
+    }
+
+    /// Checks the target of a request that goes through a proxy, which
+    /// resolves names itself: the name is resolved here too, and refused
+    /// when any of its addresses is denied (the proxy might pick that
+    /// one). A name that does not resolve here (known to the proxy only)
+    /// cannot be judged and passes.
+    pub async fn check_proxied(&self, url: &Url) -> Result<(), Blocked> {
+        let host = match url.host() {
+            Some(Host::Domain(d)) => d.to_ascii_lowercase(),
+            _ => return self.check_literal(url),
+        };
+        let found = self.lookup(&host).await.unwrap_or_default();
+        if self.inner.seed_hosts.contains(&host) {
+            for ip in &found {
+                self.inner.policy.learn_seed_address(*ip);
+            }
+        }
+        found
+            .into_iter()
+            .try_for_each(|ip| self.inner.policy.check(ip))
+    }
+
+    /// The addresses of `host`: its `--resolve` override, else the
+    /// system's answer.
+    async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>> {
+        Ok(match self.inner.overrides.get(host) {
+            Some(pinned) => pinned.clone(),
+            None => tokio::net::lookup_host((host, 0))
+                .await?
+                .map(|a| a.ip())
+                .collect(),
+        })
     }
 
     /// The addresses of `host` a connection may use: all those the policy
@@ -112,15 +161,13 @@ impl Resolve for GuardedResolver {
         let this = self.clone();
         let host = name.as_str().to_ascii_lowercase();
         Box::pin(async move {
-            let found: Vec<IpAddr> = match this.inner.overrides.get(&host) {
-                Some(pinned) => pinned.clone(),
-                None => tokio::net::lookup_host((host.as_str(), 0))
-                    .await?
-                    .map(|a| a.ip())
-                    .collect(),
-            };
+            let found = this.lookup(&host).await?;
             if found.is_empty() {
                 return Err(NoAddress(host).into());
+            }
+            if this.inner.trusted.contains(&host) {
+                let addrs = found.into_iter().map(|ip| SocketAddr::new(ip, 0));
+                return Ok(Box::new(addrs.collect::<Vec<_>>().into_iter()) as Addrs);
             }
             let allowed = this.admit(&host, found)?;
             Ok(Box::new(allowed.into_iter()) as Addrs)
@@ -131,6 +178,8 @@ impl Resolve for GuardedResolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::str::FromStr;
+
     use crate::guard::Cidr;
 
     fn ip(s: &str) -> IpAddr {
@@ -141,6 +190,65 @@ mod tests {
         let deny: Vec<Cidr> = deny.iter().map(|d| d.parse().unwrap()).collect();
         let seeds: Vec<Url> = seeds.iter().map(|s| Url::parse(s).unwrap()).collect();
         GuardedResolver::new(AddressPolicy::new(vec![], deny, false), [], &seeds)
+    }
+
+    /// A resolver with `--resolve` overrides (nothing is looked up).
+    fn pinned(pins: &[(&str, &str)], trusted: &[&str]) -> GuardedResolver {
+        let pins: Vec<(String, IpAddr)> = pins.iter().map(|(h, a)| ((*h).into(), ip(a))).collect();
+        GuardedResolver::trusting(
+            AddressPolicy::new(vec![], vec![], false),
+            pins,
+            &[],
+            trusted.iter().copied(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_proxied_target_is_refused_when_any_of_its_addresses_is_denied() {
+        let r = pinned(
+            &[
+                ("public.test", "93.184.216.34"),
+                ("rebind.test", "93.184.216.34"),
+                ("rebind.test", "169.254.169.254"),
+            ],
+            &[],
+        );
+        let url = |s: &str| Url::parse(s).unwrap();
+        assert!(r.check_proxied(&url("http://public.test/")).await.is_ok());
+        // Directly, the allowed address would be used; through a proxy,
+        // which resolves the name itself, it might not be.
+        let e = r
+            .check_proxied(&url("http://rebind.test/"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.addr, ip("169.254.169.254"));
+        assert!(
+            r.check_proxied(&url("http://127.0.0.1:8080/"))
+                .await
+                .is_err()
+        );
+        assert!(r.check_proxied(&url("http://[::1]/")).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_trusted_name_resolves_to_addresses_the_policy_would_deny() {
+        let r = pinned(
+            &[("proxy.test", "10.0.0.5"), ("other.test", "10.0.0.6")],
+            &["proxy.test"],
+        );
+        let name = |s: &str| Name::from_str(s).unwrap();
+        let got: Vec<SocketAddr> = r.resolve(name("proxy.test")).await.unwrap().collect();
+        assert_eq!(got, [SocketAddr::new(ip("10.0.0.5"), 0)]);
+        assert!(
+            r.resolve(name("other.test")).await.is_err(),
+            "only the proxy"
+        );
+        assert!(
+            r.check_proxied(&Url::parse("http://other.test/").unwrap())
+                .await
+                .is_err(),
+            "a target in the proxy's network is judged as any other"
+        );
     }
 
     #[test]
