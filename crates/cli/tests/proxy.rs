@@ -1,6 +1,7 @@
 //! Proxies and headers (issue #30), end to end on loopback: a real
 //! forward proxy (Debian's tinyproxy) carries every request, robots.txt
-//! included, with and without credentials; a proxy that is gone gives
+//! included, with and without credentials, and so does a SOCKS5 proxy
+//! (the test site's); a proxy that is gone gives
 //! errors, not a hang; `--header` arrives on every request; secrets never
 //! reach the output or the logs; bad options are refused before anything
 //! is written.
@@ -14,6 +15,7 @@ use common::tinyproxy::Tinyproxy;
 use common::{command_in, crawl_in, fresh_dir, records};
 use crawlkeeper_model::{CrawlRecord, ErrorKind};
 use crawlkeeper_testsite::hostile::{HostileServer, Script};
+use crawlkeeper_testsite::socks::SocksServer;
 
 const SECRET: &str = "S3cret-7f2a";
 
@@ -138,6 +140,29 @@ async fn a_proxy_that_is_gone_gives_errors_not_a_hang() {
         "{got:#?}"
     );
     assert!(site.requests().is_empty(), "{:?}", site.requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_goes_through_a_socks5_proxy() {
+    let site = site().await;
+    for remote_names in [false, true] {
+        let d = fresh_dir("proxy", &format!("socks-{remote_names}"));
+        let socks = SocksServer::start().await.unwrap();
+        let before = site.requests().len();
+        let (got, _) = crawl(&d, &site.url("/"), &["--proxy", &socks.url(remote_names)]).await;
+        assert_eq!(got.len(), 3, "{got:#?}");
+        assert!(got.iter().all(|r| r.status == Some(200)), "{got:#?}");
+        // One connection per request (the site closes each one), each
+        // through the proxy.
+        let requests = site.requests().len() - before;
+        assert_eq!(requests, 4, "{:?}", site.requests());
+        let through = socks.connections();
+        assert_eq!(through.len(), requests, "{through:?}");
+        assert!(
+            through.iter().all(|t| *t == site.addr().to_string()),
+            "{through:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,7 @@
 //! | [`zookeeper`] | a real ZooKeeper server for the cluster's tests (`scripts/zookeeper.sh`) |
 //! | [`requisite`] | the requisite pages under `/req/`: a page needing every kind of requisite, some on the next host (a CDN) |
 //! | [`relay`] | a TCP relay a test cuts to make a client vanish, as a crashed process does |
+//! | [`socks`] | a small SOCKS5 proxy (CONNECT to loopback only) for the proxy tests |
 //!
 //! Each host is a listener on its own loopback address (127.0.0.1,
 //! 127.0.0.2, …: a host and an authority of its own). Host pages `/p/0 … /p/{n-1}` link to each other in every form
@@ -29,6 +30,7 @@ pub mod relay;
 pub mod requisite;
 pub mod server;
 pub mod site;
+pub mod socks;
 pub mod tls;
 pub mod zookeeper;
 
