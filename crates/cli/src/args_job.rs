@@ -91,6 +91,13 @@ pub struct JobArgs {
     /// addresses, CIDR networks, or * (comma-separated; replaces NO_PROXY).
     #[arg(long, value_name = "HOSTS")]
     pub no_proxy: Option<String>,
+    /// Load these cookies (a Netscape cookie file, as curl and browsers'
+    /// exporters write) into the crawl's cookie jar.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_cookies")]
+    pub cookies: Option<PathBuf>,
+    /// No cookie jar: cookies servers set are not sent back.
+    #[arg(long)]
+    pub no_cookies: bool,
     /// Do not fetch or obey robots.txt.
     #[arg(long)]
     pub ignore_robots: bool,
@@ -269,6 +276,19 @@ fn extra_headers(given: &[String]) -> Result<Vec<ExtraHeader>, String> {
         .collect()
 }
 
+/// The text of the `--cookies` file, checked (never repeating a cookie:
+/// they are secrets).
+fn cookie_file(path: Option<&std::path::Path>) -> Result<Option<String>, String> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--cookies {}: {e}", path.display()))?;
+    crawlkeeper_crawl::fetch::CookieJar::from_netscape(&text)
+        .map_err(|e| format!("--cookies {}: {e}", path.display()))?;
+    Ok(Some(text))
+}
+
 /// The `--proxy` option, checked (shown without its password).
 fn proxy_url(given: Option<&str>) -> Result<Option<ProxyUrl>, String> {
     given
@@ -318,6 +338,7 @@ impl JobArgs {
     pub fn check(&self) -> Result<(), String> {
         extra_headers(&self.headers)?;
         proxy_url(self.proxy.as_deref())?;
+        cookie_file(self.cookies.as_deref())?;
         if self.max_text.is_some() && !self.text {
             return Err("--max-text sets the cap of --text: give --text too".to_owned());
         }
@@ -373,6 +394,8 @@ impl JobArgs {
         if let Some(hosts) = &self.no_proxy {
             c.fetch.proxy.no_proxy = split_list(hosts);
         }
+        c.fetch.cookies.jar = !self.no_cookies;
+        c.fetch.cookies.file = cookie_file(self.cookies.as_deref()).unwrap_or_default();
         c.fetch.allow_nets = self.allow_nets.clone();
         c.fetch.deny_nets = self.deny_nets.clone();
         c.fetch.allow_private = self.allow_private;

@@ -184,6 +184,48 @@ pub struct FetchConfig {
     /// Forward proxies (`--proxy`, `--no-proxy`, the environment).
     #[serde(skip_serializing_if = "crate::fetch::ProxyConfig::is_unset")]
     pub proxy: crate::fetch::ProxyConfig,
+    /// The cookie jar (`--cookies`, `--no-cookies`).
+    #[serde(skip_serializing_if = "CookieConfig::is_default")]
+    pub cookies: CookieConfig,
+}
+
+/// The crawl's cookie jar: one per crawling process (a cluster's Runner
+/// keeps the cookies of the hosts of its shards), following RFC 6265 with
+/// bounds a hostile server cannot push past.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CookieConfig {
+    /// Keep the cookies servers set and send them back. Default true.
+    pub jar: bool,
+    /// A Netscape cookie file's text (`--cookies FILE`, what curl and
+    /// browsers' exporters write), loaded into the jar at the start: a
+    /// secret, stored with the job and never shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+impl Default for CookieConfig {
+    fn default() -> Self {
+        Self {
+            jar: true,
+            file: None,
+        }
+    }
+}
+
+impl CookieConfig {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl std::fmt::Debug for CookieConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CookieConfig")
+            .field("jar", &self.jar)
+            .field("file", &self.file.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// A host name pinned to an address.
@@ -353,6 +395,7 @@ impl Default for FetchConfig {
             capture: false,
             headers: Vec::new(),
             proxy: crate::fetch::ProxyConfig::default(),
+            cookies: CookieConfig::default(),
         }
     }
 }

@@ -162,6 +162,22 @@ impl Database {
         Ok(row.get(0))
     }
 
+    /// The backends connected to this database now, by process id (the
+    /// nodes' and their clients' sessions; the server's shared processes,
+    /// its WAL writer and checkpointer, are not among them).
+    pub(super) fn backends(&self) -> Result<Vec<u32>> {
+        let mut c = postgres::Client::connect(&self.admin, postgres::NoTls)
+            .with_context(|| format!("connecting to {}", self.admin))?;
+        let rows = c.query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1",
+            &[&self.name],
+        )?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| u32::try_from(r.get::<_, i32>(0)).ok())
+            .collect())
+    }
+
     /// Runs `sql` on the `postgres` database.
     pub(super) fn execute(&self, sql: &str) -> Result<()> {
         let mut c = postgres::Client::connect(&self.admin, postgres::NoTls)

@@ -24,6 +24,9 @@ struct ScaleRun {
     largest: usize,
     nodes_cpu: Duration,
     postgres_cpu: Duration,
+    /// The CPU of the backends serving this run's database only (what
+    /// another database's work on the same server cannot blur).
+    backends_cpu: Duration,
     /// The CPU of the nodes, PostgreSQL and the site over the machine's
     /// cores × the time `submit --wait` took.
     share: f64,
@@ -69,9 +72,9 @@ pub(super) fn run(lab: &Lab, args: &ClusterArgs) -> Result<()> {
     }
     println!(
         "\n| Runners | pages | wall | submit → first request | largest shard | pages/s | vs 1 Runner | nodes CPU / 1,000 pages \
-         | PostgreSQL CPU / 1,000 pages | CPU used (nodes + PostgreSQL + site) | machine CPU busy | PostgreSQL deadlocks |"
+         | PostgreSQL CPU / 1,000 pages | its database's backends / 1,000 pages | CPU used (nodes + PostgreSQL + site) | machine CPU busy | PostgreSQL deadlocks |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let cores = cores();
     let mut base = None;
     for (runners, mut runs) in by_count {
@@ -82,7 +85,7 @@ pub(super) fn run(lab: &Lab, args: &ClusterArgs) -> Result<()> {
         let base = *base.get_or_insert(m.rate());
         let per_k = |d: Duration| d.as_secs_f64() * 1000.0 / m.pages as f64;
         println!(
-            "| {runners} | {} | {} | {} | {} hosts ({:.2}× the mean) | {:.0} | {:.2}× | {:.3} s | {:.3} s | {:.0}% of {cores} cores | {:.0}% | {} |",
+            "| {runners} | {} | {} | {} | {} hosts ({:.2}× the mean) | {:.0} | {:.2}× | {:.3} s | {:.3} s | {:.3} s | {:.0}% of {cores} cores | {:.0}% | {} |",
             m.pages,
             secs(m.wall),
             secs(m.start),
@@ -92,6 +95,7 @@ pub(super) fn run(lab: &Lab, args: &ClusterArgs) -> Result<()> {
             m.rate() / base,
             per_k(m.nodes_cpu),
             per_k(m.postgres_cpu),
+            per_k(m.backends_cpu),
             m.share * 100.0,
             m.busy * 100.0,
             m.deadlocks
@@ -112,6 +116,12 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
     let mut group = Group::start(lab, "scale", runners, 0, &Beat::defaults())?;
     group.formed()?;
     let pg_before = postgres_cpu()?;
+    let backends_before: Vec<(u32, Duration)> = group
+        .db
+        .backends()?
+        .into_iter()
+        .map(|pid| (pid, process_cpu(pid)))
+        .collect();
     let own_before = own_cpu();
     let nodes_before: Duration = group.nodes.iter().map(|n| process_cpu(n.pid())).sum();
     let (busy_before, total_before) = machine_ticks();
@@ -120,6 +130,19 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
     let submitted = started.elapsed();
     let (busy_after, total_after) = machine_ticks();
     let postgres_cpu = postgres_cpu()?.saturating_sub(pg_before);
+    // Backends there before count from then; those opened since, whole.
+    let backends_cpu = group
+        .db
+        .backends()?
+        .into_iter()
+        .map(|pid| {
+            let before = backends_before
+                .iter()
+                .find(|(p, _)| *p == pid)
+                .map_or(Duration::ZERO, |(_, d)| *d);
+            process_cpu(pid).saturating_sub(before)
+        })
+        .sum();
     let site_cpu = own_cpu().saturating_sub(own_before);
     let nodes_cpu = group
         .nodes
@@ -143,6 +166,7 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
         largest: largest_shard(args.scale_hosts, runners),
         nodes_cpu,
         postgres_cpu,
+        backends_cpu,
         share: (nodes_cpu + postgres_cpu + site_cpu).as_secs_f64()
             / (submitted.as_secs_f64() * cores() as f64),
         busy: busy_after.saturating_sub(busy_before) as f64
