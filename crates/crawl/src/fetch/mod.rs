@@ -4,6 +4,7 @@
 //! A fetcher never follows redirects: the engine sends each `Location`
 //! through scope and dedup like a link.
 
+pub mod cookies;
 mod decode;
 mod http;
 
@@ -15,6 +16,7 @@ use crawlkeeper_model::{ErrorKind, Known, RecordError};
 use reqwest::header::HeaderMap;
 use url::Url;
 
+pub use cookies::{CookieFileError, CookieJar};
 pub use http::HttpFetcher;
 
 /// Turns a URL into a response. Implementations must be cheap to share:
