@@ -4,6 +4,7 @@
 //! A fetcher never follows redirects: the engine sends each `Location`
 //! through scope and dedup like a link.
 
+pub mod cookies;
 mod decode;
 mod headers;
 mod http;
@@ -17,6 +18,7 @@ use crawlkeeper_model::{ErrorKind, Known, RecordError};
 use reqwest::header::HeaderMap;
 use url::Url;
 
+pub use cookies::{CookieFileError, CookieJar};
 pub use headers::{ExtraHeader, HeaderError};
 pub use http::HttpFetcher;
 pub use proxy::{ProxyConfig, ProxyError, ProxyUrl, split_list};
