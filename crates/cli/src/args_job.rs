@@ -282,8 +282,8 @@ fn cookie_file(path: Option<&std::path::Path>) -> Result<Option<String>, String>
     let Some(path) = path else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--cookies {}: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--cookies {}: {e}", path.display()))?;
     crawlkeeper_crawl::fetch::CookieJar::from_netscape(&text)
         .map_err(|e| format!("--cookies {}: {e}", path.display()))?;
     Ok(Some(text))

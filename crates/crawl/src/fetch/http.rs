@@ -9,12 +9,14 @@ use bytes::{Bytes, BytesMut};
 use crawlkeeper_model::{ErrorKind, Known};
 use url::Url;
 
+use reqwest::cookie::CookieStore as _;
 use reqwest::header::{
-    ACCEPT, ACCEPT_ENCODING, HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH, USER_AGENT,
+    ACCEPT, ACCEPT_ENCODING, COOKIE, HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH,
+    SET_COOKIE, USER_AGENT,
 };
 
 use super::decode::{Coding, DecodeError, Decoder};
-use super::{FetchError, FetchResponse, Fetcher, ProxyConfig, WireCapture};
+use super::{CookieJar, FetchError, FetchResponse, Fetcher, ProxyConfig, WireCapture};
 use crate::config::FetchConfig;
 use crate::guard::{AddressPolicy, Blocked, GuardedResolver};
 
@@ -34,6 +36,8 @@ pub struct HttpFetcher {
     headers: HeaderMap,
     /// Which requests go through a proxy.
     proxy: ProxyConfig,
+    /// The crawl's cookies, unless the jar is off.
+    jar: Option<std::sync::Arc<CookieJar>>,
 }
 
 /// The headers every request carries, in the order they are sent: the
@@ -70,6 +74,9 @@ pub enum ClientBuildError {
     /// The user agent cannot be a header value.
     #[error("the user agent must be visible ASCII text")]
     UserAgent,
+    /// The cookie file could not be loaded.
+    #[error("cannot use the cookie file: {0}")]
+    Cookies(#[from] super::CookieFileError),
     /// A certificate file could not be read or parsed.
     #[error("cannot use certificate file '{path}': {why}")]
     Certificate {
@@ -131,7 +138,13 @@ impl HttpFetcher {
             }
             builder = builder.tls_certs_merge(certs);
         }
+        let jar = match (&config.cookies.jar, &config.cookies.file) {
+            (false, _) => None,
+            (true, Some(text)) => Some(CookieJar::from_netscape(text)?),
+            (true, None) => Some(CookieJar::new()),
+        };
         Ok(Self {
+            jar: jar.map(std::sync::Arc::new),
             client: builder.build()?,
             max_body_bytes: config.max_body_bytes,
             guard,
@@ -194,6 +207,24 @@ impl HttpFetcher {
         })
     }
 
+    /// Puts the jar's cookies for `url` into `extra`, after the user's own
+    /// `Cookie` header if they gave one (a request carries one).
+    fn add_cookies(&self, jar: &CookieJar, url: &Url, extra: &mut HeaderMap) {
+        let Some(from_jar) = jar.cookies(url) else {
+            return;
+        };
+        let value = match self.headers.get(COOKIE) {
+            Some(given) => {
+                let mut both = given.as_bytes().to_vec();
+                both.extend_from_slice(b"; ");
+                both.extend_from_slice(from_jar.as_bytes());
+                HeaderValue::from_bytes(&both).unwrap_or(from_jar)
+            }
+            None => from_jar,
+        };
+        extra.insert(COOKIE, value);
+    }
+
     /// The request head as this client sends it for `url` (the headers it
     /// sets itself and the `host` the connection adds).
     fn request_head(&self, url: &Url, version: reqwest::Version, extra: &HeaderMap) -> Bytes {
@@ -208,7 +239,10 @@ impl HttpFetcher {
             (None, _) => String::new(),
         };
         let mut head = format!("GET {target} {}\r\n", version_text(version));
-        for (name, value) in self.headers.iter().chain(extra) {
+        // A header of the request replaces the client's of that name (as
+        // the client does when it sends them).
+        let defaults = self.headers.iter().filter(|(n, _)| !extra.contains_key(*n));
+        for (name, value) in defaults.chain(extra) {
             head.push_str(name.as_str());
             head.push_str(": ");
             head.push_str(&String::from_utf8_lossy(value.as_bytes()));
@@ -316,7 +350,10 @@ impl Fetcher for HttpFetcher {
                 message: blocked.to_string(),
             });
         }
-        let extra = conditions(known);
+        let mut extra = conditions(known);
+        if let Some(jar) = &self.jar {
+            self.add_cookies(jar, url, &mut extra);
+        }
         let mut response = self
             .client
             .get(url.as_str())
@@ -326,6 +363,9 @@ impl Fetcher for HttpFetcher {
             .map_err(fail)?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
+        if let Some(jar) = &self.jar {
+            jar.set_cookies(&mut headers.get_all(SET_COOKIE).iter(), url);
+        }
         let heads = self.capture.then(|| {
             (
                 self.request_head(url, response.version(), &extra),
