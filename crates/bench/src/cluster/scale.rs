@@ -116,12 +116,7 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
     let mut group = Group::start(lab, "scale", runners, 0, &Beat::defaults())?;
     group.formed()?;
     let pg_before = postgres_cpu()?;
-    let backends_before: Vec<(u32, Duration)> = group
-        .db
-        .backends()?
-        .into_iter()
-        .map(|pid| (pid, process_cpu(pid)))
-        .collect();
+    let sampler = BackendSampler::start(&group.db)?;
     let own_before = own_cpu();
     let nodes_before: Duration = group.nodes.iter().map(|n| process_cpu(n.pid())).sum();
     let (busy_before, total_before) = machine_ticks();
@@ -130,19 +125,7 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
     let submitted = started.elapsed();
     let (busy_after, total_after) = machine_ticks();
     let postgres_cpu = postgres_cpu()?.saturating_sub(pg_before);
-    // Backends there before count from then; those opened since, whole.
-    let backends_cpu = group
-        .db
-        .backends()?
-        .into_iter()
-        .map(|pid| {
-            let before = backends_before
-                .iter()
-                .find(|(p, _)| *p == pid)
-                .map_or(Duration::ZERO, |(_, d)| *d);
-            process_cpu(pid).saturating_sub(before)
-        })
-        .sum();
+    let backends_cpu = sampler.stop();
     let site_cpu = own_cpu().saturating_sub(own_before);
     let nodes_cpu = group
         .nodes
@@ -187,4 +170,64 @@ fn largest_shard(hosts: usize, shards: u32) -> usize {
 /// The machine's cores.
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Samples the CPU of the backends serving one database while a run
+/// lasts: the nodes open and close their sessions with the job, so a
+/// look at the start and one at the end would miss them. A backend's
+/// CPU counts from its first sample (or from zero if it opened during
+/// the run) to its last; what a backend uses in its last 20 ms is missed.
+struct BackendSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Duration>,
+}
+
+impl BackendSampler {
+    fn start(db: &super::lab::Database) -> Result<Self> {
+        let first: std::collections::HashMap<u32, Duration> = db
+            .backends()?
+            .into_iter()
+            .map(|pid| (pid, process_cpu(pid)))
+            .collect();
+        let admin = db.admin.clone();
+        let name = db.name.clone();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut last: std::collections::HashMap<u32, Duration> =
+                std::collections::HashMap::new();
+            let Ok(mut c) = postgres::Client::connect(&admin, postgres::NoTls) else {
+                return Duration::ZERO;
+            };
+            loop {
+                let done = stopping.load(std::sync::atomic::Ordering::Acquire);
+                if let Ok(rows) = c.query(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = $1",
+                    &[&name],
+                ) {
+                    for row in rows {
+                        if let Ok(pid) = u32::try_from(row.get::<_, i32>(0)) {
+                            // A backend gone meanwhile reads as zero.
+                            let cpu = process_cpu(pid);
+                            let seen = last.entry(pid).or_default();
+                            *seen = (*seen).max(cpu);
+                        }
+                    }
+                }
+                if done {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            last.iter()
+                .map(|(pid, cpu)| cpu.saturating_sub(first.get(pid).copied().unwrap_or_default()))
+                .sum()
+        });
+        Ok(Self { stop, thread })
+    }
+
+    fn stop(self) -> Duration {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.thread.join().unwrap_or_default()
+    }
 }
