@@ -6,6 +6,7 @@
 
 mod decode;
 mod http;
+mod tls_error;
 
 use std::time::{Duration, SystemTime};
 
