@@ -81,7 +81,15 @@ fn main() -> std::io::Result<()> {
         }
         println!("ready");
         tokio::signal::ctrl_c().await?;
-        eprintln!("{} requests served", site.log().len());
+        if site.ca_pem().is_some() {
+            let handshakes: usize = (0..site.hosts()).map(|h| site.log().handshakes(h)).sum();
+            eprintln!(
+                "{} requests served, {handshakes} TLS handshakes",
+                site.log().len()
+            );
+        } else {
+            eprintln!("{} requests served", site.log().len());
+        }
         Ok(())
     })
 }
