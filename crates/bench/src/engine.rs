@@ -49,6 +49,10 @@ pub struct EngineArgs {
     /// crawl fetches those too, counted apart from the pages.
     #[arg(long)]
     embeds: bool,
+    /// Serve the site over HTTPS (the crawler negotiates HTTP/2 by ALPN),
+    /// its throw-away authority passed to the crawler as `--ca-cert`.
+    #[arg(long)]
+    tls: bool,
     /// Extra arguments passed to `crawlkeeper crawl`.
     #[arg(long, allow_hyphen_values = true)]
     crawl_arg: Vec<String>,
@@ -154,6 +158,7 @@ pub fn run(args: EngineArgs) -> Result<()> {
                     &scenario,
                     args.page_bytes,
                     args.embeds,
+                    args.tls,
                     state,
                     &crawl_args(&args, state),
                 )?);
@@ -166,10 +171,11 @@ pub fn run(args: EngineArgs) -> Result<()> {
             let rate = m.pages as f64 / m.wall.as_secs_f64();
             rates.push(rate);
             println!(
-                "{:<12} state={:<6} hosts={:<4} pages={:<6} wall={:>6.2}s rate={:>7.0} pages/s cpu={:>6.2}s \
+                "{:<12} state={:<6} {} hosts={:<4} pages={:<6} wall={:>6.2}s rate={:>7.0} pages/s cpu={:>6.2}s \
                  cpu/1000 pages={:.3}s peak_rss={:.1} MB (median of {})",
                 scenario.name,
                 state,
+                if args.tls { "https" } else { "http " },
                 scenario.hosts,
                 m.pages,
                 m.wall.as_secs_f64(),
@@ -234,9 +240,14 @@ fn run_once(
     s: &Scenario,
     page_bytes: usize,
     embeds: bool,
+    tls: bool,
     state: &str,
     extra: &[String],
 ) -> Result<Measure> {
+    let work = std::env::temp_dir().join(format!("crawlkeeper-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work)?;
+    let ca = work.join("site-ca.pem");
     let mut site = Command::new(dir.join("crawlkeeper-testsite"))
         .args([
             "--hosts",
@@ -251,19 +262,21 @@ fn run_once(
             &s.delay_ms.to_string(),
         ])
         .args(embeds.then_some("--embeds"))
+        .args(tls.then_some("--tls"))
+        .args(tls.then_some("--ca-out"))
+        .args(tls.then_some(&ca))
         .stdout(Stdio::piped())
         .spawn()
         .context("starting the test site")?;
     let origins = read_origins(&mut site)?;
-    let work = std::env::temp_dir().join(format!("crawlkeeper-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work)?;
     let out = work.join("out.jsonl");
     let mut cmd = Command::new(dir.join("crawlkeeper"));
     cmd.current_dir(&work);
     cmd.args(["crawl", "--follow", "--quiet", "--out"])
         .arg(&out)
         .args(s.crawl_args)
+        .args(tls.then_some("--ca-cert"))
+        .args(tls.then_some(&ca))
         .args((state == "memory").then_some("--no-state"))
         .args(extra)
         .args(origins.iter().map(|o| format!("{o}/")));

@@ -21,6 +21,7 @@ const GLOBAL: &[&str] = &["--help", "--version"];
 /// test site's binary, cargo and `cdxj-indexer`.
 const OTHER_TOOLS: &[&str] = &[
     "--backend",
+    "--ca-out",
     "--check",
     "--crawl-arg",
     "--delay-ms",
@@ -40,6 +41,7 @@ const OTHER_TOOLS: &[&str] = &[
     "--showcase",
     "--soak",
     "--sort",
+    "--tls",
 ];
 
 /// The marker that opens an option table.

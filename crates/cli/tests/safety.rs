@@ -176,7 +176,7 @@ async fn a_refused_certificate_is_in_the_record_and_quiet_means_quiet() {
     assert_eq!(recs.len(), 1, "{out}");
     assert_eq!(
         recs[0].error.as_ref().map(|e| e.kind),
-        Some(crawlkeeper_model::ErrorKind::Connect),
+        Some(crawlkeeper_model::ErrorKind::Certificate),
         "{out}"
     );
     let r = crawl("--fresh").await;

@@ -300,7 +300,12 @@ impl Pipeline {
                 record.fetched_at = rfc3339(e.started_at);
                 record.response_ms = Some(millis(e.elapsed));
                 record.error = Some(e.to_record_error());
-                let retry = !matches!(e.kind, ErrorKind::InvalidUrl | ErrorKind::BlockedAddress);
+                // A refused certificate is the server's setting: asking
+                // again soon gets the same one.
+                let retry = !matches!(
+                    e.kind,
+                    ErrorKind::InvalidUrl | ErrorKind::BlockedAddress | ErrorKind::Certificate
+                );
                 let retry = retry.then_some(RetryHint { after: None });
                 Processed {
                     record,

@@ -30,6 +30,9 @@ pub enum RobotsRules {
     /// The authority's address is refused by the SSRF guard: nothing of it
     /// is requested, each URL is recorded as `blocked_address`.
     Blocked(String),
+    /// The authority's TLS certificate was refused: nothing of it is
+    /// requested, each URL is recorded as `certificate`, the reason said.
+    Certificate(String),
     /// Fetching or reading robots.txt failed inside crawlkeeper (a caught
     /// panic): nothing is requested, and each URL is recorded as an
     /// internal error rather than left without a record.
@@ -75,6 +78,7 @@ impl RobotsRules {
                 format!("robots.txt unavailable ({why}); treated as disallow-all"),
             )),
             Self::Blocked(why) => Err(RecordError::new(ErrorKind::BlockedAddress, why.clone())),
+            Self::Certificate(why) => Err(RecordError::new(ErrorKind::Certificate, why.clone())),
             Self::Failed(why) => Err(RecordError::new(
                 ErrorKind::Internal,
                 format!("robots.txt could not be processed (internal error: {why}); not requested"),
@@ -139,6 +143,10 @@ impl RobotsRules {
                 // The authority's own address is refused: so is every URL of it.
                 Err(e) if e.kind == ErrorKind::BlockedAddress && hop == 0 => {
                     return (Self::Blocked(e.message), None);
+                }
+                // So is its certificate (not a redirect's, on another host).
+                Err(e) if e.kind == ErrorKind::Certificate && hop == 0 => {
+                    return (Self::Certificate(e.message), None);
                 }
                 Err(e) => {
                     debug!(%authority, error = %e, "robots.txt unreachable");

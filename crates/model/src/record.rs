@@ -116,7 +116,8 @@ pub struct RecordError {
 pub enum ErrorKind {
     /// The connect or whole-request timeout expired.
     Timeout,
-    /// The connection could not be made (refused, DNS, TLS handshake).
+    /// The connection could not be made (refused, DNS, a TLS handshake
+    /// failing for another reason than the certificate).
     Connect,
     /// The body was larger than the maximum body size and was cut.
     TooLarge,
@@ -161,6 +162,9 @@ pub enum ErrorKind {
     /// its deadline, answered something unreadable, or was not running;
     /// the page's record and links are kept without its additions.
     Processor,
+    /// The server's TLS certificate was refused: expired, for another
+    /// name, or not from a trusted authority; the message says which.
+    Certificate,
 }
 
 fn is_zero(n: &u32) -> bool {

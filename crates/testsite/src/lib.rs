@@ -8,7 +8,7 @@
 //! | [`server`] | serving the site with hyper, one listener per host |
 //! | [`log`] | the request log tests judge a crawl by |
 //! | [`hostile`] | a server that misbehaves on purpose, byte by byte, for the hostile-input tests |
-//! | [`tls`] | a throw-away certificate authority, for HTTPS and HTTP/2 |
+//! | [`tls`] | a throw-away certificate authority, for HTTPS and HTTP/2; certificates a client must refuse (expired, for another name, self-signed) |
 //! | [`zookeeper`] | a real ZooKeeper server for the cluster's tests (`scripts/zookeeper.sh`) |
 //! | [`requisite`] | the requisite pages under `/req/`: a page needing every kind of requisite, some on the next host (a CDN) |
 //! | [`relay`] | a TCP relay a test cuts to make a client vanish, as a crashed process does |

@@ -1,5 +1,5 @@
 //! The request log: every request the site received, in arrival order,
-//! and per-host concurrency.
+//! per-host concurrency and TLS handshakes.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,6 +29,8 @@ pub struct LogEntry {
 struct HostGauge {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    /// TLS handshakes completed: connections a client set up.
+    handshakes: AtomicUsize,
 }
 
 /// Shared, append-only record of requests.
@@ -138,6 +140,17 @@ impl RequestLog {
     /// True when no request arrived.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Counts a TLS handshake `host` completed (a new connection).
+    pub fn handshake(&self, host: usize) {
+        self.gauges[host].handshakes.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The TLS handshakes `host` completed: the connections a client made
+    /// to it over HTTPS (each carries any number of requests).
+    pub fn handshakes(&self, host: usize) -> usize {
+        self.gauges[host].handshakes.load(Ordering::SeqCst)
     }
 
     /// Requests `host` is answering now.

@@ -36,6 +36,14 @@ struct Args {
     /// Worker threads of the server's runtime.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with a throw-away
+    /// certificate authority, its certificate written to `--ca-out`.
+    #[arg(long, requires = "ca_out")]
+    tls: bool,
+    /// Where `--tls` writes the authority's certificate (PEM), before
+    /// `ready`: what a client passes as `--ca-cert`.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    ca_out: Option<std::path::PathBuf>,
 }
 
 fn main() -> std::io::Result<()> {
@@ -45,7 +53,7 @@ fn main() -> std::io::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let config = if args.showcase {
+        let mut config = if args.showcase {
             SiteConfig::showcase()
         } else {
             SiteConfig {
@@ -63,13 +71,25 @@ fn main() -> std::io::Result<()> {
                 tls: false,
             }
         };
+        config.tls = args.tls;
         let site = TestSite::start(config).await?;
+        if let (Some(path), Some(pem)) = (&args.ca_out, site.ca_pem()) {
+            std::fs::write(path, pem)?;
+        }
         for i in 0..site.hosts() {
             println!("{}", site.origin(i));
         }
         println!("ready");
         tokio::signal::ctrl_c().await?;
-        eprintln!("{} requests served", site.log().len());
+        if site.ca_pem().is_some() {
+            let handshakes: usize = (0..site.hosts()).map(|h| site.log().handshakes(h)).sum();
+            eprintln!(
+                "{} requests served, {handshakes} TLS handshakes",
+                site.log().len()
+            );
+        } else {
+            eprintln!("{} requests served", site.log().len());
+        }
         Ok(())
     })
 }

@@ -1,5 +1,6 @@
 //! Serving the site: one hyper HTTP/1.1 listener per host, each on its own loopback address.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -31,7 +32,7 @@ use crate::site::{
     HUGE_BYTES, HostConfig, RobotsMode, Route, SiteConfig, SitemapFile, origin, render_index,
     render_leaf, render_page, render_robots,
 };
-use crate::tls::SiteTls;
+use crate::tls::{Authority, CertKind};
 
 const HTML: &str = "text/html; charset=utf-8";
 
@@ -78,17 +79,38 @@ impl TestSite {
             addrs.push(addr);
             listeners.push(listener);
         }
-        let tls = if config.tls {
+        // One authority; one acceptor per kind of certificate the hosts
+        // present, each for every host's name and address.
+        let mut acceptors: Vec<Option<TlsAcceptor>> = vec![None; config.hosts.len()];
+        let mut ca_pem = None;
+        if config.tls {
+            let authority = Authority::new().map_err(std::io::Error::other)?;
             let names: Vec<String> = std::iter::once("localhost".to_owned())
                 .chain(config.hosts.iter().filter_map(|h| h.name.clone()))
                 .collect();
             let ips: Vec<std::net::IpAddr> = addrs.iter().map(|a| a.ip()).collect();
-            Some(SiteTls::new(&names, &ips).map_err(std::io::Error::other)?)
-        } else {
-            None
-        };
-        let ca_pem = tls.as_ref().map(|t| t.ca_pem.clone());
-        let acceptor = tls.map(|t| t.acceptor);
+            let mut made: HashMap<(CertKind, bool), TlsAcceptor> = HashMap::new();
+            for (slot, host) in acceptors.iter_mut().zip(&config.hosts) {
+                let key = (host.cert, host.http1_only);
+                let acceptor = match made.get(&key) {
+                    Some(a) => a.clone(),
+                    None => {
+                        let alpn: &[&[u8]] = if host.http1_only {
+                            &[b"http/1.1"]
+                        } else {
+                            &[b"h2", b"http/1.1"]
+                        };
+                        let a = authority
+                            .acceptor_offering(host.cert, &names, &ips, alpn)
+                            .map_err(std::io::Error::other)?;
+                        made.insert(key, a.clone());
+                        a
+                    }
+                };
+                *slot = Some(acceptor);
+            }
+            ca_pem = Some(authority.pem().to_owned());
+        }
         let log = RequestLog::new(config.hosts.len());
         let shared = Arc::new(Shared {
             gzip_page: gzip(&render_leaf(
@@ -106,14 +128,10 @@ impl TestSite {
         let shared_site = shared.clone();
         let accept_loops = listeners
             .into_iter()
+            .zip(acceptors)
             .enumerate()
-            .map(|(host, listener)| {
-                tokio::spawn(accept_loop(
-                    listener,
-                    host,
-                    shared.clone(),
-                    acceptor.clone(),
-                ))
+            .map(|(host, (listener, acceptor))| {
+                tokio::spawn(accept_loop(listener, host, shared.clone(), acceptor))
             })
             .collect();
         Ok(Self {
@@ -183,6 +201,7 @@ async fn accept_loop(
         };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
+        let log = shared.log.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| {
@@ -192,10 +211,13 @@ async fn accept_loop(
             let served = match tls {
                 // HTTP/1.1 or HTTP/2, as the client's ALPN chose.
                 Some(acceptor) => match acceptor.accept(stream).await {
-                    Ok(stream) => auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await
-                        .map_err(|e| e.to_string()),
+                    Ok(stream) => {
+                        log.handshake(host);
+                        auto::Builder::new(TokioExecutor::new())
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await
+                            .map_err(|e| e.to_string())
+                    }
                     Err(e) => Err(e.to_string()),
                 },
                 None => http1::Builder::new()

@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::tls::CertKind;
+
 /// Length of a redirect chain served at `/chain/{CHAIN_START}`: longer than
 /// the crawler's 10-hop limit.
 pub const CHAIN_START: u32 = 12;
@@ -60,6 +62,12 @@ pub struct HostConfig {
     /// requisite pages (`/req/`), as the pages of a real site share theirs:
     /// a crawl with `--requisites` fetches each once.
     pub embeds: bool,
+    /// The certificate the host presents when the site is served over TLS
+    /// ([`SiteConfig::tls`]): a valid one, or one a client must refuse.
+    pub cert: CertKind,
+    /// Over TLS, offer only HTTP/1.1 by ALPN, not HTTP/2: clients then
+    /// speak HTTP/1.1.
+    pub http1_only: bool,
 }
 
 /// What `/robots.txt` answers.
@@ -90,6 +98,8 @@ impl Default for HostConfig {
             delay_spread: Duration::ZERO,
             changed_percent: 10,
             embeds: false,
+            cert: CertKind::Valid,
+            http1_only: false,
         }
     }
 }

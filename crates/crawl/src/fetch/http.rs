@@ -415,6 +415,9 @@ fn classify(e: &reqwest::Error) -> ErrorKind {
         }
         source = s.source();
     }
+    if super::tls_error::certificate_error(e).is_some() {
+        return ErrorKind::Certificate;
+    }
     if e.is_timeout() {
         ErrorKind::Timeout
     } else if e.is_connect() {
@@ -430,7 +433,10 @@ fn classify(e: &reqwest::Error) -> ErrorKind {
 
 /// The error and its causes on one line.
 fn describe(e: &reqwest::Error) -> String {
-    let mut message = e.to_string();
+    let mut message = match super::tls_error::certificate_error(e) {
+        Some(why) => format!("the server's TLS certificate was refused: {why}; {e}"),
+        None => e.to_string(),
+    };
     let mut source = e.source();
     while let Some(s) = source {
         message.push_str(": ");

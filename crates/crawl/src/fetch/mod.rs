@@ -9,6 +9,7 @@ mod decode;
 mod headers;
 mod http;
 mod proxy;
+mod tls_error;
 
 use std::time::{Duration, SystemTime};
 

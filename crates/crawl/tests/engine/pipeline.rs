@@ -480,11 +480,13 @@ async fn https_sites_are_crawled_over_http2_with_verified_certificates() {
         "no request got through the TLS handshake"
     );
     assert_eq!(records.len(), 1);
+    let e = records[0].error.as_ref().unwrap();
     assert_eq!(
-        records[0].error.as_ref().map(|e| e.kind),
-        Some(ErrorKind::RobotsUnavailable),
-        "robots.txt is unreachable, so the seed is not requested"
+        e.kind,
+        ErrorKind::Certificate,
+        "refused fetching robots.txt: the seed is not requested, and says why"
     );
+    assert!(e.message.contains("unknown issuer"), "{e:?}");
 
     // A certificate file that is not one is a configuration error.
     let mut bad = follow_config();
