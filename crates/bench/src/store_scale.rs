@@ -59,6 +59,13 @@ pub struct ScaleOpts {
     /// Appends each size's figures to this file as a JSON line.
     #[arg(long = "scale-json")]
     json: Option<PathBuf>,
+    /// Prints the tables of figures saved with `--scale-json` in this file
+    /// instead of measuring.
+    #[arg(long = "scale-from")]
+    from: Option<PathBuf>,
+    /// Keeps the last size's file or schema (for EXPLAIN by hand).
+    #[arg(long = "scale-keep")]
+    keep: bool,
 }
 
 /// One measured operation: its cost per unit and the log it wrote.
@@ -74,6 +81,10 @@ pub struct Op {
     pub written: f64,
     /// URLs returned per unit (loads).
     pub urls: f64,
+    /// Bytes read from the disk per unit (SQLite: `read_bytes` of
+    /// `/proc/self/io`, page cache misses; PostgreSQL: not known, 0).
+    #[serde(default)]
+    pub read: f64,
 }
 
 /// What the resuming process measured.
@@ -118,8 +129,11 @@ pub struct Figures {
     pub admit_known: Op,
     /// Loading a host's next URLs.
     pub load: Op,
-    /// Finishing pages with records.
+    /// Finishing pages with records, in admission order.
     pub finish: Op,
+    /// Finishing pages with records, in random order.
+    #[serde(default)]
+    pub finish_random: Op,
     /// Bytes on disk after the operations.
     pub disk_after: u64,
 }
@@ -214,7 +228,16 @@ fn shuffled(j: u64, n: u64) -> u64 {
     ((u128::from(j) * 2_654_435_761 + 12_345) % u128::from(n)) as u64
 }
 
-/// Counts bytes written while operations run.
+/// A field of `/proc/self/io`.
+fn self_io(field: &str) -> Result<u64> {
+    let io = std::fs::read_to_string("/proc/self/io")?;
+    io.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().parse().ok())
+        .with_context(|| format!("no {field} in /proc/self/io"))
+}
+
+/// Counts bytes written (and read from the disk) while operations run.
 enum Meter {
     /// The server's WAL position.
     Wal(Box<postgres::Client>),
@@ -229,13 +252,15 @@ impl Meter {
                 let row = c.query_one("SELECT (pg_current_wal_lsn() - '0/0')::bigint", &[])?;
                 Ok(row.get::<_, i64>(0) as u64)
             }
-            Self::Io => {
-                let io = std::fs::read_to_string("/proc/self/io")?;
-                io.lines()
-                    .find_map(|l| l.strip_prefix("wchar:"))
-                    .and_then(|v| v.trim().parse().ok())
-                    .context("no wchar in /proc/self/io")
-            }
+            Self::Io => self_io("wchar:"),
+        }
+    }
+
+    /// Bytes read from the disk so far, where known.
+    fn disk_reads(&self) -> Result<u64> {
+        match self {
+            Self::Wal(_) => Ok(0),
+            Self::Io => self_io("read_bytes:"),
         }
     }
 }
@@ -250,6 +275,7 @@ fn timed(
     mut check: impl FnMut(&Batch) -> Result<()>,
 ) -> Result<Op> {
     let before = meter.read()?;
+    let read_before = meter.disk_reads()?;
     let started = Instant::now();
     for b in batches.iter_mut() {
         store.apply(job, b)?;
@@ -257,11 +283,13 @@ fn timed(
     }
     let took = started.elapsed().as_secs_f64();
     let written = meter.read()?.saturating_sub(before);
+    let read = meter.disk_reads()?.saturating_sub(read_before);
     Ok(Op {
         units,
         us: took * 1e6 / units.max(1) as f64,
         written: written as f64 / units.max(1) as f64,
         urls: 0.0,
+        read: read as f64 / units.max(1) as f64,
     })
 }
 
@@ -319,13 +347,35 @@ fn operations(
         "  load: {:.1} µs/load, {:.1} URLs/load",
         f.load.us, f.load.urls
     );
-    // Queued URLs (never those found above), finished with their records.
-    let queued: Vec<u64> = (o.ops..)
-        .map(|j| shuffled(j, n))
+    // Queued URLs finished with their records: in admission order (the
+    // oldest of the second half, as a breadth-first crawl finishes them),
+    // then in random order (of the first half).
+    let in_order: Vec<u64> = (n / 2..n)
         .filter(|&i| !is_done(i))
         .take(o.ops.min(n / 4) as usize)
         .collect();
-    let mut finish: Vec<Batch> = queued
+    f.finish = finish(store, meter, job, m, o, &in_order)?;
+    eprintln!("  finish in order: {:.1} µs/page", f.finish.us);
+    let random: Vec<u64> = (o.ops..)
+        .map(|j| shuffled(j, n))
+        .filter(|&i| i < n / 2 && !is_done(i))
+        .take(o.ops.min(n / 8) as usize)
+        .collect();
+    f.finish_random = finish(store, meter, job, m, o, &random)?;
+    eprintln!("  finish at random: {:.1} µs/page", f.finish_random.us);
+    Ok(())
+}
+
+/// Finishes the queued URLs `urls` with their records, timed.
+fn finish(
+    store: &mut dyn Store,
+    meter: &mut Meter,
+    job: crawlkeeper_store::JobId,
+    m: u64,
+    o: &ScaleOpts,
+    urls: &[u64],
+) -> Result<Op> {
+    let mut batches: Vec<Batch> = urls
         .chunks(o.per_txn)
         .map(|part| Batch {
             finished: part
@@ -338,12 +388,10 @@ fn operations(
             ..Batch::default()
         })
         .collect();
-    f.finish = timed(store, meter, job, &mut finish, queued.len() as u64, |b| {
+    timed(store, meter, job, &mut batches, urls.len() as u64, |b| {
         anyhow::ensure!(b.recorded.iter().all(|x| *x), "a page was done already");
         Ok(())
-    })?;
-    eprintln!("  finish: {:.1} µs/page", f.finish.us);
-    Ok(())
+    })
 }
 
 /// Sizes of a directory's files.
@@ -417,7 +465,7 @@ fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
         ..Figures::default()
     };
     let started = Instant::now();
-    let (location, schema, _cleanup, mut meter) = match backend {
+    let (location, schema, cleanup, mut meter) = match backend {
         "sqlite" => {
             let base = o.dir.clone().unwrap_or_else(std::env::temp_dir);
             let dir = base.join(format!("crawlkeeper-scale-{}-{n}", std::process::id()));
@@ -471,6 +519,10 @@ fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
     if o.explain {
         crate::store_scale_explain::explain(backend, &location, schema.as_deref(), job.id.0, m)?;
     }
+    if o.keep {
+        println!("kept: {location} {}", schema.as_deref().unwrap_or_default());
+        std::mem::forget(cleanup);
+    }
     f.disk_after = match backend {
         "sqlite" => dir_bytes(Path::new(&location).parent().context("no dir")?),
         _ => pg_tables(&args.postgres, schema.as_deref().unwrap_or_default())?
@@ -484,14 +536,33 @@ fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
 /// Runs `store --scale`.
 pub fn run(args: &StoreArgs) -> Result<()> {
     let o = &args.scale_opts;
+    if let Some(path) = &o.from {
+        let text = std::fs::read_to_string(path)?;
+        let all: Vec<Figures> = text
+            .lines()
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()?;
+        for backend in &args.backend {
+            let mut sizes: Vec<Figures> = all
+                .iter()
+                .filter(|f| f.backend == *backend && args.scale.contains(&f.urls))
+                .cloned()
+                .collect();
+            sizes.sort_by_key(|f| f.urls);
+            print!("{}", table(&sizes));
+        }
+        return Ok(());
+    }
     for backend in &args.backend {
         let mut done: Vec<Figures> = Vec::new();
         for &n in &args.scale {
-            // Disk: as much per URL as the last size took (1,500 bytes
-            // before any), and the spare.
+            // Disk: as much per URL as the last size took (before any:
+            // ten million URLs took 470 bytes per URL in SQLite, 620 in
+            // PostgreSQL), a fifth more, and the spare.
+            let first = if backend == "sqlite" { 500.0 } else { 650.0 };
             let per_url = done
                 .last()
-                .map_or(1500.0, |f| f.disk_after as f64 / f.urls as f64);
+                .map_or(first, |f| f.disk_after as f64 / f.urls as f64);
             let need = (per_url * 1.2 * n as f64) as u64 + o.spare_gb * 1_000_000_000;
             let at = o.dir.clone().unwrap_or_else(std::env::temp_dir);
             let free = free_bytes(if backend == "sqlite" {
@@ -546,8 +617,14 @@ pub fn table(sizes: &[Figures]) -> String {
         ),
         ("admit a new URL, µs", |f| f.admit_new.us, 1),
         ("  … bytes written per URL", |f| f.admit_new.written, 0),
+        ("  … bytes read from disk per URL", |f| f.admit_new.read, 0),
         ("admit a known URL, µs", |f| f.admit_known.us, 1),
         ("  … bytes written per URL", |f| f.admit_known.written, 0),
+        (
+            "  … bytes read from disk per URL",
+            |f| f.admit_known.read,
+            0,
+        ),
         ("load a host's batch, µs per load", |f| f.load.us, 1),
         ("  … URLs per load", |f| f.load.urls, 1),
         (
@@ -556,8 +633,25 @@ pub fn table(sizes: &[Figures]) -> String {
             1,
         ),
         ("  … bytes written per load", |f| f.load.written, 0),
-        ("finish a page (record), µs", |f| f.finish.us, 1),
+        ("  … bytes read from disk per load", |f| f.load.read, 0),
+        (
+            "finish a page (record), in admission order, µs",
+            |f| f.finish.us,
+            1,
+        ),
         ("  … bytes written per page", |f| f.finish.written, 0),
+        ("  … bytes read from disk per page", |f| f.finish.read, 0),
+        (
+            "finish a page, in random order, µs",
+            |f| f.finish_random.us,
+            1,
+        ),
+        ("  … bytes written per page", |f| f.finish_random.written, 0),
+        (
+            "  … bytes read from disk per page",
+            |f| f.finish_random.read,
+            0,
+        ),
         ("open the store, s", |f| f.resume.open_s, 2),
         ("find the job (counts), s", |f| f.resume.find_s, 2),
         ("`Store::resume`, s", |f| f.resume.resume_s, 2),
@@ -589,6 +683,10 @@ pub fn table(sizes: &[Figures]) -> String {
     out += &"---:|".repeat(sizes.len() + 1);
     out.push('\n');
     for (label, value, digits) in rows {
+        // A figure this backend does not measure.
+        if sizes.iter().all(|f| value(f) == 0.0) {
+            continue;
+        }
         out += &format!("| {label} |");
         for f in sizes {
             out += &format!(" {:.*} |", *digits, value(f));
