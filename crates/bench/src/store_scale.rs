@@ -711,3 +711,44 @@ pub fn table(sizes: &[Figures]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shuffle_is_a_permutation_of_every_size() {
+        for n in [1u64, 1000, 1_000_000] {
+            let mut seen = vec![false; n as usize];
+            for j in 0..n {
+                let i = shuffled(j, n) as usize;
+                assert!(!seen[i], "{i} twice in 0..{n}");
+                seen[i] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_column_per_size_and_the_ratio() {
+        let at = |urls: u64, us: f64| Figures {
+            backend: "sqlite".into(),
+            urls,
+            admit_new: Op {
+                us,
+                ..Op::default()
+            },
+            ..Figures::default()
+        };
+        let text = table(&[at(1_000_000, 10.0), at(50_000_000, 15.0)]);
+        assert!(
+            text.contains("| operation | 1 M | 50 M | 50 M ÷ 1 M |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| admit a new URL, µs | 10.0 | 15.0 | 1.50 |"),
+            "{text}"
+        );
+        // Figures a backend does not measure are left out.
+        assert!(!text.contains("bytes read from disk"), "{text}");
+    }
+}

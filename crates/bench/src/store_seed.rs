@@ -326,3 +326,21 @@ pub fn renice_backend(c: &mut postgres::Client) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_text_escapes_what_copy_reads_specially() {
+        let mut out = Vec::new();
+        copy_text(&mut out, "a\\b\tc\nd\re");
+        assert_eq!(out, b"a\\\\b\\tc\\nd\\re");
+    }
+
+    #[test]
+    fn about_half_of_the_urls_are_done() {
+        let done = (0..100_000).filter(|&i| is_done(i)).count();
+        assert!((45_000..55_000).contains(&done), "{done}");
+    }
+}
