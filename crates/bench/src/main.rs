@@ -8,7 +8,7 @@
 //! | `recrawl` | a `--recrawl` of a site with 10% of pages changed against a fresh crawl: requests, bytes, time |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
 //! | `commit` | a store's cost per transaction and per page, replaying the engine's commits |
-//! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend |
+//! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend; `--scale`: the same on a job seeded with 1 M to 50 M URLs, and its resume |
 //! | `failover` | time from a Runner's death to its backup's next item; false deaths under load |
 //! | `cluster` | real `crawlkeeper node` processes: fail-over after `kill -9`, scale-out over Runners, ZooKeeper requests per node |
 //! | `coord` | compare-and-set writes/s, watch latency, session-expiry detection, per coordinator |
@@ -24,6 +24,9 @@ mod proc;
 mod recrawl;
 mod shards;
 mod store;
+mod store_scale;
+mod store_scale_explain;
+mod store_seed;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -55,6 +58,9 @@ enum Command {
     Failover(failover::FailoverArgs),
     /// The cluster of `crawlkeeper node` processes: fail-over, scale-out, coordination cost.
     Cluster(cluster::ClusterArgs),
+    /// (internal) Opens a seeded store and resumes its job: time and memory.
+    #[command(hide = true)]
+    StoreResume(store_scale::ResumeArgs),
     /// (internal) A ZooKeeper session holding an ephemeral node until killed.
     #[command(hide = true)]
     CoordChild(coord::ChildArgs),
@@ -72,5 +78,6 @@ fn main() -> Result<()> {
         Command::Failover(a) => failover::run(a),
         Command::Cluster(a) => cluster::run(a),
         Command::CoordChild(a) => coord::child(a),
+        Command::StoreResume(a) => store_scale::resume_child(a),
     }
 }

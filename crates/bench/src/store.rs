@@ -16,13 +16,13 @@ use crawlkeeper_store::{JobId, JobSpec, PgStore, SqliteStore, Store};
 pub struct StoreArgs {
     /// Backends to measure: sqlite, postgres.
     #[arg(long, default_value = "sqlite,postgres", value_delimiter = ',')]
-    backend: Vec<String>,
+    pub(crate) backend: Vec<String>,
     /// URLs in the job.
     #[arg(long, default_value_t = 1_000_000)]
     urls: u64,
     /// Authorities they are spread over.
     #[arg(long, default_value_t = 10_000)]
-    authorities: u64,
+    pub(crate) authorities: u64,
     /// URLs per transaction (the engine groups commands the same way).
     #[arg(long, default_value_t = 1000)]
     batch: usize,
@@ -32,11 +32,18 @@ pub struct StoreArgs {
         env = "CRAWLKEEPER_TEST_POSTGRES",
         default_value = "postgres://postgres@127.0.0.1:5432/test"
     )]
-    postgres: String,
+    pub(crate) postgres: String,
+    /// Scale mode: the job sizes (URLs) to seed and measure, e.g.
+    /// `1000000,10000000,50000000` (see `store_scale`).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) scale: Vec<u64>,
+    /// Scale mode: the options of the measured operations.
+    #[command(flatten)]
+    pub(crate) scale_opts: crate::store_scale::ScaleOpts,
 }
 
 /// A well-mixed 128-bit key for URL `i` (splitmix64 on both halves).
-fn key(i: u64) -> u128 {
+pub(crate) fn key(i: u64) -> u128 {
     let mix = |mut z: u64| {
         z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -46,7 +53,7 @@ fn key(i: u64) -> u128 {
     (u128::from(mix(i)) << 64) | u128::from(mix(i ^ 0xdead_beef))
 }
 
-fn authority(a: u64) -> Authority {
+pub(crate) fn authority(a: u64) -> Authority {
     Authority::try_from(format!("http://h{a}.bench.test:80")).expect("valid authority")
 }
 
@@ -122,6 +129,9 @@ fn rate(n: u64, started: Instant) -> f64 {
 
 /// Runs the store benchmark.
 pub fn run(args: StoreArgs) -> Result<()> {
+    if !args.scale.is_empty() {
+        return crate::store_scale::run(&args);
+    }
     for backend in &args.backend {
         let schema = format!("ck_bench_{}", std::process::id());
         // The SQLite store's directory (none for PostgreSQL).

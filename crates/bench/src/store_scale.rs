@@ -1,0 +1,754 @@
+//! `store --scale`: the store's costs as a job grows (issue #29, "flat to
+//! 50,000,000 URLs"). For each size N, one job's frontier and seen set are
+//! seeded with N URLs over `--authorities` hosts, half of them done with a
+//! record ([`crate::store_seed`]); then, through the real [`Store`] trait on
+//! a freshly opened store:
+//! - a separate process opens the store and resumes the job (the crawler's
+//!   start): time, and its peak RSS;
+//! - admitting new URLs, admitting known ones (the seen set), loading
+//!   hosts' next URLs and finishing pages with records, in transactions of
+//!   `--scale-batch` like the engine's, with the WAL each writes per URL;
+//! - disk bytes per URL after the seed and after the operations.
+//!
+//! One markdown table per backend: a row per figure, a column per size,
+//! and the largest size over the smallest. Each size's store is removed
+//! before the next is seeded.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use crawlkeeper_model::FinishedUrl;
+use crawlkeeper_model::state::Batch;
+use crawlkeeper_store::{PgStore, SqliteStore, Store};
+use serde::{Deserialize, Serialize};
+
+use crate::store::{StoreArgs, authority, entry, record};
+use crate::store_seed::{self, is_done};
+
+/// Options of the measured operations of `store --scale`.
+#[derive(Args, Debug)]
+pub struct ScaleOpts {
+    /// URLs admitted new, admitted known and finished at each size (a
+    /// multiple of 65,536 makes the SQLite store merge its keys a whole
+    /// number of times).
+    #[arg(long = "scale-ops", default_value_t = 131_072)]
+    ops: u64,
+    /// URLs per transaction (the engine's are of about 250).
+    #[arg(long = "scale-batch", default_value_t = 256)]
+    per_txn: usize,
+    /// Loads measured (random hosts, 16 to a transaction).
+    #[arg(long = "scale-loads", default_value_t = 4096)]
+    loads: u64,
+    /// URLs each load asks for.
+    #[arg(long = "scale-load-limit", default_value_t = 64)]
+    load_limit: usize,
+    /// Directory for the SQLite files (default: the temporary directory).
+    #[arg(long = "scale-dir")]
+    dir: Option<PathBuf>,
+    /// Free disk to leave, in GB: a size that would not leave it is skipped.
+    #[arg(long = "scale-spare-gb", default_value_t = 10)]
+    spare_gb: u64,
+    /// Prints the plans of the statements of resume and load at each size
+    /// (PostgreSQL: EXPLAIN (ANALYZE, BUFFERS); SQLite: EXPLAIN QUERY PLAN).
+    #[arg(long = "scale-explain")]
+    explain: bool,
+    /// Appends each size's figures to this file as a JSON line.
+    #[arg(long = "scale-json")]
+    json: Option<PathBuf>,
+    /// Prints the tables of figures saved with `--scale-json` in this file
+    /// instead of measuring.
+    #[arg(long = "scale-from")]
+    from: Option<PathBuf>,
+    /// Keeps the last size's file or schema (for EXPLAIN by hand).
+    #[arg(long = "scale-keep")]
+    keep: bool,
+}
+
+/// One measured operation: its cost per unit and the log it wrote.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Op {
+    /// Units done (URLs, pages or loads).
+    pub units: u64,
+    /// Microseconds per unit.
+    pub us: f64,
+    /// Bytes written per unit: PostgreSQL's WAL (`pg_current_wal_lsn()`
+    /// delta, the whole server's), SQLite's writes (`wchar` of
+    /// `/proc/self/io`: WAL frames and checkpoints).
+    pub written: f64,
+    /// URLs returned per unit (loads).
+    pub urls: f64,
+    /// Bytes read from the disk per unit (SQLite: `read_bytes` of
+    /// `/proc/self/io`, page cache misses; PostgreSQL: not known, 0).
+    #[serde(default)]
+    pub read: f64,
+}
+
+/// What the resuming process measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Resume {
+    /// Opening the store (connect, migrate), in seconds.
+    pub open_s: f64,
+    /// Finding the job (with its counts), in seconds.
+    pub find_s: f64,
+    /// `Store::resume`, in seconds.
+    pub resume_s: f64,
+    /// Authorities with queued URLs it returned.
+    pub queued_authorities: u64,
+    /// The process's peak RSS (`VmHWM`), in kB.
+    pub hwm_kb: u64,
+    /// Its RSS after resuming (`VmRSS`), in kB.
+    pub rss_kb: u64,
+}
+
+/// The figures of one backend at one size.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Figures {
+    /// sqlite or postgres.
+    pub backend: String,
+    /// URLs seeded.
+    pub urls: u64,
+    /// Authorities they are spread over.
+    pub authorities: u64,
+    /// Seeding time, in seconds.
+    pub seed_s: f64,
+    /// Bytes on disk after seeding (tables, indexes; SQLite: file + WAL).
+    pub disk_seed: u64,
+    /// Bytes per table (PostgreSQL: `pg_total_relation_size`).
+    pub tables: Vec<(String, u64)>,
+    /// The resuming process.
+    pub resume: Resume,
+    /// `Store::resume` again, in this process, warm.
+    pub resume_warm_s: f64,
+    /// Admitting new URLs.
+    pub admit_new: Op,
+    /// Admitting URLs already in the seen set.
+    pub admit_known: Op,
+    /// Loading a host's next URLs.
+    pub load: Op,
+    /// Finishing pages with records, in admission order.
+    pub finish: Op,
+    /// Finishing pages with records, in random order.
+    #[serde(default)]
+    pub finish_random: Op,
+    /// Bytes on disk after the operations.
+    pub disk_after: u64,
+}
+
+/// Options of the hidden `store-resume` subcommand.
+#[derive(Args, Debug)]
+pub struct ResumeArgs {
+    /// sqlite or postgres.
+    #[arg(long)]
+    backend: String,
+    /// The SQLite file or the PostgreSQL URL.
+    #[arg(long)]
+    location: String,
+    /// The PostgreSQL schema.
+    #[arg(long)]
+    schema: Option<String>,
+}
+
+/// `VmHWM` and `VmRSS` of this process, in kB.
+fn memory_kb() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// Opens the store of `backend` at `location`.
+fn open(backend: &str, location: &str, schema: Option<&str>) -> Result<Box<dyn Store>> {
+    Ok(match backend {
+        "sqlite" => Box::new(SqliteStore::open(location)?),
+        "postgres" => Box::new(PgStore::connect_in_schema(location, schema)?),
+        other => bail!("unknown backend '{other}' (sqlite, postgres)"),
+    })
+}
+
+/// The hidden `store-resume` subcommand: what a crawler does when it
+/// starts on an existing job, timed, then its memory; one JSON line.
+pub fn resume_child(args: ResumeArgs) -> Result<()> {
+    let started = Instant::now();
+    let mut store = open(&args.backend, &args.location, args.schema.as_deref())?;
+    let open_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let job = store.find_job("bench")?.context("no job 'bench'")?;
+    store.lock_job(&job)?;
+    let find_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let resumed = store.resume(job.id)?;
+    let resume_s = started.elapsed().as_secs_f64();
+    let (hwm_kb, rss_kb) = memory_kb();
+    let out = Resume {
+        open_s,
+        find_s,
+        resume_s,
+        queued_authorities: resumed.queued.len() as u64,
+        hwm_kb,
+        rss_kb,
+    };
+    println!("{}", serde_json::to_string(&out)?);
+    Ok(())
+}
+
+/// Runs the resume in a process of its own.
+fn resume_in_child(backend: &str, location: &str, schema: Option<&str>) -> Result<Resume> {
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.args(["store-resume", "--backend", backend, "--location", location]);
+    if let Some(s) = schema {
+        cmd.args(["--schema", s]);
+    }
+    let out = cmd.output()?;
+    if !out.status.success() {
+        bail!(
+            "store-resume failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .last()
+        .context("store-resume printed nothing")?;
+    Ok(serde_json::from_str(line)?)
+}
+
+/// URL (or host) number `j` of a fixed shuffle of `0..n`.
+fn shuffled(j: u64, n: u64) -> u64 {
+    // A prime that divides none of the sizes: a permutation of 0..n.
+    ((u128::from(j) * 2_654_435_761 + 12_345) % u128::from(n)) as u64
+}
+
+/// A field of `/proc/self/io`.
+fn self_io(field: &str) -> Result<u64> {
+    let io = std::fs::read_to_string("/proc/self/io")?;
+    io.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().parse().ok())
+        .with_context(|| format!("no {field} in /proc/self/io"))
+}
+
+/// Counts bytes written (and read from the disk) while operations run.
+enum Meter {
+    /// The server's WAL position.
+    Wal(Box<postgres::Client>),
+    /// This process's `wchar`.
+    Io,
+}
+
+impl Meter {
+    fn read(&mut self) -> Result<u64> {
+        match self {
+            Self::Wal(c) => {
+                let row = c.query_one("SELECT (pg_current_wal_lsn() - '0/0')::bigint", &[])?;
+                Ok(row.get::<_, i64>(0) as u64)
+            }
+            Self::Io => self_io("wchar:"),
+        }
+    }
+
+    /// Bytes read from the disk so far, where known.
+    fn disk_reads(&self) -> Result<u64> {
+        match self {
+            Self::Wal(_) => Ok(0),
+            Self::Io => self_io("read_bytes:"),
+        }
+    }
+}
+
+/// Applies `batches` one by one, timed: the cost per unit of `units`.
+fn timed(
+    store: &mut dyn Store,
+    meter: &mut Meter,
+    job: crawlkeeper_store::JobId,
+    batches: &mut [Batch],
+    units: u64,
+    mut check: impl FnMut(&Batch) -> Result<()>,
+) -> Result<Op> {
+    let before = meter.read()?;
+    let read_before = meter.disk_reads()?;
+    let started = Instant::now();
+    for b in batches.iter_mut() {
+        store.apply(job, b)?;
+        check(b)?;
+    }
+    let took = started.elapsed().as_secs_f64();
+    let written = meter.read()?.saturating_sub(before);
+    let read = meter.disk_reads()?.saturating_sub(read_before);
+    Ok(Op {
+        units,
+        us: took * 1e6 / units.max(1) as f64,
+        written: written as f64 / units.max(1) as f64,
+        urls: 0.0,
+        read: read as f64 / units.max(1) as f64,
+    })
+}
+
+/// The four operations on an open store whose job holds `n` URLs.
+fn operations(
+    store: &mut dyn Store,
+    meter: &mut Meter,
+    job: crawlkeeper_store::JobId,
+    n: u64,
+    m: u64,
+    o: &ScaleOpts,
+    f: &mut Figures,
+) -> Result<()> {
+    let per = o.per_txn as u64;
+    let admits = |first: &dyn Fn(u64) -> u64| -> Vec<Batch> {
+        (0..o.ops.div_ceil(per))
+            .map(|b| Batch {
+                admit: (b * per..((b + 1) * per).min(o.ops))
+                    .map(|j| {
+                        let (e, a) = entry(first(j), m);
+                        (e, a, false)
+                    })
+                    .collect(),
+                ..Batch::default()
+            })
+            .collect()
+    };
+    let mut new = admits(&|j| n + j);
+    f.admit_new = timed(store, meter, job, &mut new, o.ops, |b| {
+        anyhow::ensure!(b.admitted.iter().all(|x| *x), "a new URL was known");
+        Ok(())
+    })?;
+    eprintln!("  admit new: {:.1} µs/URL", f.admit_new.us);
+    let mut known = admits(&|j| shuffled(j, n));
+    f.admit_known = timed(store, meter, job, &mut known, o.ops, |b| {
+        anyhow::ensure!(b.admitted.iter().all(|x| !*x), "a known URL was new");
+        Ok(())
+    })?;
+    eprintln!("  admit known: {:.1} µs/URL", f.admit_known.us);
+    let mut loads: Vec<Batch> = (0..o.loads.div_ceil(16))
+        .map(|b| Batch {
+            load: (b * 16..((b + 1) * 16).min(o.loads))
+                .map(|j| (authority(shuffled(j, m)), o.load_limit))
+                .collect(),
+            ..Batch::default()
+        })
+        .collect();
+    let mut loaded = 0u64;
+    f.load = timed(store, meter, job, &mut loads, o.loads, |b| {
+        loaded += b.loaded.iter().map(|l| l.len() as u64).sum::<u64>();
+        Ok(())
+    })?;
+    f.load.urls = loaded as f64 / o.loads.max(1) as f64;
+    eprintln!(
+        "  load: {:.1} µs/load, {:.1} URLs/load",
+        f.load.us, f.load.urls
+    );
+    // Queued URLs finished with their records: in admission order (the
+    // oldest of the second half, as a breadth-first crawl finishes them),
+    // then in random order (of the first half).
+    let in_order: Vec<u64> = (n / 2..n)
+        .filter(|&i| !is_done(i))
+        .take(o.ops.min(n / 4) as usize)
+        .collect();
+    f.finish = finish(store, meter, job, m, o, &in_order)?;
+    eprintln!("  finish in order: {:.1} µs/page", f.finish.us);
+    let random: Vec<u64> = (o.ops..)
+        .map(|j| shuffled(j, n))
+        .filter(|&i| i < n / 2 && !is_done(i))
+        .take(o.ops.min(n / 8) as usize)
+        .collect();
+    f.finish_random = finish(store, meter, job, m, o, &random)?;
+    eprintln!("  finish at random: {:.1} µs/page", f.finish_random.us);
+    Ok(())
+}
+
+/// Finishes the queued URLs `urls` with their records, timed.
+fn finish(
+    store: &mut dyn Store,
+    meter: &mut Meter,
+    job: crawlkeeper_store::JobId,
+    m: u64,
+    o: &ScaleOpts,
+    urls: &[u64],
+) -> Result<Op> {
+    let mut batches: Vec<Batch> = urls
+        .chunks(o.per_txn)
+        .map(|part| Batch {
+            finished: part
+                .iter()
+                .map(|&i| {
+                    let (e, a) = entry(i, m);
+                    FinishedUrl::new(e.key, record(&e, &a))
+                })
+                .collect(),
+            ..Batch::default()
+        })
+        .collect();
+    timed(store, meter, job, &mut batches, urls.len() as u64, |b| {
+        anyhow::ensure!(b.recorded.iter().all(|x| *x), "a page was done already");
+        Ok(())
+    })
+}
+
+/// Sizes of a directory's files.
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Bytes per table of `schema` (tables, indexes, TOAST).
+fn pg_tables(url: &str, schema: &str) -> Result<Vec<(String, u64)>> {
+    let mut c = postgres::Client::connect(url, postgres::NoTls)?;
+    let rows = c.query(
+        "SELECT c.relname::text, pg_total_relation_size(c.oid) FROM pg_class c
+         JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY 2 DESC",
+        &[&schema],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1) as u64))
+        .collect())
+}
+
+/// Removes a size's store when dropped, however the size ended.
+enum Cleanup {
+    Dir(PathBuf),
+    Schema(String, String),
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        match self {
+            Self::Dir(d) => {
+                let _ = std::fs::remove_dir_all(d);
+            }
+            Self::Schema(url, s) => {
+                if let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls) {
+                    let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {s} CASCADE"));
+                }
+            }
+        }
+    }
+}
+
+/// Free bytes on the file system holding `path`.
+fn free_bytes(path: &Path) -> u64 {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return 0;
+    };
+    // SAFETY: statvfs fills the struct we own from a valid C string.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return 0;
+    }
+    s.f_bavail as u64 * s.f_frsize as u64
+}
+
+/// Seeds and measures one backend at one size.
+fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
+    let o = &args.scale_opts;
+    let m = args.authorities;
+    let mut f = Figures {
+        backend: backend.into(),
+        urls: n,
+        authorities: m,
+        ..Figures::default()
+    };
+    let started = Instant::now();
+    let (location, schema, cleanup, mut meter) = match backend {
+        "sqlite" => {
+            let base = o.dir.clone().unwrap_or_else(std::env::temp_dir);
+            let dir = base.join(format!("crawlkeeper-scale-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir)?;
+            let cleanup = Cleanup::Dir(dir.clone());
+            let path = dir.join("state.db");
+            store_seed::sqlite(&path, n, m)?;
+            f.disk_seed = dir_bytes(&dir);
+            let location = path.to_string_lossy().into_owned();
+            (location, None, cleanup, Meter::Io)
+        }
+        "postgres" => {
+            let schema = format!("ck_scale_{}_{n}", std::process::id());
+            let cleanup = Cleanup::Schema(args.postgres.clone(), schema.clone());
+            store_seed::postgres(&args.postgres, &schema, n, m)?;
+            f.tables = pg_tables(&args.postgres, &schema)?;
+            f.disk_seed = f.tables.iter().map(|(_, b)| b).sum();
+            let c = postgres::Client::connect(&args.postgres, postgres::NoTls)?;
+            (
+                args.postgres.clone(),
+                Some(schema),
+                cleanup,
+                Meter::Wal(Box::new(c)),
+            )
+        }
+        other => bail!("unknown backend '{other}' (sqlite, postgres)"),
+    };
+    f.seed_s = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{backend} {n}: seeded in {:.0} s, {:.0} bytes/URL",
+        f.seed_s,
+        f.disk_seed as f64 / n as f64
+    );
+    f.resume = resume_in_child(backend, &location, schema.as_deref())?;
+    eprintln!(
+        "  resume (own process): open {:.2} s, find job {:.2} s, resume {:.2} s, VmHWM {} MB",
+        f.resume.open_s,
+        f.resume.find_s,
+        f.resume.resume_s,
+        f.resume.hwm_kb / 1024
+    );
+    let mut store = open(backend, &location, schema.as_deref())?;
+    let job = store.find_job("bench")?.context("no job 'bench'")?;
+    store.lock_job(&job)?;
+    let started = Instant::now();
+    store.resume(job.id)?;
+    f.resume_warm_s = started.elapsed().as_secs_f64();
+    operations(store.as_mut(), &mut meter, job.id, n, m, o, &mut f)?;
+    drop(store);
+    if o.explain {
+        crate::store_scale_explain::explain(backend, &location, schema.as_deref(), job.id.0, m)?;
+    }
+    if o.keep {
+        println!("kept: {location} {}", schema.as_deref().unwrap_or_default());
+        std::mem::forget(cleanup);
+    }
+    f.disk_after = match backend {
+        "sqlite" => dir_bytes(Path::new(&location).parent().context("no dir")?),
+        _ => pg_tables(&args.postgres, schema.as_deref().unwrap_or_default())?
+            .iter()
+            .map(|(_, b)| b)
+            .sum(),
+    };
+    Ok(f)
+}
+
+/// Runs `store --scale`.
+pub fn run(args: &StoreArgs) -> Result<()> {
+    let o = &args.scale_opts;
+    if let Some(path) = &o.from {
+        let text = std::fs::read_to_string(path)?;
+        let all: Vec<Figures> = text
+            .lines()
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()?;
+        for backend in &args.backend {
+            let mut sizes: Vec<Figures> = all
+                .iter()
+                .filter(|f| f.backend == *backend && args.scale.contains(&f.urls))
+                .cloned()
+                .collect();
+            sizes.sort_by_key(|f| f.urls);
+            print!("{}", table(&sizes));
+        }
+        return Ok(());
+    }
+    for backend in &args.backend {
+        let mut done: Vec<Figures> = Vec::new();
+        for &n in &args.scale {
+            // Disk: as much per URL as the last size took (before any:
+            // ten million URLs took 470 bytes per URL in SQLite, 620 in
+            // PostgreSQL), a fifth more, and the spare.
+            let first = if backend == "sqlite" { 500.0 } else { 650.0 };
+            let per_url = done
+                .last()
+                .map_or(first, |f| f.disk_after as f64 / f.urls as f64);
+            let need = (per_url * 1.2 * n as f64) as u64 + o.spare_gb * 1_000_000_000;
+            let at = o.dir.clone().unwrap_or_else(std::env::temp_dir);
+            let free = free_bytes(if backend == "sqlite" {
+                &at
+            } else {
+                Path::new("/")
+            });
+            if free < need {
+                println!(
+                    "{backend}: {n} URLs skipped: about {:.0} GB needed with the spare, {:.0} GB free",
+                    need as f64 / 1e9,
+                    free as f64 / 1e9
+                );
+                continue;
+            }
+            let f = one_size(backend, n, args)?;
+            if let Some(path) = &o.json {
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?;
+                writeln!(file, "{}", serde_json::to_string(&f)?)?;
+            }
+            done.push(f);
+        }
+        print!("{}", table(&done));
+    }
+    Ok(())
+}
+
+/// A size as a column head: 1 M, 10 M, 50 M.
+fn size(n: u64) -> String {
+    if n.is_multiple_of(1_000_000) {
+        format!("{} M", n / 1_000_000)
+    } else {
+        format!("{n}")
+    }
+}
+
+/// The markdown table of one backend's sizes.
+pub fn table(sizes: &[Figures]) -> String {
+    let (Some(first), Some(last)) = (sizes.first(), sizes.last()) else {
+        return String::new();
+    };
+    type Row = (&'static str, fn(&Figures) -> f64, usize);
+    let rows: &[Row] = &[
+        ("seed (bulk load), s", |f| f.seed_s, 0),
+        (
+            "disk after seed, bytes/URL",
+            |f| f.disk_seed as f64 / f.urls as f64,
+            0,
+        ),
+        ("admit a new URL, µs", |f| f.admit_new.us, 1),
+        ("  … bytes written per URL", |f| f.admit_new.written, 0),
+        ("  … bytes read from disk per URL", |f| f.admit_new.read, 0),
+        ("admit a known URL, µs", |f| f.admit_known.us, 1),
+        ("  … bytes written per URL", |f| f.admit_known.written, 0),
+        (
+            "  … bytes read from disk per URL",
+            |f| f.admit_known.read,
+            0,
+        ),
+        ("load a host's batch, µs per load", |f| f.load.us, 1),
+        ("  … URLs per load", |f| f.load.urls, 1),
+        (
+            "  … µs per URL loaded",
+            |f| f.load.us / f.load.urls.max(1e-9),
+            1,
+        ),
+        ("  … bytes written per load", |f| f.load.written, 0),
+        ("  … bytes read from disk per load", |f| f.load.read, 0),
+        (
+            "finish a page (record), in admission order, µs",
+            |f| f.finish.us,
+            1,
+        ),
+        ("  … bytes written per page", |f| f.finish.written, 0),
+        ("  … bytes read from disk per page", |f| f.finish.read, 0),
+        (
+            "finish a page, in random order, µs",
+            |f| f.finish_random.us,
+            1,
+        ),
+        ("  … bytes written per page", |f| f.finish_random.written, 0),
+        (
+            "  … bytes read from disk per page",
+            |f| f.finish_random.read,
+            0,
+        ),
+        ("open the store, s", |f| f.resume.open_s, 2),
+        ("find the job (counts), s", |f| f.resume.find_s, 2),
+        ("`Store::resume`, s", |f| f.resume.resume_s, 2),
+        ("  … again, warm, s", |f| f.resume_warm_s, 2),
+        (
+            "  … hosts with queued URLs",
+            |f| f.resume.queued_authorities as f64,
+            0,
+        ),
+        (
+            "RSS after resume (VmHWM), MB",
+            |f| f.resume.hwm_kb as f64 / 1024.0,
+            0,
+        ),
+        (
+            "disk after the operations, bytes/URL",
+            |f| f.disk_after as f64 / f.urls as f64,
+            0,
+        ),
+    ];
+    let mut out = format!(
+        "\n{} — {} authorities, {} URLs per operation\n\n| operation |",
+        first.backend, first.authorities, first.admit_new.units
+    );
+    for f in sizes {
+        out += &format!(" {} |", size(f.urls));
+    }
+    out += &format!(" {} ÷ {} |\n|---|", size(last.urls), size(first.urls));
+    out += &"---:|".repeat(sizes.len() + 1);
+    out.push('\n');
+    for (label, value, digits) in rows {
+        // A figure this backend does not measure.
+        if sizes.iter().all(|f| value(f) == 0.0) {
+            continue;
+        }
+        out += &format!("| {label} |");
+        for f in sizes {
+            out += &format!(" {:.*} |", *digits, value(f));
+        }
+        let (a, b) = (value(first), value(last));
+        let ratio = if a > 0.0 {
+            format!("{:.2}", b / a)
+        } else {
+            "–".into()
+        };
+        out += &format!(" {ratio} |\n");
+    }
+    if !last.tables.is_empty() {
+        out += &format!(
+            "\nPostgreSQL tables at {} (bytes per URL):",
+            size(last.urls)
+        );
+        for (t, b) in &last.tables {
+            out += &format!(" {t} {:.0};", *b as f64 / last.urls as f64);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shuffle_is_a_permutation_of_every_size() {
+        for n in [1u64, 1000, 1_000_000] {
+            let mut seen = vec![false; n as usize];
+            for j in 0..n {
+                let i = shuffled(j, n) as usize;
+                assert!(!seen[i], "{i} twice in 0..{n}");
+                seen[i] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_column_per_size_and_the_ratio() {
+        let at = |urls: u64, us: f64| Figures {
+            backend: "sqlite".into(),
+            urls,
+            admit_new: Op {
+                us,
+                ..Op::default()
+            },
+            ..Figures::default()
+        };
+        let text = table(&[at(1_000_000, 10.0), at(50_000_000, 15.0)]);
+        assert!(
+            text.contains("| operation | 1 M | 50 M | 50 M ÷ 1 M |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| admit a new URL, µs | 10.0 | 15.0 | 1.50 |"),
+            "{text}"
+        );
+        // Figures a backend does not measure are left out.
+        assert!(!text.contains("bytes read from disk"), "{text}");
+    }
+}

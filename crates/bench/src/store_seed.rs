@@ -1,0 +1,346 @@
+//! Seeding one job of `store --scale`: N URLs over M authorities,
+//! generated and bulk-loaded straight into a store's tables, in the
+//! layout the store itself writes ([`crawlkeeper_store::schema`]).
+//!
+//! URL `i` (0 ≤ i < N) is the `store` benchmark's URL `i`: key `key(i)`,
+//! authority `i mod M` (row id `i mod M + 1`), depth `i mod 5`. Half of
+//! the URLs, those whose key is odd, are done: their row is marked done
+//! and a result holds their record (positions in URL order); the others
+//! are queued.
+//!
+//! Both loaders drop the indexes a bulk load would maintain row by row
+//! (random keys), load in id order, and create the indexes again with the
+//! store's own statements, so that the layout is the store's by
+//! construction:
+//! - SQLite: the store creates the file and the job; rows go in with
+//!   prepared statements in transactions of a million rows, journal off;
+//!   `url_keys` in key order, every key merged (`merged.upto` = N).
+//! - PostgreSQL: the store creates the schema and the job; rows go in with
+//!   `COPY … FROM STDIN`; sequences are set past the rows; `VACUUM
+//!   ANALYZE` and a `CHECKPOINT` follow, as on a database that has run
+//!   for a while under autovacuum.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use crawlkeeper_model::{CrawlRecord, shard_of};
+use crawlkeeper_store::{PgStore, SqliteStore, schema};
+use rusqlite::params;
+
+use crate::store::{bench_job, entry, key, record};
+
+/// Rows written between progress lines and SQLite commits.
+const STEP: u64 = 1_000_000;
+
+/// Whether seeded URL `i` is done (its key is odd: half of them, spread).
+pub fn is_done(i: u64) -> bool {
+    key(i) & 1 == 1
+}
+
+/// The JSON record of seeded URL `i`.
+fn record_json(i: u64, authorities: u64) -> String {
+    let (e, a) = entry(i, authorities);
+    let r: CrawlRecord = record(&e, &a);
+    r.to_json()
+}
+
+/// Prints a loader's progress on stderr.
+fn progress(what: &str, done: u64, total: u64, started: Instant) {
+    if done.is_multiple_of(5 * STEP) || done == total {
+        let s = started.elapsed().as_secs_f64();
+        eprintln!(
+            "  {what}: {done}/{total} rows, {s:.0} s ({:.0} rows/s)",
+            done as f64 / s.max(1e-9)
+        );
+    }
+}
+
+/// Creates the SQLite file at `path` with one job (`bench`) holding
+/// `urls` URLs over `authorities` authorities; returns the job's id.
+pub fn sqlite(path: &Path, urls: u64, authorities: u64) -> Result<i64> {
+    let job = {
+        let mut store = SqliteStore::open(path)?;
+        bench_job(&mut store, "bench")?.0
+    };
+    let mut conn = rusqlite::Connection::open(path)?;
+    // A bulk load: no journal, no syncs, a large cache. The store sets
+    // WAL again when it opens the file.
+    conn.pragma_update(None, "journal_mode", "DELETE")?;
+    conn.pragma_update(None, "journal_mode", "OFF")?;
+    conn.pragma_update(None, "synchronous", "OFF")?;
+    conn.pragma_update(None, "cache_size", -1_000_000)?;
+    conn.execute_batch("DROP INDEX urls_queued; DROP INDEX results_url")?;
+    let started = Instant::now();
+    let tx = conn.transaction()?;
+    {
+        let mut st =
+            tx.prepare("INSERT INTO authorities (job, id, authority) VALUES (?1, ?2, ?3)")?;
+        for a in 0..authorities {
+            let (_, auth) = entry(a, authorities);
+            st.execute(params![job, a as i64 + 1, auth.to_string()])?;
+        }
+    }
+    tx.commit()?;
+    let mut keys: Vec<([u8; 16], i64)> = Vec::with_capacity(urls as usize);
+    let mut seq = 0i64;
+    let mut i = 0u64;
+    while i < urls {
+        let end = (i + STEP).min(urls);
+        let tx = conn.transaction()?;
+        {
+            let mut url_row = tx.prepare_cached(
+                "INSERT INTO urls (id, job, key, auth, url, depth, parent, chain, state)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8)",
+            )?;
+            let mut result_row = tx.prepare_cached(
+                "INSERT INTO results (job, seq, url, failed, record) VALUES (?1, ?2, ?3, 0, ?4)",
+            )?;
+            for j in i..end {
+                let (e, _) = entry(j, authorities);
+                let id = j as i64 + 1;
+                let k = e.key.to_be_bytes();
+                let done = is_done(j);
+                let state = if done {
+                    schema::state::DONE
+                } else {
+                    schema::state::QUEUED
+                };
+                let auth = (j % authorities) as i64 + 1;
+                url_row.execute(params![id, job, k, auth, e.url, e.depth, e.parent, state])?;
+                keys.push((k, id));
+                if done {
+                    seq += 1;
+                    result_row.execute(params![job, seq, id, record_json(j, authorities)])?;
+                }
+            }
+        }
+        tx.commit()?;
+        i = end;
+        progress("sqlite urls+results", i, urls, started);
+    }
+    keys.sort_unstable();
+    let started = Instant::now();
+    for (n, part) in keys.chunks(STEP as usize).enumerate() {
+        let tx = conn.transaction()?;
+        {
+            let mut st =
+                tx.prepare_cached("INSERT INTO url_keys (job, key, id) VALUES (?1, ?2, ?3)")?;
+            for (k, id) in part {
+                st.execute(params![job, k, id])?;
+            }
+        }
+        tx.commit()?;
+        progress(
+            "sqlite url_keys",
+            ((n as u64 + 1) * STEP).min(urls),
+            urls,
+            started,
+        );
+    }
+    drop(keys);
+    conn.execute(
+        "INSERT INTO merged (job, upto) VALUES (?1, ?2)",
+        params![job, urls as i64],
+    )?;
+    let started = Instant::now();
+    for s in schema::sqlite()
+        .iter()
+        .map(String::as_str)
+        .chain(schema::SQLITE_INDEXES.iter().copied())
+    {
+        conn.execute(s, [])?;
+    }
+    eprintln!("  sqlite indexes: {:.0} s", started.elapsed().as_secs_f64());
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    Ok(job)
+}
+
+/// `text` escaped for `COPY … FROM STDIN` (text format).
+fn copy_text(out: &mut Vec<u8>, text: &str) {
+    for b in text.bytes() {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            _ => out.push(b),
+        }
+    }
+}
+
+/// Runs `COPY sql FROM STDIN` with `rows` lines, each written by `line`.
+fn copy(
+    c: &mut postgres::Client,
+    what: &str,
+    sql: &str,
+    rows: u64,
+    mut line: impl FnMut(u64, &mut Vec<u8>),
+) -> Result<()> {
+    let started = Instant::now();
+    let mut w = c.copy_in(sql)?;
+    let mut buf = Vec::with_capacity(1 << 20);
+    for i in 0..rows {
+        line(i, &mut buf);
+        if buf.len() > 1 << 20 {
+            w.write_all(&buf)?;
+            buf.clear();
+        }
+        if (i + 1).is_multiple_of(STEP) || i + 1 == rows {
+            progress(what, i + 1, rows, started);
+        }
+    }
+    w.write_all(&buf)?;
+    w.finish()?;
+    Ok(())
+}
+
+/// Creates the tables in `schema` of the database at `url` with one job
+/// (`bench`) holding `urls` URLs over `authorities` authorities; returns
+/// the job's id.
+pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i64> {
+    let job = {
+        let mut store = PgStore::connect_in_schema(url, Some(space))?;
+        bench_job(&mut store, "bench")?.0
+    };
+    let mut c = postgres::Client::connect(url, postgres::NoTls)
+        .with_context(|| format!("connecting to {url}"))?;
+    renice_backend(&mut c)?;
+    c.batch_execute(&format!(
+        "SET search_path TO {space}; SET maintenance_work_mem = '1GB';
+         SET synchronous_commit = off;
+         DROP INDEX urls_key; DROP INDEX urls_queued; DROP INDEX urls_open;
+         DROP INDEX results_shard"
+    ))?;
+    let shards = 1;
+    copy(
+        &mut c,
+        "postgres authorities",
+        "COPY authorities (job, id, authority, shard) FROM STDIN",
+        authorities,
+        |a, b| {
+            let (_, auth) = entry(a, authorities);
+            let name = auth.to_string();
+            let _ = write!(b, "{job}\t{}\t", a + 1);
+            copy_text(b, &name);
+            let _ = writeln!(b, "\t{}", shard_of(auth.host(), shards));
+        },
+    )?;
+    let mut seq = 0u64;
+    copy(
+        &mut c,
+        "postgres urls",
+        "COPY urls (id, job, key, auth, url, depth, parent, chain, state, seq) FROM STDIN",
+        urls,
+        |i, b| {
+            let (e, _) = entry(i, authorities);
+            let _ = write!(
+                b,
+                "{}\t{job}\t\\\\x{:032x}\t{}\t",
+                i + 1,
+                e.key,
+                i % authorities + 1
+            );
+            copy_text(b, &e.url);
+            let _ = write!(b, "\t{}\t", e.depth);
+            copy_text(b, e.parent.as_deref().unwrap_or_default());
+            if is_done(i) {
+                seq += 1;
+                let _ = writeln!(b, "\t\\N\t{}\t{seq}", schema::state::DONE);
+            } else {
+                let _ = writeln!(b, "\t\\N\t{}\t\\N", schema::state::QUEUED);
+            }
+        },
+    )?;
+    let mut seq = 0u64;
+    copy(
+        &mut c,
+        "postgres results",
+        "COPY results (job, seq, failed, record, shard, generation) FROM STDIN",
+        urls,
+        |i, b| {
+            if is_done(i) {
+                seq += 1;
+                let (_, auth) = entry(i, authorities);
+                let _ = write!(b, "{job}\t{seq}\t0\t");
+                copy_text(b, &record_json(i, authorities));
+                let _ = writeln!(b, "\t{}\t\\N", shard_of(auth.host(), shards));
+            }
+        },
+    )?;
+    c.batch_execute(&format!(
+        "SELECT setval('urls_id_seq', {urls});
+         SELECT setval('result_seqs', {}, false);
+         SELECT setval('authority_ids', {}, false);
+         UPDATE jobs SET admitted = {urls}, requisites = 0 WHERE id = {job}",
+        seq + 1,
+        authorities + 1
+    ))?;
+    let started = Instant::now();
+    let creates = schema::postgres()
+        .into_iter()
+        .chain(
+            schema::PG_TO_V2
+                .iter()
+                .filter(|s| s.starts_with("CREATE INDEX"))
+                .map(|s| s.to_string()),
+        )
+        .collect::<Vec<_>>();
+    for s in creates {
+        c.batch_execute(&s)?;
+    }
+    eprintln!(
+        "  postgres indexes: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    let started = Instant::now();
+    // One statement at a time: VACUUM cannot run in a transaction.
+    for s in [
+        "VACUUM (ANALYZE) urls",
+        "VACUUM (ANALYZE) results",
+        "VACUUM (ANALYZE) authorities",
+        "CHECKPOINT",
+    ] {
+        c.batch_execute(s)?;
+    }
+    eprintln!(
+        "  postgres vacuum, analyze, checkpoint: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(job)
+}
+
+/// Lowers the priority of the server process serving `c` (nice 19), so
+/// that the load yields to others' work on the machine; possible when
+/// running as root or as the server's user.
+pub fn renice_backend(c: &mut postgres::Client) -> Result<()> {
+    let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[])?.get(0);
+    // SAFETY: a plain system call on a process id.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, 19) };
+    if rc != 0 {
+        eprintln!(
+            "  (cannot renice the server process {pid}: {})",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_text_escapes_what_copy_reads_specially() {
+        let mut out = Vec::new();
+        copy_text(&mut out, "a\\b\tc\nd\re");
+        assert_eq!(out, b"a\\\\b\\tc\\nd\\re");
+    }
+
+    #[test]
+    fn about_half_of_the_urls_are_done() {
+        let done = (0..100_000).filter(|&i| is_done(i)).count();
+        assert!((45_000..55_000).contains(&done), "{done}");
+    }
+}
