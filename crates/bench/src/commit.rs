@@ -17,7 +17,7 @@ use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{FinishedUrl, FrontierEntry};
 use crawlkeeper_store::Store;
 
-use crate::store::{bench_job, entry, fresh_sqlite, record};
+use crate::store_data::{bench_job, entry, fresh_sqlite, record};
 
 /// Options of `crawlkeeper-bench commit`.
 #[derive(Args, Debug)]

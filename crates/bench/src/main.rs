@@ -24,6 +24,8 @@ mod proc;
 mod recrawl;
 mod shards;
 mod store;
+mod store_args;
+mod store_data;
 mod store_scale;
 mod store_scale_explain;
 mod store_seed;
@@ -51,7 +53,7 @@ enum Command {
     /// A store's cost per transaction and per page, replaying the engine's commits.
     Commit(commit::CommitArgs),
     /// The stores' frontier, seen set and disk use.
-    Store(store::StoreArgs),
+    Store(store_args::StoreArgs),
     /// The coordinators: compare-and-set rate, watch latency, expiry detection.
     Coord(coord::CoordArgs),
     /// The cluster protocol's fail-over on ZooKeeper.

@@ -26,47 +26,9 @@ use crawlkeeper_model::state::Batch;
 use crawlkeeper_store::{PgStore, SqliteStore, Store};
 use serde::{Deserialize, Serialize};
 
-use crate::store::{StoreArgs, authority, entry, record};
+use crate::store_args::{ScaleOpts, StoreArgs};
+use crate::store_data::{authority, entry, record};
 use crate::store_seed::{self, is_done};
-
-/// Options of the measured operations of `store --scale`.
-#[derive(Args, Debug)]
-pub struct ScaleOpts {
-    /// URLs admitted new, admitted known and finished at each size (a
-    /// multiple of 65,536 makes the SQLite store merge its keys a whole
-    /// number of times).
-    #[arg(long = "scale-ops", default_value_t = 131_072)]
-    ops: u64,
-    /// URLs per transaction (the engine's are of about 250).
-    #[arg(long = "scale-batch", default_value_t = 256)]
-    per_txn: usize,
-    /// Loads measured (random hosts, 16 to a transaction).
-    #[arg(long = "scale-loads", default_value_t = 4096)]
-    loads: u64,
-    /// URLs each load asks for.
-    #[arg(long = "scale-load-limit", default_value_t = 64)]
-    load_limit: usize,
-    /// Directory for the SQLite files (default: the temporary directory).
-    #[arg(long = "scale-dir")]
-    dir: Option<PathBuf>,
-    /// Free disk to leave, in GB: a size that would not leave it is skipped.
-    #[arg(long = "scale-spare-gb", default_value_t = 10)]
-    spare_gb: u64,
-    /// Prints the plans of the statements of resume and load at each size
-    /// (PostgreSQL: EXPLAIN (ANALYZE, BUFFERS); SQLite: EXPLAIN QUERY PLAN).
-    #[arg(long = "scale-explain")]
-    explain: bool,
-    /// Appends each size's figures to this file as a JSON line.
-    #[arg(long = "scale-json")]
-    json: Option<PathBuf>,
-    /// Prints the tables of figures saved with `--scale-json` in this file
-    /// instead of measuring.
-    #[arg(long = "scale-from")]
-    from: Option<PathBuf>,
-    /// Keeps the last size's file or schema (for EXPLAIN by hand).
-    #[arg(long = "scale-keep")]
-    keep: bool,
-}
 
 /// One measured operation: its cost per unit and the log it wrote.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -29,7 +29,7 @@ use crawlkeeper_model::{CrawlRecord, shard_of};
 use crawlkeeper_store::{PgStore, SqliteStore, schema};
 use rusqlite::params;
 
-use crate::store::{bench_job, entry, key, record};
+use crate::store_data::{bench_job, entry, key, record};
 
 /// Rows written between progress lines and SQLite commits.
 const STEP: u64 = 1_000_000;

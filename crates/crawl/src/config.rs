@@ -180,10 +180,10 @@ pub struct FetchConfig {
     /// Headers sent with every request, robots.txt and sitemaps included
     /// (`--header`): their values are secrets, never shown.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub headers: Vec<crate::fetch::ExtraHeader>,
+    pub headers: Vec<crate::fetch::headers::ExtraHeader>,
     /// Forward proxies (`--proxy`, `--no-proxy`, the environment).
-    #[serde(skip_serializing_if = "crate::fetch::ProxyConfig::is_unset")]
-    pub proxy: crate::fetch::ProxyConfig,
+    #[serde(skip_serializing_if = "crate::fetch::proxy::ProxyConfig::is_unset")]
+    pub proxy: crate::fetch::proxy::ProxyConfig,
     /// The cookie jar (`--cookies`, `--no-cookies`).
     #[serde(skip_serializing_if = "CookieConfig::is_default")]
     pub cookies: CookieConfig,
@@ -394,7 +394,7 @@ impl Default for FetchConfig {
             local_address: None,
             capture: false,
             headers: Vec::new(),
-            proxy: crate::fetch::ProxyConfig::default(),
+            proxy: crate::fetch::proxy::ProxyConfig::default(),
             cookies: CookieConfig::default(),
         }
     }

@@ -6,9 +6,9 @@
 
 pub mod cookies;
 mod decode;
-mod headers;
+pub(crate) mod headers;
 mod http;
-mod proxy;
+pub(crate) mod proxy;
 mod tls_error;
 
 use std::time::{Duration, SystemTime};
