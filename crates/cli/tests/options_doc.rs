@@ -20,6 +20,7 @@ const GLOBAL: &[&str] = &["--help", "--version"];
 /// Options of other tools the documents name: `scripts/bench.sh`, the
 /// test site's binary, cargo and `cdxj-indexer`.
 const OTHER_TOOLS: &[&str] = &[
+    "--authorities",
     "--backend",
     "--ca-out",
     "--check",
@@ -37,6 +38,15 @@ const OTHER_TOOLS: &[&str] = &[
     "--processes",
     "--release",
     "--runs",
+    "--scale",
+    "--scale-dir",
+    "--scale-explain",
+    "--scale-from",
+    "--scale-json",
+    "--scale-keep",
+    "--scale-loads",
+    "--scale-ops",
+    "--scale-spare-gb",
     "--scenario",
     "--showcase",
     "--soak",
