@@ -10,7 +10,9 @@ use common::pg::restart_postgres;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_restart_under_the_cluster_kills_nobody_and_loses_nothing() {
-    let c = Cluster::start("clpg", 2, 1, 2, 4, 60, 20).await;
+    // Long enough (4 hosts × 150 pages, 20 ms each, one at a time per host:
+    // 3 s and more) that `pg_ctlcluster` stops the server mid-crawl.
+    let c = Cluster::start("clpg", 2, 1, 2, 4, 150, 20).await;
     let nodes: Vec<_> = (1..=3).map(|i| c.node_logged(i, &[])).collect();
     c.formed().await;
     let (code, _, err) = c.submit(&[]).await;
