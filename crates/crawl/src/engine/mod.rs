@@ -11,6 +11,7 @@ mod depth_queue;
 mod frontier;
 mod lease;
 mod live;
+mod polls;
 mod records;
 mod slot;
 mod tasks;
@@ -28,6 +29,7 @@ use url::Url;
 
 pub use frontier::{Frontier, FrontierLimits, RequestReport};
 pub use lease::{GatedFetcher, LeaseGate};
+use polls::Polls;
 pub use slot::Slot;
 use tasks::TaskOutput;
 
@@ -36,7 +38,7 @@ use crate::pipeline::{Discovered, Pipeline, Processed, Request, url_key};
 use crate::registry::Registry;
 use crate::sink::{Sink, SinkError};
 use crate::state::{
-    AdmitItem, Command, CrawlState, MemoryState, Polled, Reply, Sharing, StateError, StateHandle,
+    AdmitItem, Command, CrawlState, MemoryState, Reply, Sharing, StateError, StateHandle,
     spawn_worker,
 };
 use crate::summary::{AuthorityStats, StopReason, Summary};
@@ -113,22 +115,6 @@ pub struct Engine {
     control: Option<tokio::sync::mpsc::UnboundedReceiver<Control>>,
     /// Where the live snapshot goes, when it is watched.
     live: Option<live::Publisher>,
-}
-
-/// Where the crawl stands with the polls of a shared job.
-#[derive(Default)]
-struct Polls {
-    /// A poll was sent and not yet answered.
-    in_flight: bool,
-    /// The newest poll was sent while nothing was left to do here.
-    sent_idle: bool,
-    /// A poll sent while idle found the whole job complete.
-    complete: bool,
-    /// Another process said there is news: poll as soon as none is out
-    /// (and the last went out long enough ago).
-    due: bool,
-    /// When the last poll was sent.
-    sent_at: Option<Instant>,
 }
 
 /// Polls asked for by other processes' news go out at most this often.
@@ -447,42 +433,6 @@ impl Engine {
             stop,
             pending: self.frontier.pending() + tasks.len() as u64,
         })
-    }
-
-    /// Asks the store what other processes left for this one, and whether
-    /// the job is complete; `idle` when nothing is left to do here.
-    fn poll(&mut self, store: &StateHandle, idle: bool) -> Result<(), EngineError> {
-        // The sweep reads every open URL of the job: once as the engine
-        // falls idle, not at every poll while it stays idle.
-        let sweep = idle && !self.polls.sent_idle;
-        store
-            .tx
-            .send(Command::Poll { sweep })
-            .map_err(|_| StateError::Fatal("state worker stopped".into()))?;
-        self.polls.in_flight = true;
-        self.polls.sent_idle = idle;
-        self.polls.due = false;
-        self.polls.sent_at = Some(Instant::now());
-        Ok(())
-    }
-
-    fn on_polled(&mut self, polled: Polled) {
-        self.polls.in_flight = false;
-        let news = !polled.news.is_empty();
-        for (authority, queued) in polled.news {
-            self.frontier.news(authority, queued);
-        }
-        if let Some(seen) = polled.job_seen {
-            self.frontier.job_admitted(seen);
-        }
-        if news || polled.open != Some(false) {
-            // Work here again, or elsewhere: the next idle moment asks again.
-            if news {
-                self.polls.sent_idle = false;
-            }
-            return;
-        }
-        self.polls.complete = self.polls.sent_idle;
     }
 
     /// True when every busy worker holds a page whose links wait, so that
