@@ -24,6 +24,7 @@ mod coord;
 mod failover;
 mod lab;
 mod nodes;
+mod pg_profile;
 mod scale;
 mod sys;
 

@@ -164,18 +164,12 @@ impl Database {
 
     /// The backends connected to this database now, by process id (the
     /// nodes' and their clients' sessions; the server's shared processes,
-    /// its WAL writer and checkpointer, are not among them).
+    /// its WAL writer and checkpointer, are not among them). Read from the
+    /// processes' titles (`postgres: <cluster>: <user> <database> <client>
+    /// <state>`), not asked of the server: sampling it every few
+    /// milliseconds would add its own queries to the server's CPU.
     pub(super) fn backends(&self) -> Result<Vec<u32>> {
-        let mut c = postgres::Client::connect(&self.admin, postgres::NoTls)
-            .with_context(|| format!("connecting to {}", self.admin))?;
-        let rows = c.query(
-            "SELECT pid FROM pg_stat_activity WHERE datname = $1",
-            &[&self.name],
-        )?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| u32::try_from(r.get::<_, i32>(0)).ok())
-            .collect())
+        backends_of(&self.name)
     }
 
     /// Runs `sql` on the `postgres` database.
@@ -195,4 +189,25 @@ impl Drop for Database {
             self.name
         ));
     }
+}
+
+/// The backends serving database `name` now (see [`Database::backends`]).
+pub(super) fn backends_of(name: &str) -> Result<Vec<u32>> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").context("reading /proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        // A process gone meanwhile has no title: not a backend.
+        let Ok(title) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let title = String::from_utf8_lossy(&title);
+        let mut words = title.split_whitespace();
+        if words.next() == Some("postgres:") && words.nth(2) == Some(name) {
+            pids.push(pid);
+        }
+    }
+    Ok(pids)
 }

@@ -7,13 +7,14 @@ use crawlkeeper_model::shard_of;
 use crawlkeeper_testsite::server::loopback_ip;
 
 use super::lab::Lab;
+use super::pg_profile::Profile;
 use super::nodes::Group;
 use super::sys::{machine_ticks, own_cpu, process_cpu};
 use super::{Beat, ClusterArgs, MAX_WORKERS, secs};
 use crate::shards::postgres_cpu;
 
 /// What one scale-out run measured.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct ScaleRun {
     pages: usize,
     /// From `submit` to the last request's response.
@@ -34,6 +35,8 @@ struct ScaleRun {
     busy: f64,
     /// Deadlocks PostgreSQL found in the run's database.
     deadlocks: i64,
+    /// Where the run's database's work went.
+    profile: Profile,
 }
 
 impl ScaleRun {
@@ -77,11 +80,13 @@ pub(super) fn run(lab: &Lab, args: &ClusterArgs) -> Result<()> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let cores = cores();
     let mut base = None;
+    let mut profiles = Vec::new();
     for (runners, mut runs) in by_count {
         runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
-        let Some(m) = runs.get(runs.len() / 2).copied() else {
+        let Some(m) = runs.get(runs.len() / 2).cloned() else {
             continue;
         };
+        profiles.push((runners, m.pages, m.profile.clone()));
         let base = *base.get_or_insert(m.rate());
         let per_k = |d: Duration| d.as_secs_f64() * 1000.0 / m.pages as f64;
         println!(
@@ -99,6 +104,13 @@ pub(super) fn run(lab: &Lab, args: &ClusterArgs) -> Result<()> {
             m.share * 100.0,
             m.busy * 100.0,
             m.deadlocks
+        );
+    }
+    for (runners, pages, profile) in profiles {
+        profile.print(
+            &format!("PostgreSQL's work, {runners} Runner(s), the median run"),
+            pages,
+            12,
         );
     }
     Ok(())
@@ -134,6 +146,7 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
         .sum::<Duration>()
         .saturating_sub(nodes_before);
     let deadlocks = group.stop()?;
+    let profile = Profile::read(&group.db)?;
     let (pages, last) = site.pages_requested();
     if pages != site.expected_pages() {
         bail!(
@@ -155,6 +168,7 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
         busy: busy_after.saturating_sub(busy_before) as f64
             / total_after.saturating_sub(total_before).max(1) as f64,
         deadlocks,
+        profile,
     })
 }
 
@@ -189,30 +203,19 @@ impl BackendSampler {
             .into_iter()
             .map(|pid| (pid, process_cpu(pid)))
             .collect();
-        let admin = db.admin.clone();
         let name = db.name.clone();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::spawn(move || {
             let mut last: std::collections::HashMap<u32, Duration> =
                 std::collections::HashMap::new();
-            let Ok(mut c) = postgres::Client::connect(&admin, postgres::NoTls) else {
-                return Duration::ZERO;
-            };
             loop {
                 let done = stopping.load(std::sync::atomic::Ordering::Acquire);
-                if let Ok(rows) = c.query(
-                    "SELECT pid FROM pg_stat_activity WHERE datname = $1",
-                    &[&name],
-                ) {
-                    for row in rows {
-                        if let Ok(pid) = u32::try_from(row.get::<_, i32>(0)) {
-                            // A backend gone meanwhile reads as zero.
-                            let cpu = process_cpu(pid);
-                            let seen = last.entry(pid).or_default();
-                            *seen = (*seen).max(cpu);
-                        }
-                    }
+                for pid in super::lab::backends_of(&name).unwrap_or_default() {
+                    // A backend gone meanwhile reads as zero.
+                    let cpu = process_cpu(pid);
+                    let seen = last.entry(pid).or_default();
+                    *seen = (*seen).max(cpu);
                 }
                 if done {
                     break;

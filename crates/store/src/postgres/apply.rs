@@ -51,17 +51,7 @@ pub fn apply_in(
     let requisites = admit(tx, cache, job, lease, batch, admitted_before, &mut handoff)?;
     finish(tx, cache, job, lease, batch)?;
     load(tx, cache, job, batch)?;
-    for saved in &batch.authorities {
-        let name = saved.authority.to_string();
-        authorities(tx, cache, job, std::iter::once(name.as_str()))?;
-        let (auth, _) = authority_of(cache, job, &name)?;
-        let text = serde_json::to_string(saved).map_err(|e| StoreError::Backend(e.to_string()))?;
-        tx.execute(
-            "UPDATE authorities SET state = $1 WHERE job = $2 AND id = $3",
-            &[&text, &job, &auth],
-        )
-        .map_err(err)?;
-    }
+    save_authorities(tx, cache, job, batch)?;
     if !handoff.is_empty() {
         let (shards, auths): (Vec<i32>, Vec<i64>) =
             handoff.into_iter().map(|(s, a)| (s as i32, a)).unzip();
@@ -93,6 +83,45 @@ pub fn apply_in(
         )
         .map_err(err)?;
     }
+    Ok(())
+}
+
+/// Saves the authorities' states of the batch in one statement (the last
+/// of an authority's states wins).
+fn save_authorities(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    job: i64,
+    batch: &Batch,
+) -> Result<(), StoreError> {
+    if batch.authorities.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = batch
+        .authorities
+        .iter()
+        .map(|a| a.authority.to_string())
+        .collect();
+    authorities(tx, cache, job, names.iter().map(String::as_str))?;
+    let mut states: HashMap<i64, String> = HashMap::with_capacity(names.len());
+    for (saved, name) in batch.authorities.iter().zip(&names) {
+        let (auth, _) = authority_of(cache, job, name)?;
+        let text = serde_json::to_string(saved).map_err(|e| StoreError::Backend(e.to_string()))?;
+        states.insert(auth, text);
+    }
+    // In id order: writers take row locks in one order.
+    let mut states: Vec<(i64, String)> = states.into_iter().collect();
+    states.sort_unstable_by_key(|(id, _)| *id);
+    let (ids, texts): (Vec<i64>, Vec<String>) = states.into_iter().unzip();
+    x(
+        tx,
+        cache,
+        "UPDATE authorities a SET state = v.s
+         FROM unnest($2::int8[], $3::text[]) AS v(i, s)
+         WHERE a.job = $1 AND a.id = ANY($2) AND a.id = v.i",
+        &[&job, &ids, &texts],
+    )
+    .map_err(err)?;
     Ok(())
 }
 
@@ -140,7 +169,12 @@ fn finish(
     let record_shards: Vec<i32> = order.iter().map(|&i| shard_of_record(i)).collect();
     let generation_of = |shard: i32| lease.and_then(|l| l.generation(shard as u32));
     let generations: Vec<Option<i64>> = record_shards.iter().map(|&h| generation_of(h)).collect();
-    // Positions are drawn in the order finished (unnest keeps it).
+    // Positions are drawn in the order finished (unnest keeps it). The
+    // rows are found by `key = ANY(…)`, which only the unique index
+    // answers well whatever the planner believes of the table's size:
+    // a join with the array alone was planned from statistics that lag
+    // a growing table (a hash join over every row of the job, in a
+    // crawl's first minute).
     let mut claimed: HashMap<u128, i64> = HashMap::with_capacity(count);
     for row in q(
         tx,
@@ -151,7 +185,7 @@ fn finish(
                  AS t(k, f, r, h, g)),
          c AS (
              UPDATE urls u SET state = 2, seq = v.s FROM v
-             WHERE u.job = $1 AND u.key = v.k AND u.state <> 2
+             WHERE u.job = $1 AND u.key = ANY($2) AND u.key = v.k AND u.state <> 2
              RETURNING v.k, v.s, v.f, v.r, v.h, v.g),
          i AS (
              INSERT INTO results (job, seq, failed, record, shard, generation)
@@ -423,7 +457,8 @@ fn admit(
             cache,
             "UPDATE urls u SET depth = v.d, parent = v.p, chain = v.c
                  FROM unnest($2::bytea[], $3::int4[], $4::text[], $5::text[]) AS v(k, d, p, c)
-                 WHERE u.job = $1 AND u.key = v.k AND u.state = 0 AND u.depth > v.d
+                 WHERE u.job = $1 AND u.key = ANY($2) AND u.key = v.k AND u.state = 0
+                     AND u.depth > v.d
                  RETURNING u.auth",
             &[
                 &job,

@@ -19,10 +19,15 @@ use crate::codec::parse_authority;
 pub struct Cache {
     authorities: HashMap<(i64, String), (i64, u32)>,
     shards: HashMap<i64, u32>,
-    /// Statements prepared on this connection, by their text: each is
-    /// parsed and planned once, not at every call (a round trip saved).
-    statements: HashMap<&'static str, Statement>,
+    /// Statements prepared on this connection, by their text, with the
+    /// calls each had since it was prepared (see [`Cache::statement`]).
+    statements: HashMap<&'static str, (Statement, u64)>,
 }
+
+/// Calls of a prepared statement after which it is prepared again, so
+/// that its generic plan is made afresh: at 2, 8, 32, … 2^{2k+1} calls,
+/// then every [`REPLAN_EVERY`].
+const REPLAN_EVERY: u64 = 8192;
 
 impl Cache {
     /// Forgets everything (a transaction that failed may have made rows
@@ -33,22 +38,51 @@ impl Cache {
         self.statements.clear();
     }
 
-    /// The statement `sql`, prepared on `tx`'s connection once.
+    /// The statement `sql`, prepared on `tx`'s connection.
+    ///
+    /// PostgreSQL plans a prepared statement at its first five calls,
+    /// then generically (once) if that plan costs no more: planning at
+    /// every call was a fifth of the server's CPU. A generic plan is made
+    /// from the tables' sizes when it is made, and a job's tables start
+    /// empty: a plan made then would scan them whole, and stay. So a
+    /// statement is prepared again, and planned afresh, at its 2nd, 8th,
+    /// 32nd, … call (the tables grow with the calls), then every
+    /// [`REPLAN_EVERY`]: a plan is never made on tables a quarter of
+    /// their size when it is used, until they are big enough for their
+    /// plans to stay. The statements themselves are written so that
+    /// their good plan does not hang on the tables' statistics (rows
+    /// found by `key = ANY(…)` on a unique index, not joined with an
+    /// array), which autovacuum refreshes only now and then.
     fn statement(
         &mut self,
         tx: &mut Transaction<'_>,
         sql: &'static str,
     ) -> Result<Statement, postgres::Error> {
-        if let Some(s) = self.statements.get(sql) {
-            return Ok(s.clone());
+        if let Some((s, calls)) = self.statements.get_mut(sql) {
+            *calls += 1;
+            if !replan_at(*calls) {
+                return Ok(s.clone());
+            }
         }
         let s = tx.prepare(sql)?;
-        self.statements.insert(sql, s.clone());
+        let calls = self.statements.get(sql).map_or(1, |(_, c)| *c);
+        self.statements.insert(sql, (s.clone(), calls));
         Ok(s)
     }
 }
 
-/// Runs the query `sql`, prepared once per connection.
+/// Whether a statement at its `calls`th call is prepared again: at
+/// 2^(2k+1) calls below [`REPLAN_EVERY`], then at its multiples.
+fn replan_at(calls: u64) -> bool {
+    if calls < REPLAN_EVERY {
+        calls.is_power_of_two() && calls.trailing_zeros() % 2 == 1
+    } else {
+        calls % REPLAN_EVERY == 0
+    }
+}
+
+/// Runs the query `sql`, prepared on the connection (see
+/// [`Cache::statement`]).
 pub fn q(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
@@ -59,7 +93,8 @@ pub fn q(
     tx.query(&statement, params)
 }
 
-/// Runs the statement `sql`, prepared once per connection.
+/// Runs the statement `sql`, prepared on the connection (see
+/// [`Cache::statement`]).
 pub fn x(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
@@ -118,33 +153,48 @@ pub fn authorities<'a>(
             .authorities
             .insert((job, row.get(0)), (row.get(1), shard as u32));
     }
+    missing.retain(|n| !cache.authorities.contains_key(&(job, n.clone())));
+    if missing.is_empty() {
+        return Ok(());
+    }
     let shards = shard_count(tx, cache, job)?;
-    for name in missing {
-        if cache.authorities.contains_key(&(job, name.clone())) {
-            continue;
-        }
+    let mut names_shards: Vec<i32> = Vec::with_capacity(missing.len());
+    for name in &missing {
         let host = parse_authority(name.clone())?;
-        let shard = shard_of(host.host(), shards);
-        let inserted = tx
-            .query_opt(
-                "INSERT INTO authorities (job, id, authority, shard)
-                 VALUES ($1, nextval('authority_ids'), $2, $3)
-                 ON CONFLICT (job, authority) DO NOTHING RETURNING id",
-                &[&job, &name, &(shard as i32)],
-            )
-            .map_err(err)?;
-        let id = match inserted {
-            Some(row) => row.get(0),
-            // Another writer made it since the look-up.
-            None => tx
-                .query_one(
-                    "SELECT id FROM authorities WHERE job = $1 AND authority = $2",
-                    &[&job, &name],
-                )
-                .map_err(err)?
-                .get(0),
-        };
-        cache.authorities.insert((job, name), (id, shard));
+        names_shards.push(shard_of(host.host(), shards) as i32);
+    }
+    // In name order (writers take the unique index's locks in one order);
+    // a name another writer made meanwhile is read back below.
+    for row in q(
+        tx,
+        cache,
+        "INSERT INTO authorities (job, id, authority, shard)
+         SELECT $1, nextval('authority_ids'), a, s FROM unnest($2::text[], $3::int4[]) AS v(a, s)
+         ON CONFLICT (job, authority) DO NOTHING RETURNING authority, id, shard",
+        &[&job, &missing, &names_shards],
+    )
+    .map_err(err)?
+    {
+        let shard: i32 = row.get(2);
+        cache
+            .authorities
+            .insert((job, row.get(0)), (row.get(1), shard as u32));
+    }
+    missing.retain(|n| !cache.authorities.contains_key(&(job, n.clone())));
+    if !missing.is_empty() {
+        for row in q(
+            tx,
+            cache,
+            "SELECT authority, id, shard FROM authorities WHERE job = $1 AND authority = ANY($2)",
+            &[&job, &missing],
+        )
+        .map_err(err)?
+        {
+            let shard: i32 = row.get(2);
+            cache
+                .authorities
+                .insert((job, row.get(0)), (row.get(1), shard as u32));
+        }
     }
     Ok(())
 }
@@ -157,4 +207,18 @@ pub fn authority_of(cache: &Cache, job: i64, name: &str) -> Result<(i64, u32), S
         .get(&(job, name.to_owned()))
         .copied()
         .ok_or_else(|| StoreError::Backend(format!("authority {name} has no row")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_are_planned_again_geometrically_then_at_a_steady_pace() {
+        let at: Vec<u64> = (1..=40_000).filter(|&c| replan_at(c)).collect();
+        assert_eq!(
+            at,
+            [2, 8, 32, 128, 512, 2048, 8192, 16_384, 24_576, 32_768]
+        );
+    }
 }

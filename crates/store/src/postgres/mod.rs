@@ -41,10 +41,9 @@ const LOCK_TIMEOUT: &str = "5s";
 /// A session idle inside a transaction this long is ended by the server,
 /// releasing its locks (a paused or partitioned process).
 const IDLE_IN_TRANSACTION: &str = "10s";
-// Statements are prepared once per connection, and planned at every
-// execution (`plan_cache_mode = force_custom_plan`): a generic plan of a
-// statement over arrays (`unnest($2::bytea[])`) cannot see their sizes,
-// and its joins cost PostgreSQL twice the CPU per page in `bench shards`.
+// The statements of a crawl's transactions are prepared on each
+// connection, and prepared again as the tables grow: see
+// `cache::Cache::statement`.
 
 /// A crawl state database on PostgreSQL.
 pub struct PgStore {
@@ -163,8 +162,7 @@ impl PgStore {
             client
                 .batch_execute(&format!(
                     "SET lock_timeout = '{LOCK_TIMEOUT}';
-                     SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}';
-                     SET plan_cache_mode = force_custom_plan"
+                     SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'"
                 ))
                 .map_err(err)?;
             if let Some(s) = &self.schema {
