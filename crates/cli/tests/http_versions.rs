@@ -1,7 +1,9 @@
 //! `--http1-only` and `--http2` end to end (#30): which HTTP version the
 //! crawler speaks, seen by the server, and a server that does not speak
-//! the version asked for giving error records, not a hang. Every server
-//! is the test site on loopback.
+//! the version asked for giving error records, not a hang; and the option
+//! reaching a cluster's Runner with a submitted job (ZooKeeper and
+//! PostgreSQL, as the cluster tests). Every server is the test site on
+//! loopback.
 
 mod common;
 
@@ -196,4 +198,24 @@ async fn http1_only_and_http2_together_are_refused_before_anything_is_written() 
         assert!(!d.join("out.jsonl").exists());
         assert!(!d.join("crawlkeeper.db").exists());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submitted_job_s_http_version_reaches_its_runner() {
+    // The option rides in the job's stored options: the Runner, another
+    // process, speaks HTTP/2 by prior knowledge to a plain server.
+    let c = common::cluster::Cluster::start("cl_h2c", 1, 0, 1, 1, 1, 0).await;
+    let d = dir("cluster");
+    let mut config = SiteConfig::uniform(1, 5);
+    config.hosts[0].h2c = true;
+    let h2c = site(config, false, &d).await;
+    let _node = c.node(1, &[]);
+    c.formed().await;
+    let (code, _, err) = c
+        .submit_job(&["--follow", "--http2", "--wait"], &[&h2c.url(0, "/")])
+        .await;
+    assert_eq!(code, 0, "the job completes: {err}");
+    let served = versions(&h2c, 0);
+    assert_eq!(served.len(), 7, "robots.txt, / and 5 pages: {served:?}");
+    assert!(served.iter().all(|v| v == "HTTP/2.0"), "{served:?}");
 }
