@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use crawlkeeper_crawl::FieldSpec;
 use crawlkeeper_crawl::config::{
-    CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, RequisitesScope, ResolveOverride,
+    CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, HttpVersion, RequisitesScope, ResolveOverride,
 };
 use crawlkeeper_crawl::fetch::{ExtraHeader, ProxyConfig, ProxyUrl, split_list};
 use crawlkeeper_crawl::guard::Cidr;
@@ -98,6 +98,14 @@ pub struct JobArgs {
     /// No cookie jar: cookies servers set are not sent back.
     #[arg(long)]
     pub no_cookies: bool,
+    /// Speak HTTP/1.1 only, over TLS too. Default: HTTPS negotiates by
+    /// ALPN (HTTP/2 where the server offers it), http:// speaks HTTP/1.1.
+    #[arg(long, conflicts_with = "http2")]
+    pub http1_only: bool,
+    /// Speak HTTP/2 only: alone by ALPN over TLS, with prior knowledge
+    /// (h2c) on http://; a server that does not speak it is an error.
+    #[arg(long)]
+    pub http2: bool,
     /// Do not fetch or obey robots.txt.
     #[arg(long)]
     pub ignore_robots: bool,
@@ -394,6 +402,11 @@ impl JobArgs {
         if let Some(hosts) = &self.no_proxy {
             c.fetch.proxy.no_proxy = split_list(hosts);
         }
+        c.fetch.http_version = match (self.http1_only, self.http2) {
+            (true, _) => HttpVersion::Http1Only,
+            (false, true) => HttpVersion::Http2,
+            (false, false) => HttpVersion::Negotiate,
+        };
         c.fetch.cookies.jar = !self.no_cookies;
         c.fetch.cookies.file = cookie_file(self.cookies.as_deref()).unwrap_or_default();
         c.fetch.allow_nets = self.allow_nets.clone();

@@ -1,7 +1,7 @@
 //! Proxies and headers (issue #30), end to end on loopback: a real
 //! forward proxy (Debian's tinyproxy) carries every request, robots.txt
 //! included, with and without credentials, and so does a SOCKS5 proxy
-//! (the test site's); a proxy that is gone gives
+//! (the test site's); a proxy that is gone, or dies mid-crawl, gives
 //! errors, not a hang; `--header` arrives on every request; secrets never
 //! reach the output or the logs; bad options are refused before anything
 //! is written.
@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::tinyproxy::Tinyproxy;
 use common::{command_in, crawl_in, fresh_dir, records};
 use crawlkeeper_model::{CrawlRecord, ErrorKind};
-use crawlkeeper_testsite::hostile::{HostileServer, Script};
+use crawlkeeper_testsite::hostile::{HostileServer, Script, Step};
 use crawlkeeper_testsite::socks::SocksServer;
 
 const SECRET: &str = "S3cret-7f2a";
@@ -212,4 +212,101 @@ async fn bad_headers_and_proxies_are_refused_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("environment proxy"));
     assert!(!d.join("out.jsonl").exists());
+}
+
+/// Pages `/p/0 … /p/{n-1}`, each answered after `slow`, all linked from
+/// `/`: a crawl of one request at a time is mid-way for a while.
+async fn slow_site(n: usize, slow: Duration) -> HostileServer {
+    let links: String = (0..n).map(|i| format!("<a href=/p/{i}>{i}</a>")).collect();
+    let pages: Vec<(String, Script)> = (0..n)
+        .map(|i| {
+            let mut page = Script::html(format!("<title>{i}</title>"));
+            page.0.insert(0, Step::Wait(slow));
+            (format!("/p/{i}"), page)
+        })
+        .collect();
+    let mut routes = vec![
+        (
+            "/robots.txt",
+            Script::response(200, &[], "User-agent: *\nAllow: /\n"),
+        ),
+        ("/", Script::html(links)),
+    ];
+    routes.extend(pages.iter().map(|(p, s)| (p.as_str(), s.clone())));
+    HostileServer::start(Ipv4Addr::new(127, 0, 0, 6), routes)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_dying_mid_crawl_gives_errors_not_a_hang() {
+    const PAGES: usize = 16;
+    let site = slow_site(PAGES, Duration::from_millis(300)).await;
+    let d = fresh_dir("proxy", "dies");
+    let mut proxy = Tinyproxy::start(&d, None);
+    // One request at a time, retried once (the retry finds the proxy
+    // gone too), and no giving up on the host: every page gets its own
+    // record.
+    let crawl = crawl_in(
+        &d,
+        &site.url("/"),
+        &[
+            "--proxy",
+            &proxy.url(None),
+            "--retries",
+            "1",
+            "--retry-base",
+            "50ms",
+            "--max-host-errors",
+            "1000",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    // robots.txt, the index and two pages reached the site through the
+    // proxy: the crawl is mid-way. The proxy dies.
+    tokio::time::timeout(common::ARRIVAL_DEADLINE, site.received(4))
+        .await
+        .unwrap_or_else(|_| panic!("the site saw only {:?}", site.requests()));
+    proxy.kill();
+    let reached = site.requests();
+    let out = tokio::time::timeout(Duration::from_secs(120), crawl.wait_with_output())
+        .await
+        .expect("the crawl ends in time, the proxy gone")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Some pages came: the authority answered, so the crawl finished
+    // with page errors as data (exit 0).
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let text = std::fs::read_to_string(d.join("out.jsonl")).unwrap();
+    let got = records(&text);
+    assert_eq!(got.len(), 1 + PAGES, "a record per URL: {got:#?}");
+    // Nothing fetched twice, and nothing reached the site after the kill
+    // but what was already on its way.
+    let after = site.requests();
+    let mut unique = after.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), after.len(), "fetched twice: {after:?}");
+    assert!(
+        after.len() <= reached.len() + 1,
+        "{reached:?} then {after:?}"
+    );
+    let failed: Vec<&CrawlRecord> = got.iter().filter(|r| r.error.is_some()).collect();
+    assert!(
+        failed.len() >= PAGES + 1 - after.len() && failed.len() >= PAGES / 2,
+        "the crawl was mid-way, the pages not reached are errors: {got:#?}"
+    );
+    for rec in &got {
+        let target = rec.url.strip_prefix(&site.origin()).unwrap();
+        if after.iter().any(|t| t == target) {
+            // Reached the site: a page, or the one in flight when the
+            // proxy died (an error of whatever kind the cut gave).
+            assert!(rec.status == Some(200) || rec.error.is_some(), "{rec:?}");
+        } else {
+            // Never reached: the proxy refused the connection.
+            let kind = rec.error.as_ref().map(|e| e.kind);
+            assert_eq!(kind, Some(ErrorKind::Connect), "{rec:?}");
+        }
+    }
 }

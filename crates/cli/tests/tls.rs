@@ -79,8 +79,9 @@ async fn https_is_crawled_over_http2_on_one_connection_per_authority() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_over_http1_keeps_its_connections_alive() {
-    // The crawler has no option to speak HTTP/1.1 only: the server offers
-    // nothing else by ALPN, and the crawler must follow.
+    // By default the crawler offers both by ALPN; the server offers
+    // HTTP/1.1 only, and the crawler must follow (`--http1-only` is
+    // tested in http_versions.rs).
     let d = dir("h1");
     let mut config = SiteConfig::uniform(1, 50);
     config.hosts[0].http1_only = true;

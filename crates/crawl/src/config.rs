@@ -187,6 +187,31 @@ pub struct FetchConfig {
     /// The cookie jar (`--cookies`, `--no-cookies`).
     #[serde(skip_serializing_if = "CookieConfig::is_default")]
     pub cookies: CookieConfig,
+    /// Which HTTP versions are spoken (`--http1-only`, `--http2`). Left
+    /// out of the serialized configuration when the default.
+    #[serde(skip_serializing_if = "HttpVersion::is_default")]
+    pub http_version: HttpVersion,
+}
+
+/// Which HTTP versions the fetcher speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HttpVersion {
+    /// HTTPS negotiates by ALPN (HTTP/2 where the server offers it, else
+    /// HTTP/1.1); plain `http://` speaks HTTP/1.1. The default.
+    #[default]
+    Negotiate,
+    /// HTTP/1.1 only, over TLS too (`--http1-only`).
+    Http1Only,
+    /// HTTP/2 only (`--http2`): offered alone by ALPN over TLS, and with
+    /// prior knowledge (h2c) on plain `http://`.
+    Http2,
+}
+
+impl HttpVersion {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// The crawl's cookie jar: one per crawling process (a cluster's Runner
@@ -396,6 +421,7 @@ impl Default for FetchConfig {
             headers: Vec::new(),
             proxy: crate::fetch::proxy::ProxyConfig::default(),
             cookies: CookieConfig::default(),
+            http_version: HttpVersion::default(),
         }
     }
 }
@@ -629,6 +655,23 @@ mod tests {
         let bad = r#"{"engine": {"max_wrkers": 3}}"#;
         assert!(serde_json::from_str::<CrawlConfig>(bad).is_err());
         assert!(!json.contains("\"extract\""), "no fields: no key {json}");
+    }
+
+    #[test]
+    fn the_http_version_is_in_the_options_only_when_not_the_default() {
+        let mut c = CrawlConfig::default();
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("http_version"), "{json}");
+        for (version, text) in [
+            (HttpVersion::Http1Only, r#""http_version":"http1-only""#),
+            (HttpVersion::Http2, r#""http_version":"http2""#),
+        ] {
+            c.fetch.http_version = version;
+            let json = serde_json::to_string(&c).unwrap();
+            assert!(json.contains(text), "{json}");
+            let back: CrawlConfig = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.fetch.http_version, version);
+        }
     }
 
     #[test]

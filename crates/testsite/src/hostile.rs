@@ -197,6 +197,18 @@ impl HostileServer {
         }
     }
 
+    /// Waits until `n` requests were received, whatever their targets
+    /// (bound it with a timeout).
+    pub async fn received(&self, n: usize) {
+        loop {
+            let arrived = self.log.arrived.notified();
+            if self.requests().len() >= n {
+                return;
+            }
+            arrived.await;
+        }
+    }
+
     /// Every request's head (request line and headers, as received), in
     /// order.
     pub fn heads(&self) -> Vec<String> {

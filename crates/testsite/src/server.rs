@@ -203,6 +203,7 @@ async fn accept_loop(
         let shared = shared.clone();
         let log = shared.log.clone();
         let tls = tls.clone();
+        let h2c = shared.config.hosts[host].h2c;
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let shared = shared.clone();
@@ -220,6 +221,11 @@ async fn accept_loop(
                     }
                     Err(e) => Err(e.to_string()),
                 },
+                // HTTP/1.1, or HTTP/2 too where the client's preface says so.
+                None if h2c => auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+                    .map_err(|e| e.to_string()),
                 None => http1::Builder::new()
                     .keep_alive(true)
                     .serve_connection(TokioIo::new(stream), service)

@@ -68,6 +68,9 @@ pub struct HostConfig {
     /// Over TLS, offer only HTTP/1.1 by ALPN, not HTTP/2: clients then
     /// speak HTTP/1.1.
     pub http1_only: bool,
+    /// Over plain HTTP, also speak HTTP/2 to a client that starts with
+    /// its preface (h2c by prior knowledge), beside HTTP/1.1.
+    pub h2c: bool,
 }
 
 /// What `/robots.txt` answers.
@@ -100,6 +103,7 @@ impl Default for HostConfig {
             embeds: false,
             cert: CertKind::Valid,
             http1_only: false,
+            h2c: false,
         }
     }
 }

@@ -111,12 +111,19 @@ impl Cluster {
     /// a node that runs long never blocks on a full pipe, and a failing
     /// test can show what the node said.
     pub fn node_logged(&self, i: u32, extra: &[&str]) -> Child {
+        self.node_logged_with(i, extra, &[])
+    }
+
+    /// [`Self::node_logged`] with these environment variables too
+    /// (`RUST_LOG=debug`).
+    pub fn node_logged_with(&self, i: u32, extra: &[&str], env: &[(&str, &str)]) -> Child {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.node_log_path(i))
             .unwrap();
         self.node_command(i, extra)
+            .envs(env.iter().copied())
             .env("NO_COLOR", "1")
             .stderr(log)
             .spawn()

@@ -32,7 +32,7 @@ impl Tinyproxy {
             let conf = dir.join(format!("tinyproxy-{port}.conf"));
             let mut text = format!(
                 "Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 50\n\
-                 Allow 127.0.0.1\nLogFile \"{}\"\nLogLevel Info\nDisableViaHeader Yes\n",
+                 Allow 127.0.0.0/8\nLogFile \"{}\"\nLogLevel Info\nDisableViaHeader Yes\n",
                 log.display()
             );
             if let Some((user, password)) = auth {
@@ -77,6 +77,18 @@ impl Tinyproxy {
             .lines()
             .filter_map(|l| l.split_once("): ").map(|(_, r)| r.to_owned()))
             .filter(|r| r.starts_with("GET ") || r.starts_with("CONNECT "))
+            .collect()
+    }
+
+    /// The addresses of the clients that connected, in order (a node
+    /// sending from an address of its own is known by it).
+    pub fn clients(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once("Connect (file descriptor "))
+            .filter_map(|(_, rest)| rest.split_once("): "))
+            .map(|(_, addr)| addr.trim().to_owned())
             .collect()
     }
 

@@ -17,7 +17,7 @@ use reqwest::header::{
 
 use super::decode::{Coding, DecodeError, Decoder};
 use super::{CookieJar, FetchError, FetchResponse, Fetcher, ProxyConfig, WireCapture};
-use crate::config::FetchConfig;
+use crate::config::{FetchConfig, HttpVersion};
 use crate::guard::{AddressPolicy, Blocked, GuardedResolver};
 
 /// The most a body buffer is given before any of the body arrived.
@@ -119,6 +119,11 @@ impl HttpFetcher {
             .no_proxy()
             .local_address(config.local_address)
             .dns_resolver(guard.clone());
+        builder = match config.http_version {
+            HttpVersion::Negotiate => builder,
+            HttpVersion::Http1Only => builder.http1_only(),
+            HttpVersion::Http2 => builder.http2_prior_knowledge(),
+        };
         if config.proxy.is_set() {
             let proxies = config.proxy.clone();
             builder = builder.proxy(reqwest::Proxy::custom(move |url| {
