@@ -210,7 +210,7 @@ pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i
     c.batch_execute(&format!(
         "SET search_path TO {space}; SET maintenance_work_mem = '1GB';
          SET synchronous_commit = off;
-         DROP INDEX urls_key; DROP INDEX urls_queued; DROP INDEX urls_open;
+         DROP INDEX urls_key; DROP INDEX urls_queued; DROP INDEX urls_held;
          DROP INDEX results_shard"
     ))?;
     let shards = 1;
@@ -280,12 +280,7 @@ pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i
     let started = Instant::now();
     let creates = schema::postgres()
         .into_iter()
-        .chain(
-            schema::PG_TO_V2
-                .iter()
-                .filter(|s| s.starts_with("CREATE INDEX"))
-                .map(|s| s.to_string()),
-        )
+        .chain(schema::PG_INDEXES.iter().map(|s| s.to_string()))
         .collect::<Vec<_>>();
     for s in creates {
         c.batch_execute(&s)?;

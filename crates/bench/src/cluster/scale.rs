@@ -7,8 +7,8 @@ use crawlkeeper_model::shard_of;
 use crawlkeeper_testsite::server::loopback_ip;
 
 use super::lab::Lab;
-use super::pg_profile::Profile;
 use super::nodes::Group;
+use super::pg_profile::Profile;
 use super::sys::{machine_ticks, own_cpu, process_cpu};
 use super::{Beat, ClusterArgs, MAX_WORKERS, secs};
 use crate::shards::postgres_cpu;

@@ -645,7 +645,8 @@ fn poll(
     }
     let row = tx
         .query_one(
-            "SELECT EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state < 2),
+            "SELECT EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state = 0)
+                    OR EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state = 1),
                     (SELECT admitted FROM jobs WHERE id = $1)",
             &[&job],
         )

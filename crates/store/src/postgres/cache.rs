@@ -77,7 +77,7 @@ fn replan_at(calls: u64) -> bool {
     if calls < REPLAN_EVERY {
         calls.is_power_of_two() && calls.trailing_zeros() % 2 == 1
     } else {
-        calls % REPLAN_EVERY == 0
+        calls.is_multiple_of(REPLAN_EVERY)
     }
 }
 
@@ -216,9 +216,6 @@ mod tests {
     #[test]
     fn statements_are_planned_again_geometrically_then_at_a_steady_pace() {
         let at: Vec<u64> = (1..=40_000).filter(|&c| replan_at(c)).collect();
-        assert_eq!(
-            at,
-            [2, 8, 32, 128, 512, 2048, 8192, 16_384, 24_576, 32_768]
-        );
+        assert_eq!(at, [2, 8, 32, 128, 512, 2048, 8192, 16_384, 24_576, 32_768]);
     }
 }

@@ -27,7 +27,7 @@ use tracing::{info, warn};
 
 use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
 use crate::location::scrub;
-use crate::schema::{self, state};
+use crate::schema;
 use crate::{
     Claim, Claimed, Holder, JobId, JobInfo, JobSpec, ShardInfo, Store, StoreError, Writer,
 };
@@ -224,11 +224,13 @@ impl PgStore {
             if let Some(lease) = lease {
                 lease::fence(&mut tx, cache, job.0, lease)?;
             }
-            // What a gone run held in memory is queued again.
+            // What a gone run held in memory is queued again: read from
+            // `urls_held` (states are literals, so that the partial index's
+            // predicate is seen to hold).
             tx.execute(
-                "UPDATE urls SET state = $1 WHERE job = $2 AND state = $3 AND ($4::int4[] IS NULL
-                     OR auth IN (SELECT id FROM authorities WHERE job = $2 AND shard = ANY($4)))",
-                &[&state::QUEUED, &job.0, &state::LOADED, &shards],
+                "UPDATE urls SET state = 0 WHERE job = $1 AND state = 1 AND ($2::int4[] IS NULL
+                     OR auth IN (SELECT id FROM authorities WHERE job = $1 AND shard = ANY($2)))",
+                &[&job.0, &shards],
             )
             .map_err(err)?;
             // Everything queued is read below: earlier notes are moot.
@@ -327,6 +329,11 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
                     tx.batch_execute(s).map_err(err)?;
                 }
             }
+            if old.is_none_or(|v| v < 6) {
+                for s in schema::PG_TO_V6 {
+                    tx.batch_execute(s).map_err(err)?;
+                }
+            }
             tx.execute("DELETE FROM crawlkeeper_version", &[])
                 .map_err(err)?;
             tx.execute(
@@ -415,13 +422,15 @@ impl Store for PgStore {
     }
 
     fn is_complete(&mut self, job: JobId) -> Result<Option<bool>, StoreError> {
-        // Index probes (`urls_key`, `urls_open`), whatever the job's size.
+        // Index probes (`urls_key`, `urls_queued`, `urls_held`), whatever
+        // the job's size.
         self.with(|c, _, _| {
             let row = c
                 .query_one(
                     "SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1),
                         EXISTS (SELECT 1 FROM urls WHERE job = $1)
-                        AND NOT EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state < 2)",
+                        AND NOT EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state = 0)
+                        AND NOT EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state = 1)",
                     &[&job.0],
                 )
                 .map_err(err)?;

@@ -4,6 +4,7 @@
 //! `postgres://postgres@127.0.0.1:5432/test`; a missing server fails).
 
 mod backends;
+mod pg_v6;
 mod shards;
 mod suite;
 
