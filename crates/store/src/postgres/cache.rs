@@ -135,25 +135,9 @@ pub fn authorities<'a>(
         .filter(|n| !cache.authorities.contains_key(&(job, (*n).to_owned())))
         .map(str::to_owned)
         .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
     missing.sort_unstable();
     missing.dedup();
-    for row in q(
-        tx,
-        cache,
-        "SELECT authority, id, shard FROM authorities WHERE job = $1 AND authority = ANY($2)",
-        &[&job, &missing],
-    )
-    .map_err(err)?
-    {
-        let shard: i32 = row.get(2);
-        cache
-            .authorities
-            .insert((job, row.get(0)), (row.get(1), shard as u32));
-    }
-    missing.retain(|n| !cache.authorities.contains_key(&(job, n.clone())));
+    read_authorities(tx, cache, job, &mut missing)?;
     if missing.is_empty() {
         return Ok(());
     }
@@ -165,7 +149,7 @@ pub fn authorities<'a>(
     }
     // In name order (writers take the unique index's locks in one order);
     // a name another writer made meanwhile is read back below.
-    for row in q(
+    let made = q(
         tx,
         cache,
         "INSERT INTO authorities (job, id, authority, shard)
@@ -173,30 +157,43 @@ pub fn authorities<'a>(
          ON CONFLICT (job, authority) DO NOTHING RETURNING authority, id, shard",
         &[&job, &missing, &names_shards],
     )
-    .map_err(err)?
-    {
+    .map_err(err)?;
+    remember(cache, job, &made, &mut missing);
+    read_authorities(tx, cache, job, &mut missing)
+}
+
+/// Reads the rows of the authorities of `missing` that exist into the
+/// cache; `missing` keeps those without one.
+fn read_authorities(
+    tx: &mut Transaction<'_>,
+    cache: &mut Cache,
+    job: i64,
+    missing: &mut Vec<String>,
+) -> Result<(), StoreError> {
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let rows = q(
+        tx,
+        cache,
+        "SELECT authority, id, shard FROM authorities WHERE job = $1 AND authority = ANY($2)",
+        &[&job, &*missing],
+    )
+    .map_err(err)?;
+    remember(cache, job, &rows, missing);
+    Ok(())
+}
+
+/// Caches authorities' rows (name, id, shard); `missing` keeps the names
+/// still without one.
+fn remember(cache: &mut Cache, job: i64, rows: &[Row], missing: &mut Vec<String>) {
+    for row in rows {
         let shard: i32 = row.get(2);
         cache
             .authorities
             .insert((job, row.get(0)), (row.get(1), shard as u32));
     }
     missing.retain(|n| !cache.authorities.contains_key(&(job, n.clone())));
-    if !missing.is_empty() {
-        for row in q(
-            tx,
-            cache,
-            "SELECT authority, id, shard FROM authorities WHERE job = $1 AND authority = ANY($2)",
-            &[&job, &missing],
-        )
-        .map_err(err)?
-        {
-            let shard: i32 = row.get(2);
-            cache
-                .authorities
-                .insert((job, row.get(0)), (row.get(1), shard as u32));
-        }
-    }
-    Ok(())
 }
 
 /// The id and shard of authority `name` of `job`, cached by
