@@ -1,7 +1,8 @@
 //! HTTPS end to end (#30): HTTP/2 by ALPN, one TLS connection per
-//! authority, and refused certificates recorded as their own error kind
-//! while the crawl goes on. Every server is the test site on loopback,
-//! with its own throw-away certificate authority.
+//! authority, TLS sessions resumed on new connections, and refused
+//! certificates recorded as their own error kind while the crawl goes on.
+//! Every server is the test site on loopback, with its own throw-away
+//! certificate authority.
 
 mod common;
 
@@ -103,7 +104,11 @@ async fn https_over_http1_keeps_its_connections_alive() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_requests_to_one_authority_share_its_http2_connection() {
     let d = dir("h2-concurrent");
-    let site = https_site(SiteConfig::uniform(1, 200), &d).await;
+    // A little time per response, so that requests overlap even on a
+    // busy machine.
+    let mut config = SiteConfig::uniform(1, 200);
+    config.hosts[0].delay = std::time::Duration::from_millis(5);
+    let site = https_site(config, &d).await;
     let (r, recs) = crawl(&d, &["--per-host", "8"], &[site.url(0, "/")]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(recs.len(), 201, "{}", r.stderr);
@@ -181,4 +186,32 @@ async fn each_refused_certificate_is_a_record_saying_why_and_the_crawl_goes_on()
         assert!(e.message.contains(reason), "host {host}: {}", e.message);
         assert!(site.log().targets(host).is_empty(), "host {host}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_connections_to_an_authority_resume_its_tls_session() {
+    // HTTP/1.1 and four requests in flight: the client opens several
+    // connections to the one authority, after robots.txt's.
+    let d = dir("resumption");
+    let mut config = SiteConfig::uniform(1, 100);
+    config.hosts[0].delay = std::time::Duration::from_millis(5);
+    let site = https_site(config, &d).await;
+    let (r, recs) = crawl(
+        &d,
+        &["--http1-only", "--per-host", "4"],
+        &[site.url(0, "/")],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_nothing_logged_at_error(&r);
+    assert_eq!(recs.len(), 101, "{recs:?}");
+    assert!(recs.iter().all(|rec| rec.status == Some(200)), "{recs:?}");
+    let log = site.log();
+    assert!(log.max_in_flight(0) > 1, "requests went out together");
+    let (handshakes, resumed) = (log.handshakes(0), log.resumed(0));
+    // The first handshake (robots.txt's) is a full one; every later
+    // connection resumed a session the client kept from an earlier one
+    // (the site sends enough TLS 1.3 tickets for four at once).
+    assert!(handshakes > 1, "{handshakes} handshakes");
+    assert_eq!(resumed, handshakes - 1, "{handshakes} handshakes");
 }

@@ -31,6 +31,8 @@ struct HostGauge {
     max_in_flight: AtomicUsize,
     /// TLS handshakes completed: connections a client set up.
     handshakes: AtomicUsize,
+    /// Of those, the ones that resumed an earlier session.
+    resumed: AtomicUsize,
 }
 
 /// Shared, append-only record of requests.
@@ -142,15 +144,26 @@ impl RequestLog {
         self.len() == 0
     }
 
-    /// Counts a TLS handshake `host` completed (a new connection).
-    pub fn handshake(&self, host: usize) {
-        self.gauges[host].handshakes.fetch_add(1, Ordering::SeqCst);
+    /// Counts a TLS handshake `host` completed (a new connection);
+    /// `resumed` when it resumed an earlier session (no certificate sent).
+    pub fn handshake(&self, host: usize, resumed: bool) {
+        let g = &self.gauges[host];
+        if resumed {
+            g.resumed.fetch_add(1, Ordering::SeqCst);
+        }
+        g.handshakes.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The TLS handshakes `host` completed: the connections a client made
     /// to it over HTTPS (each carries any number of requests).
     pub fn handshakes(&self, host: usize) -> usize {
         self.gauges[host].handshakes.load(Ordering::SeqCst)
+    }
+
+    /// Of [`RequestLog::handshakes`], those that resumed a TLS session
+    /// the client had from an earlier connection.
+    pub fn resumed(&self, host: usize) -> usize {
+        self.gauges[host].resumed.load(Ordering::SeqCst)
     }
 
     /// Requests `host` is answering now.

@@ -83,8 +83,9 @@ fn main() -> std::io::Result<()> {
         tokio::signal::ctrl_c().await?;
         if site.ca_pem().is_some() {
             let handshakes: usize = (0..site.hosts()).map(|h| site.log().handshakes(h)).sum();
+            let resumed: usize = (0..site.hosts()).map(|h| site.log().resumed(h)).sum();
             eprintln!(
-                "{} requests served, {handshakes} TLS handshakes",
+                "{} requests served, {handshakes} TLS handshakes ({resumed} resumed)",
                 site.log().len()
             );
         } else {

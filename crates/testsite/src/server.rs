@@ -24,6 +24,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::HandshakeKind;
 use tracing::debug;
 
 use crate::edition::{not_modified, revision, validators};
@@ -213,7 +214,8 @@ async fn accept_loop(
                 // HTTP/1.1 or HTTP/2, as the client's ALPN chose.
                 Some(acceptor) => match acceptor.accept(stream).await {
                     Ok(stream) => {
-                        log.handshake(host);
+                        let kind = stream.get_ref().1.handshake_kind();
+                        log.handshake(host, kind == Some(HandshakeKind::Resumed));
                         auto::Builder::new(TokioExecutor::new())
                             .serve_connection(TokioIo::new(stream), service)
                             .await
