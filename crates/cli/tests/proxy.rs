@@ -1,7 +1,8 @@
 //! Proxies and headers (issue #30), end to end on loopback: a real
 //! forward proxy (Debian's tinyproxy) carries every request, robots.txt
 //! included, with and without credentials, and so does a SOCKS5 proxy
-//! (the test site's); a proxy that is gone, or dies mid-crawl, gives
+//! (the test site's, with and without credentials); a proxy that is
+//! gone, or dies mid-crawl, gives
 //! errors, not a hang; `--header` arrives on every request; secrets never
 //! reach the output or the logs; bad options are refused before anything
 //! is written.
@@ -163,6 +164,45 @@ async fn every_request_goes_through_a_socks5_proxy() {
             "{through:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socks5_proxy_asking_credentials_is_given_them_and_they_never_show() {
+    let site = site().await;
+    let socks = SocksServer::start_with(Some(("crawler", SECRET)))
+        .await
+        .unwrap();
+    let d = fresh_dir("proxy", "socks-auth");
+    let before = site.requests().len();
+    let (got, _) = crawl(&d, &site.url("/"), &["--proxy", &socks.url(false)]).await;
+    assert_eq!(got.len(), 3, "{got:#?}");
+    assert!(got.iter().all(|r| r.status == Some(200)), "{got:#?}");
+    let requests = site.requests().len() - before;
+    assert_eq!(
+        socks.connections().len(),
+        requests,
+        "every request through it"
+    );
+    assert_eq!(socks.refused(), 0);
+
+    // The wrong password: refused by the proxy, nothing reaches the site.
+    let wrong = fresh_dir("proxy", "socks-auth-wrong");
+    let before = site.requests().len();
+    let (got, _) = crawl(
+        &wrong,
+        &site.url("/"),
+        &[
+            "--proxy",
+            &socks.url_as("crawler", "nope"),
+            "--retries",
+            "0",
+        ],
+    )
+    .await;
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert!(got[0].error.is_some(), "{got:#?}");
+    assert!(socks.refused() > 0, "the proxy refused the credentials");
+    assert_eq!(site.requests().len(), before, "nothing reached the site");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
