@@ -21,17 +21,6 @@ fn dir(name: &str) -> std::path::PathBuf {
     common::fresh_dir("http-versions", name)
 }
 
-/// Starts `config`, over TLS if `tls` (writing its authority's
-/// certificate to `ca.pem` in `d`).
-async fn site(mut config: SiteConfig, tls: bool, d: &std::path::Path) -> TestSite {
-    config.tls = tls;
-    let site = TestSite::start(config).await.unwrap();
-    if let Some(pem) = site.ca_pem() {
-        std::fs::write(d.join("ca.pem"), pem).unwrap();
-    }
-    site
-}
-
 /// `crawl --no-state --out out.jsonl --ca-cert ca.pem EXTRA SEEDS` in
 /// `d`, bounded by [`CRAWL_DEADLINE`]: the exit and the records.
 async fn crawl(
@@ -73,7 +62,7 @@ fn assert_all_200(recs: &[CrawlRecord], n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_is_http2_by_default_and_http1_with_http1_only() {
     let d = dir("tls");
-    let site = site(SiteConfig::uniform(1, 10), true, &d).await;
+    let site = common::site_in(SiteConfig::uniform(1, 10), true, &d).await;
     let seed = [site.url(0, "/")];
 
     let (r, recs) = crawl(&d, &["--follow"], &seed).await;
@@ -96,7 +85,7 @@ async fn https_is_http2_by_default_and_http1_with_http1_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_is_spoken_over_tls_and_by_prior_knowledge_on_plain_http() {
     let d = dir("h2-tls");
-    let tls = site(SiteConfig::uniform(1, 10), true, &d).await;
+    let tls = common::site_in(SiteConfig::uniform(1, 10), true, &d).await;
     let (r, recs) = crawl(&d, &["--follow", "--http2"], &[tls.url(0, "/")]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_all_200(&recs, 11);
@@ -109,7 +98,7 @@ async fn http2_is_spoken_over_tls_and_by_prior_knowledge_on_plain_http() {
     let d = dir("h2c");
     let mut config = SiteConfig::uniform(1, 10);
     config.hosts[0].h2c = true;
-    let plain = site(config, false, &d).await;
+    let plain = common::site_in(config, false, &d).await;
     let seed = [plain.url(0, "/")];
     assert!(seed[0].starts_with("http://"), "{seed:?}");
     let (r, recs) = crawl(&d, &["--follow"], &seed).await;
@@ -165,7 +154,7 @@ async fn http2_to_an_http1_only_server_gives_error_records_not_a_hang() {
     let d = dir("h2-refused-tls");
     let mut config = SiteConfig::uniform(2, 5);
     config.hosts[1].http1_only = true;
-    let tls = site(config, true, &d).await;
+    let tls = common::site_in(config, true, &d).await;
     http2_to_a_server_without_it(&tls, &d, ErrorKind::Connect).await;
 
     // On plain HTTP: the server reads the HTTP/2 preface as a bad
@@ -173,7 +162,7 @@ async fn http2_to_an_http1_only_server_gives_error_records_not_a_hang() {
     let d = dir("h2-refused-plain");
     let mut config = SiteConfig::uniform(2, 5);
     config.hosts[0].h2c = true;
-    let plain = site(config, false, &d).await;
+    let plain = common::site_in(config, false, &d).await;
     http2_to_a_server_without_it(&plain, &d, ErrorKind::Http).await;
 }
 
@@ -208,7 +197,7 @@ async fn a_submitted_job_s_http_version_reaches_its_runner() {
     let d = dir("cluster");
     let mut config = SiteConfig::uniform(1, 5);
     config.hosts[0].h2c = true;
-    let h2c = site(config, false, &d).await;
+    let h2c = common::site_in(config, false, &d).await;
     let _node = c.node(1, &[]);
     c.formed().await;
     let (code, _, err) = c

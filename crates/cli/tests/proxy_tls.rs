@@ -18,11 +18,7 @@ const SECRET: &str = "Tunn3l-9c4e";
 /// An HTTPS test site of one host with 10 pages, its authority's
 /// certificate written to `ca.pem` in `d`.
 async fn https_site(d: &std::path::Path) -> TestSite {
-    let mut config = SiteConfig::uniform(1, 10);
-    config.tls = true;
-    let site = TestSite::start(config).await.unwrap();
-    std::fs::write(d.join("ca.pem"), site.ca_pem().unwrap()).unwrap();
-    site
+    common::site_in(SiteConfig::uniform(1, 10), true, d).await
 }
 
 /// `crawl --follow --out out.jsonl --proxy PROXY EXTRA SEED` in `d`: the

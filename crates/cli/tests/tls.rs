@@ -16,13 +16,9 @@ fn dir(name: &str) -> std::path::PathBuf {
     common::fresh_dir("tls", name)
 }
 
-/// Starts `config` over TLS and writes its authority's certificate to
-/// `ca.pem` in `d`.
-async fn https_site(mut config: SiteConfig, d: &std::path::Path) -> TestSite {
-    config.tls = true;
-    let site = TestSite::start(config).await.unwrap();
-    std::fs::write(d.join("ca.pem"), site.ca_pem().unwrap()).unwrap();
-    site
+/// Starts `config` over TLS, its authority's certificate in `d/ca.pem`.
+async fn https_site(config: SiteConfig, d: &std::path::Path) -> TestSite {
+    common::site_in(config, true, d).await
 }
 
 /// `crawl --follow --out out.jsonl --ca-cert ca.pem EXTRA SEEDS` in `d`

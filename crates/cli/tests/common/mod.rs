@@ -152,3 +152,19 @@ pub async fn arrived(log: &crawlkeeper_testsite::RequestLog, n: usize) {
             )
         });
 }
+
+/// Starts the test site `config`, over TLS if `tls`, writing its
+/// throw-away authority's certificate to `ca.pem` in `d` (for
+/// `--ca-cert ca.pem`).
+pub async fn site_in(
+    mut config: crawlkeeper_testsite::site::SiteConfig,
+    tls: bool,
+    d: &std::path::Path,
+) -> crawlkeeper_testsite::TestSite {
+    config.tls = tls;
+    let site = crawlkeeper_testsite::TestSite::start(config).await.unwrap();
+    if let Some(pem) = site.ca_pem() {
+        std::fs::write(d.join("ca.pem"), pem).unwrap();
+    }
+    site
+}
