@@ -93,7 +93,8 @@ async fn on_a_terminal_the_view_shows_and_ends_cleanly() {
         .lines()
         .find(|l| l.contains("stopping"))
         .expect("a log line");
-    assert!(info.contains("\x1b[32m"), "colours on a terminal: {info:?}");
+    let text = log_text(info).expect("the log line's timestamp");
+    assert!(text.contains("\x1b[32m"), "colours on a terminal: {info:?}");
     // Each log line starts on a line the view cleared (what follows the
     // last carriage return is what the terminal shows): never torn.
     for l in screen.lines().filter(|l| l.contains("INFO")) {
@@ -120,8 +121,24 @@ async fn on_a_terminal_the_view_shows_and_ends_cleanly() {
         .lines()
         .find(|l| l.contains("stopping"))
         .expect("a log line");
-    let text = &info[info.find("20").unwrap_or(0)..];
+    let text = log_text(info).expect("the log line's timestamp");
     assert!(!text.contains('\x1b'), "NO_COLOR: {info:?}");
+}
+
+/// The log line within a line of the terminal: from its RFC 3339
+/// timestamp (`2026-11-27T`) on, past what the view wrote before it.
+fn log_text(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    let stamp = |i: usize| {
+        let d = |k: usize| b.get(i + k).is_some_and(u8::is_ascii_digit);
+        (0..4).all(d)
+            && b.get(i + 4) == Some(&b'-')
+            && (5..7).all(d)
+            && b.get(i + 7) == Some(&b'-')
+            && (8..10).all(d)
+            && b.get(i + 10) == Some(&b'T')
+    };
+    (0..b.len()).find(|&i| stamp(i)).map(|i| &line[i..])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
