@@ -6,6 +6,7 @@
 //! back.
 
 use anyhow::Result;
+use crawlkeeper_store::schema;
 
 /// Statements of the PostgreSQL store's resume and load; `{job}` and
 /// `{auth}` to fill in.
@@ -22,13 +23,6 @@ const PG: &[(&str, &str)] = &[
          WHERE u.job = {job} AND u.state = 0
            AND (NULL::int4[] IS NULL OR a.shard = ANY(NULL::int4[]))
          GROUP BY a.authority",
-    ),
-    (
-        "resume and find_job: the job's counts",
-        "SELECT (SELECT count(*) FROM urls WHERE job = {job}),
-                (SELECT count(*) FROM results WHERE job = {job}),
-                (SELECT count(*) FROM results WHERE job = {job} AND failed = 1),
-                (SELECT requisites FROM jobs WHERE id = {job})",
     ),
     (
         "load: a host's next URLs",
@@ -54,20 +48,6 @@ const SQLITE: &[(&str, &str)] = &[
          WHERE u.job = {job} AND u.state = 0 GROUP BY a.authority",
     ),
     (
-        "resume and find_job: seen",
-        "SELECT (SELECT count(*) FROM url_keys WHERE job = {job})
-              + (SELECT count(*) FROM urls WHERE job = {job} AND id >
-                    coalesce((SELECT upto FROM merged WHERE job = {job}), 0))",
-    ),
-    (
-        "resume and find_job: done",
-        "SELECT count(*) FROM results WHERE job = {job}",
-    ),
-    (
-        "resume and find_job: errors",
-        "SELECT count(*) FROM results WHERE job = {job} AND failed = 1",
-    ),
-    (
         "load: a host's next URLs",
         "SELECT id, key, url, depth, parent, chain FROM urls u
          WHERE job = {job} AND auth = {auth} AND state = 0
@@ -76,8 +56,12 @@ const SQLITE: &[(&str, &str)] = &[
     ),
 ];
 
+/// Read by both stores at resume and by `find_job`: the job's counts.
+const COUNTS: (&str, &str) = ("resume and find_job: the job's counts", schema::READ_COUNTS);
+
 fn fill(sql: &str, job: i64, auth: u64) -> String {
     sql.replace("{job}", &job.to_string())
+        .replace("$1", &job.to_string())
         .replace("{auth}", &auth.to_string())
 }
 
@@ -94,7 +78,7 @@ pub fn explain(
     println!("\n### {backend}: plans\n");
     if backend == "sqlite" {
         let conn = rusqlite::Connection::open(location)?;
-        for (what, sql) in SQLITE {
+        for (what, sql) in SQLITE.iter().chain([&COUNTS]) {
             let sql = fill(sql, job, auth);
             let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
             let lines: Vec<String> = stmt
@@ -116,7 +100,7 @@ pub fn explain(
         if let Some(s) = schema {
             c.batch_execute(&format!("SET search_path TO {s}"))?;
         }
-        for (what, sql) in PG {
+        for (what, sql) in PG.iter().chain([&COUNTS]) {
             let sql = fill(sql, job, auth);
             let mut tx = c.transaction()?;
             let rows = tx.query(&format!("EXPLAIN (ANALYZE, BUFFERS) {sql}"), &[])?;

@@ -144,6 +144,7 @@ pub fn sqlite(path: &Path, urls: u64, authorities: u64) -> Result<i64> {
         "INSERT INTO merged (job, upto) VALUES (?1, ?2)",
         params![job, urls as i64],
     )?;
+    conn.execute(schema::ADD_COUNTS, params![job, 0, urls as i64, seq, 0])?;
     let started = Instant::now();
     for s in schema::sqlite()
         .iter()
@@ -273,7 +274,8 @@ pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i
         "SELECT setval('urls_id_seq', {urls});
          SELECT setval('result_seqs', {}, false);
          SELECT setval('authority_ids', {}, false);
-         UPDATE jobs SET admitted = {urls}, requisites = 0 WHERE id = {job}",
+         UPDATE jobs SET admitted = {urls}, requisites = 0 WHERE id = {job};
+         INSERT INTO job_counts (job, slot, seen, done, errors) VALUES ({job}, 0, {urls}, {seq}, 0)",
         seq + 1,
         authorities + 1
     ))?;

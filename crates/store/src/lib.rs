@@ -31,6 +31,7 @@ pub mod location;
 pub mod postgres;
 pub mod schema;
 pub mod sqlite;
+pub mod tally;
 
 use crawlkeeper_model::JobCounts;
 use crawlkeeper_model::state::{Batch, Resumed};

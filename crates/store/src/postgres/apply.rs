@@ -15,14 +15,17 @@ use super::err;
 use super::lease::{Lease, fence};
 use crate::StoreError;
 use crate::codec::{chain_from, chain_text, key_bytes, key_from, parse_authority};
-use crate::schema::state;
+use crate::schema::{self, state};
+use crate::tally::Tally;
 
 /// Applies `batch` to `job` in `tx`; with a `lease`, only if it still
-/// holds its shards.
+/// holds its shards. What it changes of the job's counts is added to the
+/// writer's row of `job_counts`, `slot`.
 pub fn apply_in(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
     job: i64,
+    slot: i32,
     lease: Option<&Lease>,
     batch: &mut Batch,
 ) -> Result<(), StoreError> {
@@ -49,7 +52,11 @@ pub fn apply_in(
     // after a second). Inserting first, in key order, no writer waits while
     // holding a row another waits for.
     let requisites = admit(tx, cache, job, lease, batch, admitted_before, &mut handoff)?;
-    finish(tx, cache, job, lease, batch)?;
+    let mut tally = Tally {
+        seen: batch.admitted.iter().filter(|&&a| a).count() as i64,
+        ..Tally::default()
+    };
+    finish(tx, cache, job, lease, batch, &mut tally)?;
     load(tx, cache, job, batch)?;
     save_authorities(tx, cache, job, batch)?;
     if !handoff.is_empty() {
@@ -80,6 +87,18 @@ pub fn apply_in(
             cache,
             "UPDATE jobs SET requisites = requisites + $2 WHERE id = $1",
             &[&job, &requisites],
+        )
+        .map_err(err)?;
+    }
+    if !tally.is_empty() {
+        // Last of all (after the job's row): the writer's row of counts
+        // is held only until the commit, and no writer waits for another
+        // while holding it.
+        x(
+            tx,
+            cache,
+            schema::ADD_COUNTS,
+            &[&job, &slot, &tally.seen, &tally.done, &tally.errors],
         )
         .map_err(err)?;
     }
@@ -129,13 +148,15 @@ fn save_authorities(
 /// marked done with its result's position (made if it was never admitted).
 /// The common case, URLs admitted and not yet done, is one statement:
 /// positions drawn, rows marked and results written together. Each result
-/// carries the generation of `lease` for its shard (its writer).
+/// carries the generation of `lease` for its shard (its writer). The rows
+/// made and the results stored are added to `tally`.
 fn finish(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
     job: i64,
     lease: Option<&Lease>,
     batch: &mut Batch,
+    tally: &mut Tally,
 ) -> Result<(), StoreError> {
     let count = batch.finished.len();
     if count == 0 {
@@ -257,8 +278,14 @@ fn finish(
         .map_err(err)?
         {
             claimed.insert(key_from(row.get(0))?, row.get(1));
+            tally.seen += 1;
         }
     }
+    tally.done += claimed.len() as i64;
+    tally.errors += claimed
+        .keys()
+        .filter(|k| batch.finished[index[*k]].record.error.is_some())
+        .count() as i64;
     if let Some(first) = claimed.values().min() {
         batch.first_position.get_or_insert(*first as u64);
     }

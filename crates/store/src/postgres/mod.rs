@@ -18,6 +18,7 @@ mod lease;
 mod listen;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crawlkeeper_model::JobCounts;
 use crawlkeeper_model::state::{Batch, Resumed};
@@ -57,6 +58,24 @@ pub struct PgStore {
     space: String,
     /// Threads listening for news of claimed jobs.
     listeners: Vec<listen::Listener>,
+    /// This writer's row of each job's counts (`job_counts.slot`).
+    slot: i32,
+}
+
+/// Rows of counts a job's writers spread over: writers sharing a job
+/// seldom share a row (and wait for each other only at its update, the
+/// last statement before their commits, when they do).
+const COUNT_SLOTS: u32 = 1024;
+
+/// The row of counts of a store opened now: from the process id and the
+/// stores this process opened before.
+fn next_slot() -> i32 {
+    static OPENED: AtomicU32 = AtomicU32::new(0);
+    let n = OPENED.fetch_add(1, Ordering::Relaxed);
+    (std::process::id()
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(n)
+        % COUNT_SLOTS) as i32
 }
 
 /// Finished URLs rewritten at a time by a re-crawl.
@@ -134,6 +153,7 @@ impl PgStore {
             leases: HashMap::new(),
             space: String::new(),
             listeners: Vec::new(),
+            slot: next_slot(),
         };
         store.client()?;
         Ok(store)
@@ -334,6 +354,11 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
                     tx.batch_execute(s).map_err(err)?;
                 }
             }
+            if old.is_none_or(|v| v < 7) {
+                for s in schema::PG_TO_V7 {
+                    tx.batch_execute(s).map_err(err)?;
+                }
+            }
             tx.execute("DELETE FROM crawlkeeper_version", &[])
                 .map_err(err)?;
             tx.execute(
@@ -351,19 +376,14 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
 
 fn counts(client: &mut impl postgres::GenericClient, job: i64) -> Result<JobCounts, StoreError> {
     let row = client
-        .query_one(
-            "SELECT (SELECT count(*) FROM urls WHERE job = $1),
-                    (SELECT count(*) FROM results WHERE job = $1),
-                    (SELECT count(*) FROM results WHERE job = $1 AND failed = 1),
-                    (SELECT requisites FROM jobs WHERE id = $1)",
-            &[&job],
-        )
+        .query_one(schema::READ_COUNTS, &[&job])
         .map_err(err)?;
+    let count = |i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
     Ok(JobCounts {
-        seen: row.get::<_, i64>(0) as u64,
-        done: row.get::<_, i64>(1) as u64,
-        errors: row.get::<_, i64>(2) as u64,
-        requisites: row.get::<_, Option<i64>>(3).unwrap_or(0) as u64,
+        seen: count(0),
+        done: count(1),
+        errors: count(2),
+        requisites: count(3),
     })
 }
 
@@ -466,6 +486,7 @@ impl Store for PgStore {
                 "shards",
                 "leases",
                 "handoff",
+                "job_counts",
             ] {
                 tx.execute(&format!("DELETE FROM {table} WHERE job = $1"), &[&job.id.0])
                     .map_err(err)?;
@@ -598,6 +619,7 @@ impl Store for PgStore {
                 "DELETE FROM archives WHERE job = $1",
                 "DELETE FROM handoff WHERE job = $1",
                 "UPDATE authorities SET state = NULL WHERE job = $1",
+                "UPDATE job_counts SET done = 0, errors = 0 WHERE job = $1",
             ] {
                 tx.execute(sql, &[&job.id.0]).map_err(err)?;
             }
@@ -607,9 +629,10 @@ impl Store for PgStore {
     }
 
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {
+        let slot = self.slot;
         self.with(|c, cache, leases| {
             let mut tx = c.transaction().map_err(err)?;
-            apply_in(&mut tx, cache, job.0, leases.get(&job.0), batch)?;
+            apply_in(&mut tx, cache, job.0, slot, leases.get(&job.0), batch)?;
             tx.commit().map_err(err)
         })?;
         if batch.poll {

@@ -16,6 +16,8 @@ use super::keys::{Keys, RowIds};
 use super::rows::{AuthorityIds, authority_id};
 use crate::StoreError;
 use crate::codec::{chain_from, key_from};
+use crate::schema;
+use crate::tally::Tally;
 
 /// Runs a statement without parameters or rows, prepared once.
 pub fn run_cached(conn: &Connection, sql: &str) -> Result<(), StoreError> {
@@ -77,6 +79,7 @@ pub fn apply_in(
     };
     let cache = &mut memo.authorities;
     let mut next = None;
+    let mut tally = Tally::default();
     if !batch.finished.is_empty() {
         // Unless another connection has committed since, the position
         // noted after this connection's last batch is still the next one.
@@ -84,7 +87,7 @@ pub fn apply_in(
             Some(&(seq, v)) if v == version => Some(seq),
             _ => None,
         };
-        let seq = finish_urls(tx, cache, keys, &mut ids, known, job, batch)?;
+        let seq = finish_urls(tx, cache, keys, &mut ids, known, job, batch, &mut tally)?;
         next = Some((seq, version));
     }
     admit_urls(
@@ -96,6 +99,7 @@ pub fn apply_in(
         &batch.admit,
         &mut batch.admitted,
     )?;
+    tally.seen += batch.admitted.iter().filter(|&&a| a).count() as i64;
     keys.merge_if_due(tx, job, merge_at)?;
     for (authority, limit) in &batch.load {
         let auth = authority_id(tx, cache, job, authority)?;
@@ -156,6 +160,13 @@ pub fn apply_in(
         tx.prepare_cached("UPDATE authorities SET state = ?1 WHERE job = ?2 AND id = ?3")
             .map_err(err)?
             .execute(params![text, job, auth])
+            .map_err(err)?;
+    }
+    if !tally.is_empty() {
+        // The file has one writer: its row is slot 0.
+        tx.prepare_cached(schema::ADD_COUNTS)
+            .map_err(err)?
+            .execute(params![job, 0, tally.seen, tally.done, tally.errors])
             .map_err(err)?;
     }
     Ok(next)

@@ -16,6 +16,7 @@ use super::keys::{Keys, RowIds};
 use super::rows::{AuthorityIds, MultiRow, authority_id};
 use crate::StoreError;
 use crate::codec::key_bytes;
+use crate::tally::Tally;
 
 /// The statement inserting records.
 static INSERT: LazyLock<MultiRow> = LazyLock::new(|| {
@@ -25,10 +26,11 @@ static INSERT: LazyLock<MultiRow> = LazyLock::new(|| {
     )
 });
 
-/// Stores the records of `batch.finished`, filling `batch.recorded`;
-/// returns the job's next result position. `next_seq` is that position
-/// as noted after this connection's last batch, if no other connection
-/// has committed since.
+/// Stores the records of `batch.finished`, filling `batch.recorded` and
+/// adding the rows made and records stored to `tally`; returns the job's
+/// next result position. `next_seq` is that position as noted after this
+/// connection's last batch, if no other connection has committed since.
+#[allow(clippy::too_many_arguments)]
 pub fn finish_urls(
     tx: &Connection,
     cache: &mut AuthorityIds,
@@ -37,6 +39,7 @@ pub fn finish_urls(
     next_seq: Option<i64>,
     job: i64,
     batch: &mut Batch,
+    tally: &mut Tally,
 ) -> Result<i64, StoreError> {
     let mut seq: i64 = match next_seq {
         Some(seq) => seq,
@@ -92,6 +95,7 @@ pub fn finish_urls(
                     f.record.parent,
                 ])
                 .map_err(err)?;
+                tally.seen += 1;
                 (Some(id), true)
             }
         };
@@ -102,6 +106,8 @@ pub fn finish_urls(
         }
         batch.recorded.push(recorded);
     }
+    tally.done += records.len() as i64;
+    tally.errors += records.iter().map(|(_, _, failed, _)| failed).sum::<i64>();
     let finished = &batch.finished;
     INSERT.execute(tx, &records, |(seq, url, failed, i), v| {
         v.extend([&job as &dyn ToSql, seq, url, failed, &finished[*i].json]);

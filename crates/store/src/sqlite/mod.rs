@@ -166,7 +166,12 @@ impl SqliteStore {
                         tx.execute(s, []).map_err(err)?;
                     }
                 }
-                for s in schema::SQLITE_TO_V3 {
+                if old < 3 {
+                    for s in schema::SQLITE_TO_V3 {
+                        tx.execute(s, []).map_err(err)?;
+                    }
+                }
+                for s in schema::SQLITE_TO_V4 {
                     tx.execute(s, []).map_err(err)?;
                 }
                 tx.execute(
@@ -206,20 +211,20 @@ impl SqliteStore {
 }
 
 fn counts(conn: &Connection, job: i64) -> Result<JobCounts, StoreError> {
-    let one = |sql: &str| -> Result<u64, StoreError> {
-        conn.query_row(sql, [job], |r| r.get::<_, i64>(0))
-            .map(|n| n as u64)
-            .map_err(err)
-    };
-    Ok(JobCounts {
-        // Merged keys, and the rows past them.
-        seen: one("SELECT (SELECT count(*) FROM url_keys WHERE job = ?1)
-                  + (SELECT count(*) FROM urls WHERE job = ?1 AND id >
-                        coalesce((SELECT upto FROM merged WHERE job = ?1), 0))")?,
-        done: one("SELECT count(*) FROM results WHERE job = ?1")?,
-        errors: one("SELECT count(*) FROM results WHERE job = ?1 AND failed = 1")?,
-        requisites: one("SELECT requisites FROM jobs WHERE id = ?1")?,
-    })
+    let counts = conn
+        .prepare_cached(schema::READ_COUNTS)
+        .map_err(err)?
+        .query_row([job], |r| {
+            let count = |i: usize| r.get::<_, i64>(i).map(|n| u64::try_from(n).unwrap_or(0));
+            Ok(JobCounts {
+                seen: count(0)?,
+                done: count(1)?,
+                errors: count(2)?,
+                requisites: count(3)?,
+            })
+        })
+        .map_err(err)?;
+    Ok(counts)
 }
 
 const JOB_COLUMNS: &str = "id, name, created_at, seeds, options";
@@ -360,6 +365,7 @@ impl Store for SqliteStore {
             "results",
             "archives",
             "authorities",
+            "job_counts",
         ] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
@@ -488,11 +494,12 @@ impl Store for SqliteStore {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
         }
-        tx.execute(
+        for sql in [
             "UPDATE authorities SET state = NULL WHERE job = ?1",
-            [job.id.0],
-        )
-        .map_err(err)?;
+            "UPDATE job_counts SET done = 0, errors = 0 WHERE job = ?1",
+        ] {
+            tx.execute(sql, [job.id.0]).map_err(err)?;
+        }
         tx.commit().map_err(err)?;
         self.memo.forget(job.id.0);
         Ok(queued as u64)

@@ -209,12 +209,12 @@ fn a_version_1_file_is_migrated_with_its_urls_known() {
     admit(&mut store, job, 0..50);
     finish(&mut store, job, 0..20);
     drop(store);
-    // What version 1 wrote: a unique index on the keys, no key table,
-    // finished rows marked done with their result's position.
+    // What version 1 wrote: a unique index on the keys, no key table, no
+    // counts, finished rows marked done with their result's position.
     Connection::open(&path)
         .unwrap()
         .execute_batch(
-            "DROP TABLE url_keys; DROP TABLE merged; DROP INDEX results_url;
+            "DROP TABLE url_keys; DROP TABLE merged; DROP INDEX results_url; DROP TABLE job_counts;
              CREATE UNIQUE INDEX urls_key ON urls (job, key);
              UPDATE urls SET state = 2,
                  seq = (SELECT seq FROM results r WHERE r.url = urls.id)

@@ -1,6 +1,8 @@
 //! PostgreSQL only: a database of schema version 5 (the one before
-//! `urls_held`) is migrated, and its URLs keep their states: whether the
-//! job is open, and what a gone run held, are read from the new index.
+//! `urls_held` and `job_counts`) is migrated, and its URLs keep their
+//! states: whether the job is open, and what a gone run held, are read
+//! from the new index; the job's counts, counted once from its rows, move
+//! with the URLs finished after.
 
 use crawlkeeper_model::FinishedUrl;
 use crawlkeeper_model::state::Batch;
@@ -42,6 +44,7 @@ fn a_version_5_database_is_migrated_and_its_held_urls_are_queued_again() {
     for s in v5 {
         c.batch_execute(&s).unwrap();
     }
+    c.batch_execute("DROP TABLE job_counts").unwrap();
     assert!(indexes(&mut c, &space).contains(&"urls_open".to_owned()));
     let (done, held, queued) = (
         entry("a.test", "/", 0),
@@ -59,7 +62,7 @@ fn a_version_5_database_is_migrated_and_its_held_urls_are_queued_again() {
          INSERT INTO urls (job, key, auth, url, depth, state, seq) VALUES (1, '{}', 1, 'http://a.test/', 0, 2, 1);
          INSERT INTO urls (job, key, auth, url, depth, state) VALUES (1, '{}', 1, 'http://a.test/held', 1, 1);
          INSERT INTO urls (job, key, auth, url, depth, state) VALUES (1, '{}', 1, 'http://a.test/queued', 1, 0);
-         INSERT INTO results (job, seq, failed, record) VALUES (1, 1, 0, '{{}}');",
+         INSERT INTO results (job, seq, failed, record) VALUES (1, 1, 1, '{{}}');",
         key(&done),
         key(&held),
         key(&queued)
@@ -77,7 +80,11 @@ fn a_version_5_database_is_migrated_and_its_held_urls_are_queued_again() {
     assert!(!names.contains(&"urls_open".to_owned()), "{names:?}");
 
     let job = store.find_job("old").unwrap().unwrap();
-    assert_eq!((job.counts.seen, job.counts.done), (3, 1));
+    let counts = |store: &mut PgStore| {
+        let c = store.find_job("old").unwrap().unwrap().counts;
+        (c.seen, c.done, c.errors)
+    };
+    assert_eq!(counts(&mut store), (3, 1, 1), "counted from the rows");
     assert_eq!(store.is_complete(job.id).unwrap(), Some(false));
     store.lock_job(&job).unwrap();
     let resumed = store.resume(job.id).unwrap();
@@ -100,9 +107,9 @@ fn a_version_5_database_is_migrated_and_its_held_urls_are_queued_again() {
         "held: open"
     );
     let mut finish = Batch {
-        finished: [&held, &queued]
+        finished: [(&held, false), (&queued, true)]
             .iter()
-            .map(|e| FinishedUrl::new(e.0.key, record(&e.0, false)))
+            .map(|(e, failed)| FinishedUrl::new(e.0.key, record(&e.0, *failed)))
             .collect(),
         poll: true,
         ..Batch::default()
@@ -110,6 +117,7 @@ fn a_version_5_database_is_migrated_and_its_held_urls_are_queued_again() {
     store.apply(job.id, &mut finish).unwrap();
     assert_eq!(finish.open, Some(false), "every URL done: the poll says so");
     assert_eq!(store.is_complete(job.id).unwrap(), Some(true));
+    assert_eq!(counts(&mut store), (3, 3, 2), "and kept after");
     drop(store);
     let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {space} CASCADE"));
 }
