@@ -527,6 +527,8 @@ pub fn run(args: &StoreArgs) -> Result<()> {
                 .map_or(first, |f| f.disk_after as f64 / f.urls as f64);
             let need = (per_url * 1.2 * n as f64) as u64 + o.spare_gb * 1_000_000_000;
             let at = o.dir.clone().unwrap_or_else(std::env::temp_dir);
+            std::fs::create_dir_all(&at)
+                .with_context(|| format!("cannot create --scale-dir {}", at.display()))?;
             let free = free_bytes(if backend == "sqlite" {
                 &at
             } else {

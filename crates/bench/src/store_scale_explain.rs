@@ -2,8 +2,8 @@
 //! loading a host run, on a seeded store, so that a figure that grows with
 //! the job can be traced to its statement. The statements are the
 //! store's (copied from `crawlkeeper_store`'s `resume` and `load`, with
-//! the job, the state values and one host filled in); writes are rolled
-//! back.
+//! the job, the state values and one host filled in, or the store's own
+//! where it shares them); writes are rolled back.
 
 use anyhow::Result;
 use crawlkeeper_store::schema;
@@ -16,14 +16,7 @@ const PG: &[(&str, &str)] = &[
         "UPDATE urls SET state = 0 WHERE job = {job} AND state = 1 AND (NULL::int4[] IS NULL
              OR auth IN (SELECT id FROM authorities WHERE job = {job} AND shard = ANY(NULL::int4[])))",
     ),
-    (
-        "resume: hosts with queued URLs",
-        "SELECT a.authority, count(*) FROM urls u
-         JOIN authorities a ON a.job = u.job AND a.id = u.auth
-         WHERE u.job = {job} AND u.state = 0
-           AND (NULL::int4[] IS NULL OR a.shard = ANY(NULL::int4[]))
-         GROUP BY a.authority",
-    ),
+    ("resume: hosts with queued URLs", schema::PG_QUEUED_HOSTS),
     (
         "load: a host's next URLs",
         "UPDATE urls SET state = 1 WHERE id IN (
@@ -43,9 +36,7 @@ const SQLITE: &[(&str, &str)] = &[
     ),
     (
         "resume: hosts with queued URLs",
-        "SELECT a.authority, count(*) FROM urls u
-         JOIN authorities a ON a.job = u.job AND a.id = u.auth
-         WHERE u.job = {job} AND u.state = 0 GROUP BY a.authority",
+        schema::SQLITE_QUEUED_HOSTS,
     ),
     (
         "load: a host's next URLs",
@@ -59,9 +50,15 @@ const SQLITE: &[(&str, &str)] = &[
 /// Read by both stores at resume and by `find_job`: the job's counts.
 const COUNTS: (&str, &str) = ("resume and find_job: the job's counts", schema::READ_COUNTS);
 
+/// `sql` with the job, the host and no shards filled in (the store's
+/// parameters `$1`/`?1` and `$2`, or `{job}` and `{auth}`).
 fn fill(sql: &str, job: i64, auth: u64) -> String {
-    sql.replace("{job}", &job.to_string())
-        .replace("$1", &job.to_string())
+    let job = job.to_string();
+    sql.replace("{job}", &job)
+        .replace("$1", &job)
+        .replace("?1", &job)
+        .replace("$2::int4[]", "NULL::int4[]")
+        .replace("ANY($2)", "ANY(NULL::int4[])")
         .replace("{auth}", &auth.to_string())
 }
 

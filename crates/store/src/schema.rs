@@ -28,7 +28,8 @@
 //!     page of `urls` per finished page (pages finish in another order
 //!     than they were admitted), half of the log's pages in a crawl of 50
 //!     hosts. Resuming marks the rows a gone run held done or queued, in
-//!     one statement; loads skip rows with a result.
+//!     one statement, finding them in `loaded` (a log of the rows loaded
+//!     since the last resume); loads skip rows with a result.
 //!   - Keys find rows through `url_keys`, a table ordered by (job, key)
 //!     that names each row's id, written in bulk: the keys of a job's
 //!     newest rows (past `merged.upto`) are held in memory by the writing
@@ -165,8 +166,17 @@ const FILL_COUNTS: &str = "INSERT INTO job_counts (job, slot, seen, done, errors
 /// 0. The counts are the sums of a job's rows.
 pub const PG_TO_V7: &[&str] = &[FILL_COUNTS];
 
-/// SQLite version 4: see [`PG_TO_V7`].
-pub const SQLITE_TO_V4: &[&str] = &[FILL_COUNTS];
+/// SQLite version 4: `job_counts` (see [`PG_TO_V7`]), and `loaded`, the
+/// rows of `urls` loaded by a crawler (state 1) since the job's last
+/// resume, appended as they are loaded (a page of the log per commit, at
+/// its end), so that a resume finds the rows a gone run held without
+/// reading every row of the job (finishing leaves rows alone, so there
+/// is no index of them: one would be written at random pages by every
+/// load). A resume reads the job's entries and removes them.
+pub const SQLITE_TO_V4: &[&str] = &[
+    FILL_COUNTS,
+    "INSERT INTO loaded (job, url) SELECT job, id FROM urls WHERE state = 1",
+];
 
 /// Adds a transaction's changes to a job's counts (`$1` job, `$2` slot,
 /// `$3`–`$5` seen, done, failed), taken last in a transaction: the row's
@@ -181,6 +191,25 @@ pub const READ_COUNTS: &str = "SELECT CAST(coalesce(sum(seen), 0) AS BIGINT),
      CAST(coalesce(sum(done), 0) AS BIGINT), CAST(coalesce(sum(errors), 0) AS BIGINT),
      CAST(coalesce((SELECT requisites FROM jobs WHERE id = $1), 0) AS BIGINT)
      FROM job_counts WHERE job = $1";
+
+/// The hosts of a job (`$1`) with queued URLs, and how many, for a
+/// resume; with `$2`, the hosts of those shards alone. Each host's
+/// entries of `urls_queued` are counted where they lie: the work is one
+/// descent of the index per host and its queued URLs' entries, whatever
+/// the planner's statistics (a join of every queued URL with its host's
+/// name, grouped by name, was planned at 50 million URLs as a hash
+/// aggregate spilled to disk: 19 s).
+pub const PG_QUEUED_HOSTS: &str = "SELECT a.authority, q.n FROM authorities a
+     CROSS JOIN LATERAL (SELECT count(*) AS n FROM urls u
+         WHERE u.job = $1 AND u.auth = a.id AND u.state = 0) AS q
+     WHERE a.job = $1 AND ($2::int4[] IS NULL OR a.shard = ANY($2)) AND q.n > 0";
+
+/// [`PG_QUEUED_HOSTS`] for SQLite (one shard): counted per host id in the
+/// order of `urls_queued` (one pass, no sort of every queued URL by its
+/// host's name), then named.
+pub const SQLITE_QUEUED_HOSTS: &str = "SELECT a.authority, q.n
+     FROM (SELECT auth, count(*) AS n FROM urls WHERE job = ?1 AND state = 0 GROUP BY auth) AS q
+     JOIN authorities a ON a.job = ?1 AND a.id = q.auth";
 
 /// PostgreSQL version 3 adds the `archives` table (made by the tables'
 /// statements, which run on every migration).
@@ -261,6 +290,9 @@ const SQLITE_TABLES: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS merged (
         job INTEGER PRIMARY KEY,
         upto INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS loaded (
+        job INTEGER NOT NULL,
+        url INTEGER NOT NULL)",
 ];
 
 /// SQLite's indexes on columns a version 1 file lacks: made after

@@ -274,14 +274,7 @@ impl PgStore {
             }
             let mut queued = Vec::new();
             for row in tx
-                .query(
-                    "SELECT a.authority, count(*) FROM urls u
-                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
-                     WHERE u.job = $1 AND u.state = 0
-                       AND ($2::int4[] IS NULL OR a.shard = ANY($2))
-                     GROUP BY a.authority",
-                    &[&job.0, &shards],
-                )
+                .query(schema::PG_QUEUED_HOSTS, &[&job.0, &shards])
                 .map_err(err)?
             {
                 queued.push((parse_authority(row.get(0))?, row.get::<_, i64>(1) as u64));

@@ -15,6 +15,7 @@ use crawlkeeper_model::{Authority, FrontierEntry};
 use rusqlite::Connection;
 use rusqlite::types::ToSql;
 
+use super::apply::log_loaded;
 use super::err;
 use super::keys::{Keys, RowIds};
 use super::rows::{AuthorityIds, MultiRow, authority_id};
@@ -99,6 +100,8 @@ pub fn admit_urls(
             .and_then(|mut s| s.execute(rusqlite::params![job, requisites as i64]))
             .map_err(err)?;
     }
+    let loaded = rows.iter().filter(|r| r.state == state::LOADED);
+    log_loaded(tx, job, loaded.map(|r| r.id))?;
     INSERT.execute(tx, &rows, |r, v| {
         let e = r.entry;
         v.extend([

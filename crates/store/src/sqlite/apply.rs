@@ -50,6 +50,21 @@ impl Memo {
     }
 }
 
+/// Notes rows of `job` just loaded (state 1) in `loaded`, for a resume.
+pub fn log_loaded(
+    tx: &Connection,
+    job: i64,
+    ids: impl IntoIterator<Item = i64>,
+) -> Result<(), StoreError> {
+    let mut insert = tx
+        .prepare_cached("INSERT INTO loaded (job, url) VALUES (?1, ?2)")
+        .map_err(err)?;
+    for id in ids {
+        insert.execute([job, id]).map_err(err)?;
+    }
+    Ok(())
+}
+
 /// Applies `batch` inside the open transaction, merging the job's newest
 /// keys when `merge_at` of them are held; returns the job's next result
 /// position and the file's data version when results were written.
@@ -150,6 +165,7 @@ pub fn apply_in(
                 .execute([id])
                 .map_err(err)?;
         }
+        log_loaded(tx, job, rows.iter().map(|(id, _)| *id))?;
         batch
             .loaded
             .push(rows.into_iter().map(|(_, e)| e).collect());

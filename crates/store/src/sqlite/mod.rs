@@ -366,6 +366,7 @@ impl Store for SqliteStore {
             "archives",
             "authorities",
             "job_counts",
+            "loaded",
         ] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
@@ -405,13 +406,17 @@ impl Store for SqliteStore {
         let tx = self.conn.transaction().map_err(err)?;
         // What a gone run held in memory is done (finishing leaves rows
         // alone) or queued again.
+        // Those rows are the job's in `loaded` (its log of loads since
+        // the last resume), read and emptied.
         tx.execute(
             "UPDATE urls SET state = CASE
                  WHEN EXISTS (SELECT 1 FROM results r WHERE r.url = urls.id) THEN ?1 ELSE ?2 END
-             WHERE job = ?3 AND state = ?4",
+             WHERE id IN (SELECT url FROM loaded WHERE job = ?3) AND state = ?4",
             params![state::DONE, state::QUEUED, job.0, state::LOADED],
         )
         .map_err(err)?;
+        tx.execute("DELETE FROM loaded WHERE job = ?1", [job.0])
+            .map_err(err)?;
         let authorities = {
             let mut stmt = tx
                 .prepare(
@@ -431,13 +436,7 @@ impl Store for SqliteStore {
             out
         };
         let queued = {
-            let mut stmt = tx
-                .prepare(
-                    "SELECT a.authority, count(*) FROM urls u
-                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
-                     WHERE u.job = ?1 AND u.state = 0 GROUP BY a.authority",
-                )
-                .map_err(err)?;
+            let mut stmt = tx.prepare(schema::SQLITE_QUEUED_HOSTS).map_err(err)?;
             let rows = stmt
                 .query_map([job.0], |r| {
                     Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
@@ -497,6 +496,7 @@ impl Store for SqliteStore {
         for sql in [
             "UPDATE authorities SET state = NULL WHERE job = ?1",
             "UPDATE job_counts SET done = 0, errors = 0 WHERE job = ?1",
+            "DELETE FROM loaded WHERE job = ?1",
         ] {
             tx.execute(sql, [job.id.0]).map_err(err)?;
         }

@@ -315,3 +315,57 @@ fn a_lock_file_that_is_a_link_or_a_pipe_is_not_opened_through() {
     assert!(super::JobLock::take(plain).unwrap().is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_version_3_file_gets_its_counts_and_its_log_of_loads() {
+    let (dir, path) = fresh("v3");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let job = open_job(&mut store);
+    // Admitted as loaded (held by a crawler), a few finished.
+    admit(&mut store, job, 0..50);
+    finish(&mut store, job, 0..20);
+    drop(store);
+    // What version 3 wrote: no counts, no log of loads.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "DROP TABLE job_counts; DROP TABLE loaded;
+             UPDATE crawlkeeper_version SET version = 3;",
+        )
+        .unwrap();
+    let mut store = SqliteStore::open(&path).unwrap();
+    assert_eq!(
+        count(&path, "SELECT max(version) FROM crawlkeeper_version"),
+        schema::SQLITE_VERSION
+    );
+    let info = store.find_job("keys").unwrap().unwrap();
+    assert_eq!(
+        (info.counts.seen, info.counts.done),
+        (50, 20),
+        "counted from the rows"
+    );
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM loaded"),
+        50,
+        "every row in state 1 is in the log"
+    );
+    store.lock_job(&info).unwrap();
+    let resumed = store.resume(job).unwrap();
+    assert_eq!(
+        resumed.queued.iter().map(|(_, n)| n).sum::<u64>(),
+        30,
+        "the held rows without a result are queued again"
+    );
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM loaded"),
+        0,
+        "read and emptied"
+    );
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM urls WHERE state = 1"),
+        0,
+        "the finished ones are marked done"
+    );
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
