@@ -144,7 +144,7 @@ pub fn sqlite(path: &Path, urls: u64, authorities: u64) -> Result<i64> {
         "INSERT INTO merged (job, upto) VALUES (?1, ?2)",
         params![job, urls as i64],
     )?;
-    conn.execute(schema::ADD_COUNTS, params![job, 0, urls as i64, seq, 0])?;
+    conn.execute(schema::SQLITE_ADD_COUNTS, params![job, urls as i64, seq, 0])?;
     let started = Instant::now();
     for s in schema::sqlite()
         .iter()
@@ -229,13 +229,15 @@ pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i
         },
     )?;
     let mut seq = 0u64;
+    // URLs seen and done by shard.
+    let mut by_shard = vec![(0i64, 0i64); shards as usize];
     copy(
         &mut c,
         "postgres urls",
         "COPY urls (id, job, key, auth, url, depth, parent, chain, state, seq) FROM STDIN",
         urls,
         |i, b| {
-            let (e, _) = entry(i, authorities);
+            let (e, auth) = entry(i, authorities);
             let _ = write!(
                 b,
                 "{}\t{job}\t\\\\x{:032x}\t{}\t",
@@ -246,7 +248,10 @@ pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i
             copy_text(b, &e.url);
             let _ = write!(b, "\t{}\t", e.depth);
             copy_text(b, e.parent.as_deref().unwrap_or_default());
+            let shard = &mut by_shard[shard_of(auth.host(), shards) as usize];
+            shard.0 += 1;
             if is_done(i) {
+                shard.1 += 1;
                 seq += 1;
                 let _ = writeln!(b, "\t\\N\t{}\t{seq}", schema::state::DONE);
             } else {
@@ -274,11 +279,22 @@ pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i
         "SELECT setval('urls_id_seq', {urls});
          SELECT setval('result_seqs', {}, false);
          SELECT setval('authority_ids', {}, false);
-         UPDATE jobs SET admitted = {urls}, requisites = 0 WHERE id = {job};
-         INSERT INTO job_counts (job, slot, seen, done, errors) VALUES ({job}, 0, {urls}, {seq}, 0)",
+         UPDATE jobs SET admitted = {urls}, requisites = 0 WHERE id = {job}",
         seq + 1,
         authorities + 1
     ))?;
+    // The job's counts by shard, as the store keeps them.
+    let (shard_ids, shard_counts): (Vec<i32>, Vec<(i64, i64)>) = by_shard
+        .into_iter()
+        .enumerate()
+        .map(|(s, n)| (s as i32, n))
+        .unzip();
+    let (seen, done): (Vec<i64>, Vec<i64>) = shard_counts.into_iter().unzip();
+    let errors = vec![0i64; seen.len()];
+    c.execute(
+        schema::PG_ADD_COUNTS,
+        &[&job, &0i32, &shard_ids, &seen, &done, &errors],
+    )?;
     let started = Instant::now();
     let creates = schema::postgres()
         .into_iter()

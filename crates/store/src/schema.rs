@@ -77,11 +77,12 @@ const TABLES: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS urls_queued ON urls (job, auth, depth) WHERE state = 0",
     "CREATE TABLE IF NOT EXISTS job_counts (
         job BIGINT NOT NULL,
+        shard INTEGER NOT NULL,
         slot INTEGER NOT NULL,
         seen BIGINT NOT NULL,
         done BIGINT NOT NULL,
         errors BIGINT NOT NULL,
-        PRIMARY KEY (job, slot))",
+        PRIMARY KEY (job, shard, slot))",
     "CREATE TABLE IF NOT EXISTS archives (
         job BIGINT NOT NULL,
         seq BIGINT NOT NULL,
@@ -146,25 +147,29 @@ pub const SQLITE_TO_V3: &[&str] = &[
     COUNT_REQUISITES,
 ];
 
-/// A job's counts from its rows, for a database of a version without
-/// `job_counts` (one scan of each table, once).
-const FILL_COUNTS: &str = "INSERT INTO job_counts (job, slot, seen, done, errors)
-     SELECT id, 0,
-         (SELECT count(*) FROM urls u WHERE u.job = jobs.id),
-         (SELECT count(*) FROM results r WHERE r.job = jobs.id),
-         (SELECT count(*) FROM results r WHERE r.job = jobs.id AND r.failed = 1)
-     FROM jobs";
-
-/// PostgreSQL version 7 and SQLite version 4: `job_counts`, a job's URLs
-/// seen, done and failed, kept as they change, so that a job's counts
-/// (`status`, `jobs`, every start and resume) read a few rows, where
-/// counting its rows read the whole job (8 s at 50 million URLs on
-/// PostgreSQL, 26 s on SQLite). Each transaction that admits or
-/// finishes URLs adds what it changed to one row of its writer's
-/// (`slot`): PostgreSQL's writers sharing a job each add to their own
-/// row, so that none waits for another's; SQLite's one writer uses slot
-/// 0. The counts are the sums of a job's rows.
-pub const PG_TO_V7: &[&str] = &[FILL_COUNTS];
+/// PostgreSQL version 7 and SQLite version 4: `job_counts`, the URLs of a
+/// job's shard seen, done and failed, kept as they change, so that a
+/// job's counts (`status`, `jobs`, every start and resume) and its
+/// shards' (a cluster's `status`) read a few rows, where counting its
+/// rows read the whole job (8 s at 50 million URLs on PostgreSQL, 26 s on
+/// SQLite). Each transaction that admits or finishes URLs adds what it
+/// changed to its writer's rows (`slot`), one per shard it changed:
+/// PostgreSQL's writers sharing a job each add to their own rows, so that
+/// none waits for another's (a URL of another Runner's shard is counted
+/// in the finder's row of that shard); SQLite's one writer uses slot 0
+/// of shard 0. The counts are the sums of a job's rows. The migration
+/// counts each job's rows once.
+pub const PG_TO_V7: &[&str] = &[
+    "INSERT INTO job_counts (job, shard, slot, seen, done, errors)
+     SELECT job, shard, 0, sum(seen), sum(done), sum(errors) FROM (
+         SELECT u.job, a.shard, count(*) AS seen, 0 AS done, 0 AS errors
+         FROM urls u JOIN authorities a ON a.job = u.job AND a.id = u.auth
+         GROUP BY u.job, a.shard
+         UNION ALL
+         SELECT job, shard, 0, count(*), count(*) FILTER (WHERE failed = 1)
+         FROM results GROUP BY job, shard) AS c
+     GROUP BY job, shard",
+];
 
 /// SQLite version 4: `job_counts` (see [`PG_TO_V7`]), and `loaded`, the
 /// rows of `urls` loaded by a crawler (state 1) since the job's last
@@ -174,16 +179,30 @@ pub const PG_TO_V7: &[&str] = &[FILL_COUNTS];
 /// is no index of them: one would be written at random pages by every
 /// load). A resume reads the job's entries and removes them.
 pub const SQLITE_TO_V4: &[&str] = &[
-    FILL_COUNTS,
+    "INSERT INTO job_counts (job, shard, slot, seen, done, errors)
+     SELECT id, 0, 0,
+         (SELECT count(*) FROM urls u WHERE u.job = jobs.id),
+         (SELECT count(*) FROM results r WHERE r.job = jobs.id),
+         (SELECT count(*) FROM results r WHERE r.job = jobs.id AND r.failed = 1)
+     FROM jobs",
     "INSERT INTO loaded (job, url) SELECT job, id FROM urls WHERE state = 1",
 ];
 
-/// Adds a transaction's changes to a job's counts (`$1` job, `$2` slot,
-/// `$3`–`$5` seen, done, failed), taken last in a transaction: the row's
-/// lock is held only until the commit.
-pub const ADD_COUNTS: &str = "INSERT INTO job_counts (job, slot, seen, done, errors)
-     VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (job, slot) DO UPDATE SET seen = job_counts.seen + excluded.seen,
+/// Adds a transaction's changes to a job's counts (`$1` job, `$2` slot;
+/// `$3`–`$6` arrays of shards, in ascending order, and of their URLs
+/// seen, done and failed), taken last in a transaction: the rows' locks
+/// are held only until the commit.
+pub const PG_ADD_COUNTS: &str = "INSERT INTO job_counts (job, shard, slot, seen, done, errors)
+     SELECT $1, h, $2, a, d, e FROM unnest($3::int4[], $4::int8[], $5::int8[], $6::int8[])
+         AS v(h, a, d, e)
+     ON CONFLICT (job, shard, slot) DO UPDATE SET seen = job_counts.seen + excluded.seen,
+         done = job_counts.done + excluded.done, errors = job_counts.errors + excluded.errors";
+
+/// [`PG_ADD_COUNTS`] for SQLite: shard 0, slot 0 (`?1` job, `?2`–`?4`
+/// seen, done, failed).
+pub const SQLITE_ADD_COUNTS: &str = "INSERT INTO job_counts (job, shard, slot, seen, done, errors)
+     VALUES (?1, 0, 0, ?2, ?3, ?4)
+     ON CONFLICT (job, shard, slot) DO UPDATE SET seen = job_counts.seen + excluded.seen,
          done = job_counts.done + excluded.done, errors = job_counts.errors + excluded.errors";
 
 /// A job's counts: seen, done, failed, requisites (`$1` the job).

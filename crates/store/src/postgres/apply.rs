@@ -4,7 +4,7 @@
 //! in one order.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FrontierEntry, shard_of};
@@ -51,12 +51,18 @@ pub fn apply_in(
     // each insert wait for the other (a deadlock, broken by the server
     // after a second). Inserting first, in key order, no writer waits while
     // holding a row another waits for.
-    let requisites = admit(tx, cache, job, lease, batch, admitted_before, &mut handoff)?;
-    let mut tally = Tally {
-        seen: batch.admitted.iter().filter(|&&a| a).count() as i64,
-        ..Tally::default()
-    };
-    finish(tx, cache, job, lease, batch, &mut tally)?;
+    let mut tallies = Tallies::new();
+    let requisites = admit(
+        tx,
+        cache,
+        job,
+        lease,
+        batch,
+        admitted_before,
+        &mut handoff,
+        &mut tallies,
+    )?;
+    finish(tx, cache, job, lease, batch, &mut tallies)?;
     load(tx, cache, job, batch)?;
     save_authorities(tx, cache, job, batch)?;
     if !handoff.is_empty() {
@@ -90,20 +96,31 @@ pub fn apply_in(
         )
         .map_err(err)?;
     }
-    if !tally.is_empty() {
-        // Last of all (after the job's row): the writer's row of counts
-        // is held only until the commit, and no writer waits for another
-        // while holding it.
+    tallies.retain(|_, t| !t.is_empty());
+    if !tallies.is_empty() {
+        // Last of all (after the job's row): the writer's rows of counts
+        // are held only until the commit, and no writer waits for another
+        // while holding them (they are its own, taken in shard order).
+        let mut cols: (Vec<i32>, Vec<i64>, Vec<i64>, Vec<i64>) = Default::default();
+        for (shard, t) in tallies {
+            cols.0.push(shard);
+            cols.1.push(t.seen);
+            cols.2.push(t.done);
+            cols.3.push(t.errors);
+        }
         x(
             tx,
             cache,
-            schema::ADD_COUNTS,
-            &[&job, &slot, &tally.seen, &tally.done, &tally.errors],
+            schema::PG_ADD_COUNTS,
+            &[&job, &slot, &cols.0, &cols.1, &cols.2, &cols.3],
         )
         .map_err(err)?;
     }
     Ok(())
 }
+
+/// What a batch changed of its job's counts, by shard, in shard order.
+type Tallies = BTreeMap<i32, Tally>;
 
 /// Saves the authorities' states of the batch in one statement (the last
 /// of an authority's states wins).
@@ -149,14 +166,14 @@ fn save_authorities(
 /// The common case, URLs admitted and not yet done, is one statement:
 /// positions drawn, rows marked and results written together. Each result
 /// carries the generation of `lease` for its shard (its writer). The rows
-/// made and the results stored are added to `tally`.
+/// made and the results stored are added to `tallies`.
 fn finish(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
     job: i64,
     lease: Option<&Lease>,
     batch: &mut Batch,
-    tally: &mut Tally,
+    tallies: &mut Tallies,
 ) -> Result<(), StoreError> {
     let count = batch.finished.len();
     if count == 0 {
@@ -277,15 +294,20 @@ fn finish(
         )
         .map_err(err)?
         {
-            claimed.insert(key_from(row.get(0))?, row.get(1));
-            tally.seen += 1;
+            let key = key_from(row.get(0))?;
+            claimed.insert(key, row.get(1));
+            tallies
+                .entry(shard_of_record(index[&key]))
+                .or_default()
+                .seen += 1;
         }
     }
-    tally.done += claimed.len() as i64;
-    tally.errors += claimed
-        .keys()
-        .filter(|k| batch.finished[index[*k]].record.error.is_some())
-        .count() as i64;
+    for key in claimed.keys() {
+        let i = index[key];
+        let t = tallies.entry(shard_of_record(i)).or_default();
+        t.done += 1;
+        t.errors += i64::from(batch.finished[i].record.error.is_some());
+    }
     if let Some(first) = claimed.values().min() {
         batch.first_position.get_or_insert(*first as u64);
     }
@@ -377,7 +399,7 @@ impl Columns {
 
 /// Admits candidate URLs: each new key gets a row; a known one still
 /// waiting takes the smaller depth. URLs of shards not held are noted in
-/// `handoff` for their holders.
+/// `handoff` for their holders. The rows made are added to `tallies`.
 #[allow(clippy::too_many_arguments)]
 fn admit(
     tx: &mut Transaction<'_>,
@@ -387,6 +409,7 @@ fn admit(
     batch: &mut Batch,
     admitted_before: Option<i64>,
     handoff: &mut BTreeSet<(u32, i64)>,
+    tallies: &mut Tallies,
 ) -> Result<i64, StoreError> {
     let count = batch.admit.len();
     if count == 0 {
@@ -449,6 +472,7 @@ fn admit(
         let (auth, shard) = authority_of(cache, job, &names[i])?;
         if inserted.contains(&entry.key) {
             batch.admitted[i] = true;
+            tallies.entry(shard as i32).or_default().seen += 1;
             if foreign(shard) {
                 handoff.insert((shard, auth));
             }

@@ -754,30 +754,21 @@ impl Store for PgStore {
                     out[i].holder = Some(row.get(2));
                 }
             }
+            // Kept as they change (see `schema::PG_TO_V7`).
             for row in c
                 .query(
-                    "SELECT a.shard, count(*) FROM urls u
-                     JOIN authorities a ON a.job = u.job AND a.id = u.auth
-                     WHERE u.job = $1 GROUP BY a.shard",
+                    "SELECT shard, CAST(sum(seen) AS BIGINT), CAST(sum(done) AS BIGINT),
+                         CAST(sum(errors) AS BIGINT)
+                     FROM job_counts WHERE job = $1 GROUP BY shard",
                     &[&job.id.0],
                 )
                 .map_err(err)?
             {
                 if let Some(i) = slot(row.get(0)) {
-                    out[i].counts.seen = row.get::<_, i64>(1) as u64;
-                }
-            }
-            for row in c
-                .query(
-                    "SELECT shard, count(*), count(*) FILTER (WHERE failed = 1) FROM results
-                     WHERE job = $1 GROUP BY shard",
-                    &[&job.id.0],
-                )
-                .map_err(err)?
-            {
-                if let Some(i) = slot(row.get(0)) {
-                    out[i].counts.done = row.get::<_, i64>(1) as u64;
-                    out[i].counts.errors = row.get::<_, i64>(2) as u64;
+                    let count = |c: usize| u64::try_from(row.get::<_, i64>(c)).unwrap_or(0);
+                    out[i].counts.seen = count(1);
+                    out[i].counts.done = count(2);
+                    out[i].counts.errors = count(3);
                 }
             }
             let locked = locked_by_others(c)?;

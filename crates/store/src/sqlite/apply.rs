@@ -179,10 +179,10 @@ pub fn apply_in(
             .map_err(err)?;
     }
     if !tally.is_empty() {
-        // The file has one writer: its row is slot 0.
-        tx.prepare_cached(schema::ADD_COUNTS)
+        // One shard, one writer: one row.
+        tx.prepare_cached(schema::SQLITE_ADD_COUNTS)
             .map_err(err)?
-            .execute(params![job, 0, tally.seen, tally.done, tally.errors])
+            .execute(params![job, tally.seen, tally.done, tally.errors])
             .map_err(err)?;
     }
     Ok(next)
