@@ -3,9 +3,9 @@
 //! the engine decides what to fetch and when; this decides what a response
 //! means.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
+use crawlkeeper_model::key::KeySet;
 use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, Known, RecordError};
 use url::Url;
 
@@ -157,7 +157,7 @@ impl Pipeline {
         let (files, skipped) = crate::sitemap::named_by(authority, robots);
         let parent: Arc<str> = Arc::from(authority.robots_url().as_str());
         let known = Arc::new(Known::sitemap(0));
-        let mut seen = HashSet::new();
+        let mut seen = KeySet::default();
         let requests = files
             .into_iter()
             .filter_map(|file| {
@@ -176,7 +176,7 @@ impl Pipeline {
         url: Url,
         parent: &Arc<str>,
         known: Option<Arc<Known>>,
-        seen: &mut HashSet<u128>,
+        seen: &mut KeySet,
     ) -> Option<Discovered> {
         if self.scope.check(&Candidate {
             url: &url,
@@ -236,7 +236,7 @@ impl Pipeline {
             ));
         }
         let parent: Arc<str> = Arc::from(request.url.as_str());
-        let mut seen: HashSet<u128> = HashSet::with_capacity(map.urls.len());
+        let mut seen = KeySet::with_capacity_and_hasher(map.urls.len(), Default::default());
         let mut dropped = map.dropped;
         let found = &mut processed.discovered;
         for (loc, lastmod) in map.urls {
@@ -396,7 +396,7 @@ impl Pipeline {
         }
         let depth = request.depth + 1;
         let parent: Arc<str> = Arc::from(request.url.as_str());
-        let mut on_page: HashSet<u128> = processed.discovered.iter().map(|d| d.key).collect();
+        let mut on_page: KeySet = processed.discovered.iter().map(|d| d.key).collect();
         let mut added = 0u32;
         for href in &links {
             let Some((key, url)) = self.new_link(&request.url, href, depth, &mut on_page) else {
@@ -422,7 +422,7 @@ impl Pipeline {
         base: &Url,
         href: &str,
         depth: u32,
-        on_page: &mut HashSet<u128>,
+        on_page: &mut KeySet,
     ) -> Option<(u128, Url)> {
         let url = self.normalizer.resolve(base, href).ok()?;
         if self.scope.check(&Candidate { url: &url, depth }) != Verdict::Accept {
@@ -624,7 +624,7 @@ impl Pipeline {
             return;
         }
         let base = found.base_url(&request.url);
-        let mut on_page: HashSet<u128> = HashSet::with_capacity(found.hrefs.len());
+        let mut on_page = KeySet::with_capacity_and_hasher(found.hrefs.len(), Default::default());
         // Requisites first: a URL that is both is fetched as a requisite
         // (whatever the depth), not as a link.
         self.take_requisites(request, &base, &mut found, record, discovered, &mut on_page);

@@ -13,9 +13,9 @@
 //! [`MAX_EMBED_HOPS`] from the page; a frame is read as a page (its links
 //! are followed as the page's, its requisites are one embed further).
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
+use crawlkeeper_model::key::KeySet;
 use crawlkeeper_model::{CrawlRecord, Known};
 use url::Url;
 
@@ -42,7 +42,7 @@ impl Pipeline {
         found: &mut Extracted,
         record: &mut CrawlRecord,
         discovered: &mut Vec<Discovered>,
-        on_page: &mut HashSet<u128>,
+        on_page: &mut KeySet,
     ) {
         let Some(scope) = self.requisites else {
             return;

@@ -15,10 +15,9 @@ use crawlkeeper_model::{Authority, FrontierEntry};
 use rusqlite::Connection;
 use rusqlite::types::ToSql;
 
-use super::apply::log_loaded;
 use super::err;
 use super::keys::{Keys, RowIds};
-use super::rows::{AuthorityIds, MultiRow, authority_id};
+use super::rows::{AuthorityIds, MultiRow, authority_id, log_loaded};
 use crate::StoreError;
 use crate::codec::{chain_text, key_bytes};
 use crate::schema::state;

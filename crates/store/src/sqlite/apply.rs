@@ -13,7 +13,7 @@ use super::admit::admit_urls;
 use super::err;
 use super::finish::finish_urls;
 use super::keys::{Keys, RowIds};
-use super::rows::{AuthorityIds, authority_id};
+use super::rows::{AuthorityIds, authority_id, log_loaded};
 use crate::StoreError;
 use crate::codec::{chain_from, key_from};
 use crate::schema;
@@ -48,21 +48,6 @@ impl Memo {
         self.keys.remove(&job);
         self.next_seq.remove(&job);
     }
-}
-
-/// Notes rows of `job` just loaded (state 1) in `loaded`, for a resume.
-pub fn log_loaded(
-    tx: &Connection,
-    job: i64,
-    ids: impl IntoIterator<Item = i64>,
-) -> Result<(), StoreError> {
-    let mut insert = tx
-        .prepare_cached("INSERT INTO loaded (job, url) VALUES (?1, ?2)")
-        .map_err(err)?;
-    for id in ids {
-        insert.execute([job, id]).map_err(err)?;
-    }
-    Ok(())
 }
 
 /// Applies `batch` inside the open transaction, merging the job's newest

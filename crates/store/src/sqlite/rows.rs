@@ -1,6 +1,7 @@
 //! Helpers the batch's writers share: multi-row `INSERT`s ([`MultiRow`],
 //! [`CHUNK`] rows to a statement) and authority row ids remembered by job
-//! ([`authority_id`]). They import none of the writers.
+//! ([`authority_id`]), and the log of loads ([`log_loaded`]). They import
+//! none of the writers.
 
 use std::collections::HashMap;
 
@@ -110,4 +111,19 @@ pub fn authority_id(
     };
     cache.entry(job).or_default().insert(authority.clone(), id);
     Ok(id)
+}
+
+/// Notes rows of `job` just loaded (state 1) in `loaded`, for a resume.
+pub fn log_loaded(
+    tx: &Connection,
+    job: i64,
+    ids: impl IntoIterator<Item = i64>,
+) -> Result<(), StoreError> {
+    let mut insert = tx
+        .prepare_cached("INSERT INTO loaded (job, url) VALUES (?1, ?2)")
+        .map_err(err)?;
+    for id in ids {
+        insert.execute([job, id]).map_err(err)?;
+    }
+    Ok(())
 }
