@@ -194,7 +194,7 @@ impl HttpFetcher {
             if let Some(raw) = raw.as_mut() {
                 raw.extend_from_slice(taken);
             }
-            decoder.push(taken)?;
+            decoder.push_bytes(chunk.slice(..taken.len()))?;
             if chunk.len() > room || decoder.is_full() {
                 cut = true;
                 break;
