@@ -201,20 +201,31 @@ fn newest_keys_are_merged_in_bulk_and_every_key_stays_known() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn a_version_1_file_is_migrated_with_its_urls_known() {
-    let (dir, path) = fresh("v1");
+/// A file of an older version (`downgrade` makes it one): 50 URLs
+/// admitted as loaded (held by a crawler), 20 of them finished.
+fn older_file(name: &str, downgrade: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (dir, path) = fresh(name);
     let mut store = SqliteStore::open(&path).unwrap();
     let job = open_job(&mut store);
     admit(&mut store, job, 0..50);
     finish(&mut store, job, 0..20);
     drop(store);
-    // What version 1 wrote: a unique index on the keys, no key table, no
-    // counts, finished rows marked done with their result's position.
     Connection::open(&path)
         .unwrap()
-        .execute_batch(
-            "DROP TABLE url_keys; DROP TABLE merged; DROP INDEX results_url; DROP TABLE job_counts;
+        .execute_batch(downgrade)
+        .unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_version_1_file_is_migrated_with_its_urls_known() {
+    // What version 1 wrote: a unique index on the keys, no key table, no
+    // counts, no log of loads, finished rows marked done with their
+    // result's position.
+    let (dir, path) = older_file(
+        "v1",
+        "DROP TABLE url_keys; DROP TABLE merged; DROP INDEX results_url;
+             DROP TABLE job_counts; DROP TABLE loaded;
              CREATE UNIQUE INDEX urls_key ON urls (job, key);
              UPDATE urls SET state = 2,
                  seq = (SELECT seq FROM results r WHERE r.url = urls.id)
@@ -224,8 +235,7 @@ fn a_version_1_file_is_migrated_with_its_urls_known() {
              UPDATE urls SET chain = '{\"chain\":[],\"known\":{\"embed\":1}}' WHERE id <= 3;
              UPDATE urls SET chain = '[\"http://a.test/\\\"embed\\\":\"]' WHERE id = 4;
              UPDATE crawlkeeper_version SET version = 1;",
-        )
-        .unwrap();
+    );
     let mut store = SqliteStore::open(&path).unwrap();
     assert_eq!(
         count(&path, "SELECT max(version) FROM crawlkeeper_version"),
@@ -318,22 +328,14 @@ fn a_lock_file_that_is_a_link_or_a_pipe_is_not_opened_through() {
 
 #[test]
 fn a_version_3_file_gets_its_counts_and_its_log_of_loads() {
-    let (dir, path) = fresh("v3");
+    // What version 3 wrote: no counts, no log of loads.
+    let (dir, path) = older_file(
+        "v3",
+        "DROP TABLE job_counts; DROP TABLE loaded;
+         UPDATE crawlkeeper_version SET version = 3;",
+    );
     let mut store = SqliteStore::open(&path).unwrap();
     let job = open_job(&mut store);
-    // Admitted as loaded (held by a crawler), a few finished.
-    admit(&mut store, job, 0..50);
-    finish(&mut store, job, 0..20);
-    drop(store);
-    // What version 3 wrote: no counts, no log of loads.
-    Connection::open(&path)
-        .unwrap()
-        .execute_batch(
-            "DROP TABLE job_counts; DROP TABLE loaded;
-             UPDATE crawlkeeper_version SET version = 3;",
-        )
-        .unwrap();
-    let mut store = SqliteStore::open(&path).unwrap();
     assert_eq!(
         count(&path, "SELECT max(version) FROM crawlkeeper_version"),
         schema::SQLITE_VERSION
