@@ -205,6 +205,21 @@ pub const SQLITE_ADD_COUNTS: &str = "INSERT INTO job_counts (job, shard, slot, s
      ON CONFLICT (job, shard, slot) DO UPDATE SET seen = job_counts.seen + excluded.seen,
          done = job_counts.done + excluded.done, errors = job_counts.errors + excluded.errors";
 
+/// PostgreSQL's migrations in order: each version's statements, run on a
+/// database of an older version (or a new one).
+pub const PG_STEPS: &[(i64, &[&str])] = &[
+    (2, PG_TO_V2),
+    (4, PG_TO_V4),
+    (5, PG_TO_V5),
+    (6, PG_TO_V6),
+    (7, PG_TO_V7),
+];
+
+/// SQLite's migrations in order: each version's statements, run on a file
+/// of an older version.
+pub const SQLITE_STEPS: &[(i64, &[&str])] =
+    &[(2, SQLITE_FROM_V1), (3, SQLITE_TO_V3), (4, SQLITE_TO_V4)];
+
 /// A job's counts: seen, done, failed, requisites (`$1` the job).
 pub const READ_COUNTS: &str = "SELECT CAST(coalesce(sum(seen), 0) AS BIGINT),
      CAST(coalesce(sum(done), 0) AS BIGINT), CAST(coalesce(sum(errors), 0) AS BIGINT),

@@ -327,29 +327,11 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
         }
         Some(v) if v == schema::PG_VERSION => {}
         old => {
-            if old.is_none_or(|v| v < 2) {
-                for s in schema::PG_TO_V2 {
-                    tx.batch_execute(s).map_err(err)?;
-                }
-            }
-            if old.is_none_or(|v| v < 4) {
-                for s in schema::PG_TO_V4 {
-                    tx.batch_execute(s).map_err(err)?;
-                }
-            }
-            if old.is_none_or(|v| v < 5) {
-                for s in schema::PG_TO_V5 {
-                    tx.batch_execute(s).map_err(err)?;
-                }
-            }
-            if old.is_none_or(|v| v < 6) {
-                for s in schema::PG_TO_V6 {
-                    tx.batch_execute(s).map_err(err)?;
-                }
-            }
-            if old.is_none_or(|v| v < 7) {
-                for s in schema::PG_TO_V7 {
-                    tx.batch_execute(s).map_err(err)?;
+            for (to, statements) in schema::PG_STEPS {
+                if old.is_none_or(|v| v < *to) {
+                    for s in *statements {
+                        tx.batch_execute(s).map_err(err)?;
+                    }
                 }
             }
             tx.execute("DELETE FROM crawlkeeper_version", &[])

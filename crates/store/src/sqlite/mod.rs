@@ -161,18 +161,12 @@ impl SqliteStore {
                 )));
             }
             Some(old) if old < schema::SQLITE_VERSION => {
-                if old < 2 {
-                    for s in schema::SQLITE_FROM_V1 {
-                        tx.execute(s, []).map_err(err)?;
+                for (to, statements) in schema::SQLITE_STEPS {
+                    if old < *to {
+                        for s in *statements {
+                            tx.execute(s, []).map_err(err)?;
+                        }
                     }
-                }
-                if old < 3 {
-                    for s in schema::SQLITE_TO_V3 {
-                        tx.execute(s, []).map_err(err)?;
-                    }
-                }
-                for s in schema::SQLITE_TO_V4 {
-                    tx.execute(s, []).map_err(err)?;
                 }
                 tx.execute(
                     "UPDATE crawlkeeper_version SET version = ?1",
