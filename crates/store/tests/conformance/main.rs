@@ -28,6 +28,7 @@ conformance!(
     results_are_stored_once_in_finishing_order,
     a_url_finished_without_admission_gets_its_row,
     loads_take_the_shallowest_and_resume_requeues_what_was_loaded,
+    a_resume_names_only_hosts_with_queued_urls,
     authority_state_survives,
     deleting_a_job_leaves_the_others,
     a_recrawl_queues_every_url_again_with_what_its_record_tells,

@@ -275,6 +275,26 @@ pub fn a_url_finished_without_admission_gets_its_row(b: &mut Backend) {
     assert_eq!(b.store.results(job, None, 0, 10).unwrap().len(), 1);
 }
 
+/// A resume names the hosts with queued URLs, and only them: a host whose
+/// every URL was crawled is left out (each named host takes a place in
+/// the crawler's memory).
+pub fn a_resume_names_only_hosts_with_queued_urls(b: &mut Backend) {
+    let job = b.store.open_job(&spec("j")).unwrap().id;
+    let waiting = entry("a.test", "/waiting", 1);
+    let crawled = entry("b.test", "/crawled", 1);
+    admit(b, job, std::slice::from_ref(&waiting), false);
+    // Held by the crawler from its admission, then finished.
+    admit(b, job, std::slice::from_ref(&crawled), true);
+    finish(b, job, &[(crawled.0.clone(), false)]);
+    let mut second = (b.reopen)();
+    let Resumed { queued, .. } = second.resume(job).unwrap();
+    let named: Vec<(String, u64)> = queued
+        .into_iter()
+        .map(|(a, n)| (a.to_string(), n))
+        .collect();
+    assert_eq!(named, [("http://a.test:80".to_owned(), 1)]);
+}
+
 pub fn loads_take_the_shallowest_and_resume_requeues_what_was_loaded(b: &mut Backend) {
     let job = b.store.open_job(&spec("j")).unwrap().id;
     let deep = entry("a.test", "/deep", 3);
