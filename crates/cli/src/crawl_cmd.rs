@@ -309,7 +309,14 @@ pub async fn crawl(mut engine: Engine, run: Run<'_>) -> Result<Outcome, CliError
         }))?,
         _ => Vec::new(),
     };
-    let summary = engine.run(shutdown.requested()).await;
+    // The engine runs as a task of the runtime, not on the thread that
+    // waits for it: a request task that ends wakes it on the same worker
+    // (tokio's next-task slot) instead of waking another thread.
+    let stop = shutdown.requested_owned();
+    let summary = match tokio::spawn(engine.run(stop)).await {
+        Ok(summary) => summary,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    };
     if let Some(p) = progress {
         p.finish().await;
     }

@@ -44,6 +44,13 @@ impl Shutdown {
         self.notify.notified().await;
     }
 
+    /// Completes when a stop was requested; owns what it waits on, so
+    /// that it can go to a spawned task.
+    pub fn requested_owned(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let notify = self.notify.clone();
+        async move { notify.notified().await }
+    }
+
     /// The signal that asked for a stop, if one did.
     pub fn received(&self) -> Option<i32> {
         match self.received.load(Ordering::SeqCst) {

@@ -2,11 +2,17 @@
 //! library users, tests). Same behaviour as a store, nothing durable.
 
 use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
 
 use crawlkeeper_model::key::KeySet;
 use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts};
 
 use super::{Batch, CrawlState, Resumed, StateError};
+
+/// How long the worker may gather finished URLs before applying them.
+/// Nothing is written, so a wait only spares wake-ups: at thousands of
+/// pages a second the worker would otherwise wake for every page or two.
+const MEMORY_WAIT: Duration = Duration::from_millis(2);
 
 /// In-memory [`CrawlState`].
 #[derive(Debug, Default)]
@@ -27,6 +33,10 @@ impl MemoryState {
 }
 
 impl CrawlState for MemoryState {
+    fn commit_wait(&self) -> Duration {
+        MEMORY_WAIT
+    }
+
     fn resume(&mut self) -> Result<Resumed, StateError> {
         Ok(Resumed {
             counts: JobCounts {
