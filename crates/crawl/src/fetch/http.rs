@@ -361,7 +361,7 @@ impl Fetcher for HttpFetcher {
         }
         let mut response = self
             .client
-            .get(url.as_str())
+            .get(url.clone())
             .headers(extra.clone())
             .send()
             .await
