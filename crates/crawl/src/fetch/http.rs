@@ -9,7 +9,6 @@ use bytes::{Bytes, BytesMut};
 use crawlkeeper_model::{ErrorKind, Known};
 use url::Url;
 
-use reqwest::cookie::CookieStore as _;
 use reqwest::header::{
     ACCEPT, ACCEPT_ENCODING, COOKIE, HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH,
     SET_COOKIE, USER_AGENT,

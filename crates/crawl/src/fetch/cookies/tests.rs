@@ -1,10 +1,8 @@
 //! The jar's RFC 6265 rules, its caps, and the cookie file. No network: a
 //! jar only sees URLs and header values.
 
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use reqwest::cookie::CookieStore;
 use reqwest::header::HeaderValue;
 use url::Url;
 
@@ -539,23 +537,6 @@ fn arbitrary_bytes_never_panic() {
         set(&jar, "http://a.test/", &[attrs]);
     }
     assert!(jar.len() <= MAX_COOKIES);
-}
-
-#[test]
-fn works_as_reqwest_cookie_store() {
-    let jar = Arc::new(CookieJar::new());
-    let store: Arc<dyn CookieStore> = jar.clone();
-    store.set_cookies(
-        &mut [HeaderValue::from_static("a=1")].iter(),
-        &url("http://a.test/"),
-    );
-    assert_eq!(store.cookies(&url("http://a.test/")).unwrap(), "a=1");
-    assert_eq!(jar.len(), 1);
-    // And it builds a client (no request is made).
-    reqwest::Client::builder()
-        .cookie_provider(jar)
-        .build()
-        .unwrap();
 }
 
 #[test]
