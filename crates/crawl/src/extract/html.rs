@@ -29,6 +29,11 @@ const MAX_TITLE: usize = 4096;
 /// attributes; the body itself is apart).
 const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
 
+/// The selector of `<base href>`.
+const BASE: &str = "base[href]";
+/// The selector of the meta tags read for every page (refresh, robots).
+const META: &str = "meta[content]";
+
 /// The built-in HTML extractor (`html`): `a`, `area` and `link` hrefs,
 /// `<base href>`, meta refresh, `rel=nofollow`, meta robots and the title,
 /// and the fields by CSS selector, meta tags, JSON-LD and text it was built
@@ -41,6 +46,12 @@ pub struct HtmlExtractor {
     base: Selector,
     meta: Selector,
     title: Selector,
+    /// What a page must contain for `base` and `meta` to match in it: a
+    /// page without `<base` or `<meta` does not have them compiled and
+    /// matched (compiling a selector costs about as much as parsing a
+    /// twentieth of a 4 KB page).
+    base_required: Option<Required>,
+    meta_required: Option<Required>,
     fields: Vec<Field>,
     extras: ExtraSelectors,
     /// `--requisites`: `None` when off, so nothing is registered for it.
@@ -62,9 +73,11 @@ impl Default for HtmlExtractor {
         let parse = |s: &str| s.parse::<Selector>().expect("valid selector");
         Self {
             links: parse("a[href], area[href], link[href]"),
-            base: parse("base[href]"),
-            meta: parse("meta[content]"),
+            base: parse(BASE),
+            meta: parse(META),
             title: parse("title"),
+            base_required: Required::of(BASE),
+            meta_required: Required::of(META),
             fields: Vec::new(),
             extras: ExtraSelectors::new(&ExtractConfig::default()),
             requisites: None,
@@ -115,6 +128,8 @@ impl HtmlExtractor {
         for f in &mut self.fields {
             f.required = None;
         }
+        self.base_required = None;
+        self.meta_required = None;
         self
     }
 }
@@ -221,21 +236,26 @@ impl Extractor for HtmlExtractor {
                 ElementContentHandlers::default().element(on_link),
             ))
             .append_element_content_handler((
-                Cow::Borrowed(&self.base),
-                ElementContentHandlers::default().element(on_base),
-            ))
-            .append_element_content_handler((
-                Cow::Borrowed(&self.meta),
-                ElementContentHandlers::default().element(on_meta),
-            ))
-            .append_element_content_handler((
                 Cow::Borrowed(&self.title),
                 ElementContentHandlers::default()
                     .element(on_title_start)
                     .text(on_title_text),
             ));
+        let body: &[u8] = &page.response.body;
+        let may_match = |r: &Option<Required>| r.as_ref().is_none_or(|r| r.may_match(body));
+        if may_match(&self.base_required) {
+            settings = settings.append_element_content_handler((
+                Cow::Borrowed(&self.base),
+                ElementContentHandlers::default().element(on_base),
+            ));
+        }
+        if may_match(&self.meta_required) {
+            settings = settings.append_element_content_handler((
+                Cow::Borrowed(&self.meta),
+                ElementContentHandlers::default().element(on_meta),
+            ));
+        }
         if let Some(collector) = &collector {
-            let body: &[u8] = &page.response.body;
             for (i, f) in self.fields.iter().enumerate() {
                 // A selector that cannot match in this page costs its
                 // compiling and matching for nothing.

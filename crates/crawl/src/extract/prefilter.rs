@@ -421,6 +421,33 @@ mod tests {
         assert!(found >= 30, "{found} pages with a match");
     }
 
+    /// The built-in `<base href>` and meta tags are left out of pages that
+    /// do not contain `<base` or `<meta`: what a page yields is the same.
+    #[test]
+    fn the_pages_base_and_meta_tags_are_read_the_same_with_and_without_it() {
+        use crate::extract::tests_support::{extract_page, extractor};
+        let pages = [
+            "<BASE HREF=/b/><a href=x>x</a><title>T</title>",
+            "<meta http-equiv=refresh content='0; url=/next'><a href=y>y</a>",
+            "<META NAME=ROBOTS CONTENT=NOFOLLOW><a href=z>z</a>",
+            "<base\nhref=/c/><meta\tname=robots content=nofollow>",
+            "<!-- <base href=/no/> --><p>base meta</p><a href=w>w</a>",
+            "<a href=v>v</a>",
+            "",
+        ];
+        let with = extractor(&[], false, false, None);
+        let without = extractor(&[], false, false, None).without_prefilter();
+        let t = std::time::Duration::from_secs(60);
+        let mut read = 0;
+        for page in pages {
+            let found = extract_page(&with, page.as_bytes(), t);
+            assert_eq!(found, extract_page(&without, page.as_bytes(), t), "{page}");
+            read += usize::from(found.base.is_some() || found.nofollow);
+        }
+        // Base and meta tags were found, not only ruled out.
+        assert!(read >= 3, "{read}");
+    }
+
     #[test]
     fn any_case_search_finds_a_needle_at_the_very_end_and_not_past_it() {
         assert!(contains_any_case(b"xx<H1", b"<h1"));
