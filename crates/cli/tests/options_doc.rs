@@ -55,6 +55,7 @@ const OTHER_TOOLS: &[&str] = &[
     "--soak",
     "--sort",
     "--tls",
+    "--tool",
 ];
 
 /// The marker that opens an option table.
