@@ -312,8 +312,7 @@ pub async fn crawl(mut engine: Engine, run: Run<'_>) -> Result<Outcome, CliError
     // The engine runs as a task of the runtime, not on the thread that
     // waits for it: a request task that ends wakes it on the same worker
     // (tokio's next-task slot) instead of waking another thread.
-    let stop = shutdown.requested_owned();
-    let summary = match tokio::spawn(engine.run(stop)).await {
+    let summary = match tokio::spawn(engine.run(shutdown.requested())).await {
         Ok(summary) => summary,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
     };

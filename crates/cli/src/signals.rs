@@ -39,14 +39,9 @@ impl Shutdown {
         Ok(Self { received, notify })
     }
 
-    /// Completes when a stop was requested.
-    pub async fn requested(&self) {
-        self.notify.notified().await;
-    }
-
-    /// Completes when a stop was requested; owns what it waits on, so
-    /// that it can go to a spawned task.
-    pub fn requested_owned(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+    /// Completes when a stop was requested. It owns what it waits on, so
+    /// that it can go to a spawned task (the crawl's engine).
+    pub fn requested(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let notify = self.notify.clone();
         async move { notify.notified().await }
     }

@@ -31,6 +31,7 @@ const OTHER_TOOLS: &[&str] = &[
     "--groups",
     "--heartbeat",
     "--hosts",
+    "--inclusive",
     "--page-bytes",
     "--page-requisites",
     "--pages",
