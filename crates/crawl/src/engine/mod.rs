@@ -256,9 +256,9 @@ impl Engine {
     /// (`tokio::spawn(engine.run(stop))`) rather than in `block_on`: each
     /// request that ends wakes the engine, and a task is woken on the
     /// worker that ran the request, where the thread of `block_on` is
-    /// woken by a system call and a context switch (with the state in
-    /// memory, with a 2 ms group wait, 1.2 context switches a page fell to
-    /// 0.16: `scripts/cpu-counts.sh stat`).
+    /// woken by a system call and a context switch (this and the
+    /// in-memory state's group wait took a crawl from 1.2 context switches
+    /// a page to 0.16: `scripts/cpu-counts.sh stat`).
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<Summary, EngineError> {
         let started = Instant::now();
         let deadline = started + self.config.engine.run_timeout;
