@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # Defaults: 30 seconds, every target (url_normalize robots html_extract
-# cluster_metadata duration status_head sitemap processor_answer css_requisites). Before fuzzing, each target replays its
+# html_scanner cluster_metadata duration status_head sitemap
+# processor_answer css_requisites). Before fuzzing, each target replays its
 # saved crash inputs in fuzz/regressions/<target>/ (one that still fails
 # counts as a failure).
 #
@@ -25,7 +26,7 @@
 # regression input, copy it into fuzz/regressions/<target>/ and commit it.
 set -euo pipefail
 
-ALL_TARGETS=(url_normalize robots html_extract cluster_metadata duration status_head sitemap processor_answer css_requisites)
+ALL_TARGETS=(url_normalize robots html_extract html_scanner cluster_metadata duration status_head sitemap processor_answer css_requisites)
 
 seconds=${1:-30}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then

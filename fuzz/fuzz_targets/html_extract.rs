@@ -23,16 +23,17 @@
 //! Any other panic, caught or not, still aborts and is reported.
 #![no_main]
 
-use std::sync::{LazyLock, Once};
-use std::time::{Duration, Instant, SystemTime};
+#[path = "common/html_page.rs"]
+mod html_page;
 
-use bytes::Bytes;
+use std::sync::LazyLock;
+
 use crawlkeeper_crawl::config::{ExtractConfig, ScopeConfig};
-use crawlkeeper_crawl::extract::{HtmlExtractor, PageLimits};
+use crawlkeeper_crawl::extract::HtmlExtractor;
 use crawlkeeper_crawl::normalize::Normalizer;
-use crawlkeeper_crawl::{Extracted, Extractor, FetchResponse, Page};
+use crawlkeeper_crawl::{Extracted, Extractor, Page};
+use html_page::{html_response, let_lol_html_start_tag_panic_unwind, limits};
 use libfuzzer_sys::fuzz_target;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use url::Url;
 
 /// Small, so the fuzzer reaches the link limit.
@@ -59,46 +60,12 @@ const MAX_TEXT: u64 = 256;
 static NORMALIZER: LazyLock<Normalizer> =
     LazyLock::new(|| Normalizer::new(&ScopeConfig::default().strip_params));
 
-const LOL_HTML_START_TAG: &str = "Tag should be a start tag at this point";
-
-/// Lets lol_html's known debug assertion unwind instead of reaching
-/// libfuzzer-sys's hook (which aborts); every other panic still aborts.
-fn let_lol_html_start_tag_panic_unwind() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if info.payload_as_str() != Some(LOL_HTML_START_TAG) {
-                previous(info);
-            }
-        }));
-    });
-}
-
 fuzz_target!(|data: &[u8]| {
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    let response = FetchResponse {
-        started_at: SystemTime::UNIX_EPOCH,
-        elapsed: Duration::ZERO,
-        status: 200,
-        headers,
-        body: Bytes::copy_from_slice(data),
-        truncated: false,
-        capture: None,
-    };
+    let response = html_response(data);
     let page = Page {
         url: &PAGE_URL,
         response: &response,
-        // A deadline far past libFuzzer's -timeout, so a slow input is
-        // reported as a timeout rather than hidden by a cut-short page.
-        limits: PageLimits {
-            max_links: MAX_LINKS,
-            deadline: Instant::now() + Duration::from_secs(3600),
-        },
+        limits: limits(MAX_LINKS),
     };
     let mut out = Extracted::default();
     let_lol_html_start_tag_panic_unwind();

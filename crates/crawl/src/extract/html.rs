@@ -13,6 +13,7 @@ use tracing::debug;
 
 use super::entities::decode;
 use super::extras::{ExtraSelectors, Extras};
+use super::fast;
 use super::fields::Collector;
 use super::prefilter::Required;
 use super::requisites::{RequisiteSelectors, Requisites};
@@ -24,7 +25,7 @@ use crate::field_spec::{FieldSpec, FieldSpecError, Take};
 /// chunks, so a page overruns it by at most one chunk's work.
 const CHUNK: usize = 64 * 1024;
 /// The most of a title kept, in bytes.
-const MAX_TITLE: usize = 4096;
+pub(super) const MAX_TITLE: usize = 4096;
 /// The most memory the parser may hold for one page (buffered tags and
 /// attributes; the body itself is apart).
 const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
@@ -56,6 +57,9 @@ pub struct HtmlExtractor {
     extras: ExtraSelectors,
     /// `--requisites`: `None` when off, so nothing is registered for it.
     requisites: Option<RequisiteSelectors>,
+    /// Whether a page is first given to the scanner ([`super::fast`]) when
+    /// nothing but the defaults is asked for.
+    scanner: bool,
 }
 
 /// A field by CSS selector, compiled.
@@ -81,6 +85,7 @@ impl Default for HtmlExtractor {
             fields: Vec::new(),
             extras: ExtraSelectors::new(&ExtractConfig::default()),
             requisites: None,
+            scanner: true,
         }
     }
 }
@@ -121,6 +126,25 @@ impl HtmlExtractor {
         self
     }
 
+    /// This extractor reading pages with the scanner where it can (`on`,
+    /// the default) or always with lol_html. Both find the same; the
+    /// scanner, built for the default extraction (links, base, meta
+    /// refresh and robots, title), does so in a fraction of the time, and
+    /// is only used when no field, meta tag, JSON-LD, text or requisite is
+    /// asked for. Off is for comparing the two (tests, fuzzing).
+    pub fn with_scanner(mut self, on: bool) -> Self {
+        self.scanner = on;
+        self
+    }
+
+    /// True when the scanner can read pages for this extractor.
+    fn scans(&self) -> bool {
+        self.scanner
+            && self.fields.is_empty()
+            && self.extras.is_empty()
+            && self.requisites.is_none()
+    }
+
     /// This extractor with every field's selector run on every page (the
     /// prefilter's tests compare).
     #[cfg(test)]
@@ -134,14 +158,6 @@ impl HtmlExtractor {
     }
 }
 
-/// What the handlers collect while the page streams through.
-#[derive(Default)]
-struct State {
-    out: Extracted,
-    title: String,
-    titles_seen: u32,
-}
-
 impl Extractor for HtmlExtractor {
     fn name(&self) -> &str {
         "html"
@@ -151,11 +167,14 @@ impl Extractor for HtmlExtractor {
         if !page.response.is_html() {
             return;
         }
+        if self.scans() {
+            match fast::extract(page, out) {
+                Ok(()) => return,
+                Err(why) => debug!(url = %page.url, ?why, "HTML left to lol_html"),
+            }
+        }
         let limits = page.limits;
-        let state = RefCell::new(State {
-            out: std::mem::take(out),
-            ..State::default()
-        });
+        let state = RefCell::new(State::new(std::mem::take(out)));
         let requisites = self.requisites.as_ref().map(|_| Requisites::new());
         let on_link = |el: &mut Element<'_, '_>| {
             if let Some(r) = &requisites
@@ -163,48 +182,23 @@ impl Extractor for HtmlExtractor {
             {
                 return Ok(());
             }
-            if let Some(rel) = el.get_attribute("rel") {
-                let rel = rel.to_ascii_lowercase();
-                if rel
-                    .split_ascii_whitespace()
-                    .any(|r| matches!(r, "nofollow" | "preconnect" | "dns-prefetch"))
-                {
-                    return Ok(());
-                }
-            }
-            if let Some(href) = el.get_attribute("href") {
-                push_href(&mut state.borrow_mut().out, &href, &limits);
-            }
+            link(
+                |n| el.get_attribute(n),
+                &mut state.borrow_mut().out,
+                &limits,
+            );
             Ok(())
         };
         let on_base = |el: &mut Element<'_, '_>| {
-            let mut s = state.borrow_mut();
-            if s.out.base.is_none() {
-                s.out.base = el
-                    .get_attribute("href")
-                    .map(|h| decode(h.trim()).into_owned());
-            }
+            base(|n| el.get_attribute(n), &mut state.borrow_mut().out);
             Ok(())
         };
         let on_meta = |el: &mut Element<'_, '_>| {
-            let content = el.get_attribute("content").unwrap_or_default();
-            if let Some(equiv) = el.get_attribute("http-equiv")
-                && equiv.eq_ignore_ascii_case("refresh")
-                && let Some(target) = refresh_target(&content)
-            {
-                push_href(&mut state.borrow_mut().out, target, &limits);
-            }
-            if let Some(name) = el.get_attribute("name") {
-                let name = name.to_ascii_lowercase();
-                if (name == "robots" || name == crate::robots::PRODUCT_TOKEN)
-                    && content
-                        .split(',')
-                        .map(|d| d.trim().to_ascii_lowercase())
-                        .any(|d| d == "nofollow" || d == "none")
-                {
-                    state.borrow_mut().out.nofollow = true;
-                }
-            }
+            meta(
+                |n| el.get_attribute(n),
+                &mut state.borrow_mut().out,
+                &limits,
+            );
             Ok(())
         };
         let on_title_start = |_: &mut Element<'_, '_>| {
@@ -212,12 +206,7 @@ impl Extractor for HtmlExtractor {
             Ok(())
         };
         let on_title_text = |t: &mut TextChunk<'_>| {
-            let mut s = state.borrow_mut();
-            if s.titles_seen == 1 {
-                let room = MAX_TITLE.saturating_sub(s.title.len());
-                let text = crawlkeeper_model::text::cut_at(t.as_str(), room);
-                s.title.push_str(text);
-            }
+            state.borrow_mut().title_text(t.as_str());
             Ok(())
         };
         let collector = (!self.fields.is_empty()).then(|| {
@@ -336,14 +325,108 @@ impl Extractor for HtmlExtractor {
         if let Some(extras) = extras {
             extras.finish(used, complete, resolve, &mut found);
         }
-        let title = collapse_whitespace(&decode(&title));
-        if !title.is_empty() && found.title.is_none() {
-            found.title = Some(title);
-        }
-        if found.nofollow {
-            found.hrefs.clear();
-        }
+        finish(&mut found, &title);
         *out = found;
+    }
+}
+
+/// What the handlers collect while the page streams through.
+#[derive(Default)]
+pub(super) struct State {
+    pub(super) out: Extracted,
+    title: String,
+    pub(super) titles_seen: u32,
+}
+
+impl State {
+    /// Collecting onto `out`.
+    pub(super) fn new(out: Extracted) -> Self {
+        Self {
+            out,
+            ..Self::default()
+        }
+    }
+
+    /// A piece of a title's raw text: kept for the first title, up to
+    /// [`MAX_TITLE`] bytes.
+    pub(super) fn title_text(&mut self, text: &str) {
+        if self.titles_seen == 1 {
+            let room = MAX_TITLE.saturating_sub(self.title.len());
+            let text = crawlkeeper_model::text::cut_at(text, room);
+            self.title.push_str(text);
+        }
+    }
+
+    /// The bytes of the first title's text so far.
+    pub(super) fn title_len(&self) -> usize {
+        self.title.len()
+    }
+
+    /// What was found, finished: the title decoded and its whitespace
+    /// collapsed, no links if the page asked robots not to follow them.
+    pub(super) fn finish(self) -> Extracted {
+        let mut found = self.out;
+        finish(&mut found, &self.title);
+        found
+    }
+}
+
+/// The title decoded and its whitespace collapsed (unless an extractor
+/// set one), and no links if the page asked robots not to follow them.
+fn finish(found: &mut Extracted, title: &str) {
+    let title = collapse_whitespace(&decode(title));
+    if !title.is_empty() && found.title.is_none() {
+        found.title = Some(title);
+    }
+    if found.nofollow {
+        found.hrefs.clear();
+    }
+}
+
+/// A link (`a`, `area` or `link` with `href`; `get` reads its
+/// attributes): its href, unless its `rel` says not to follow it.
+pub(super) fn link(get: impl Fn(&str) -> Option<String>, out: &mut Extracted, limits: &PageLimits) {
+    if let Some(rel) = get("rel") {
+        let rel = rel.to_ascii_lowercase();
+        if rel
+            .split_ascii_whitespace()
+            .any(|r| matches!(r, "nofollow" | "preconnect" | "dns-prefetch"))
+        {
+            return;
+        }
+    }
+    if let Some(href) = get("href") {
+        push_href(out, &href, limits);
+    }
+}
+
+/// A `<base href>`: the first one is the page's base.
+pub(super) fn base(get: impl Fn(&str) -> Option<String>, out: &mut Extracted) {
+    if out.base.is_none() {
+        out.base = get("href").map(|h| decode(h.trim()).into_owned());
+    }
+}
+
+/// A `<meta content>`: a refresh's target is a link; robots (or
+/// crawlkeeper) told `nofollow` or `none` follow no link of the page.
+pub(super) fn meta(get: impl Fn(&str) -> Option<String>, out: &mut Extracted, limits: &PageLimits) {
+    let content = get("content").unwrap_or_default();
+    if let Some(equiv) = get("http-equiv")
+        && equiv.eq_ignore_ascii_case("refresh")
+        && let Some(target) = refresh_target(&content)
+    {
+        push_href(out, target, limits);
+    }
+    if let Some(name) = get("name") {
+        let name = name.to_ascii_lowercase();
+        if (name == "robots" || name == crate::robots::PRODUCT_TOKEN)
+            && content
+                .split(',')
+                .map(|d| d.trim().to_ascii_lowercase())
+                .any(|d| d == "nofollow" || d == "none")
+        {
+            out.nofollow = true;
+        }
     }
 }
 

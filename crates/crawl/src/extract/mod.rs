@@ -8,6 +8,7 @@
 pub mod css;
 mod entities;
 mod extras;
+mod fast;
 mod fields;
 mod html;
 mod jsonld;
@@ -15,6 +16,7 @@ mod markup;
 mod meta;
 mod prefilter;
 mod requisites;
+mod scan;
 #[cfg(test)]
 mod tests_support;
 mod text;
