@@ -4,7 +4,7 @@
 //! requisite. It finds what lol_html's path finds, in the same order; a
 //! page the scanner is unsure of is left to lol_html.
 
-use super::html::{MAX_TITLE, State, base, link, meta};
+use super::handlers::{MAX_TITLE, State, base, link, meta};
 use super::scan::{Element, Tag, Unsure, Visitor, scan};
 use super::{Extracted, Page, PageLimits};
 

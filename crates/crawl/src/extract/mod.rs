@@ -10,6 +10,7 @@ mod entities;
 mod extras;
 mod fast;
 mod fields;
+mod handlers;
 mod html;
 mod jsonld;
 mod markup;
