@@ -215,6 +215,30 @@ fn the_first_title_is_kept_decoded_and_collapsed() {
     assert_eq!(out.title.as_deref(), Some("One & <b>two</b> three"));
 }
 
+/// lol_html is given a page 64 KiB at a time: a title, a character or a
+/// tag across the seam reads the same.
+#[test]
+fn what_crosses_lol_htmls_chunk_seam_reads_the_same() {
+    const SEAM: usize = 64 * 1024;
+    for shift in 0..12 {
+        let pad = "x".repeat(SEAM - 9 - shift);
+        let html = format!(
+            "<p>{pad}<title>\u{e9}\u{e9}<\u{e9}\u{1F600}\u{e9}</title><a href='/\u{e9}\u{e9}'>"
+        );
+        let out = same(&html);
+        assert_eq!(out.hrefs.len(), 1);
+        assert!(out.title.is_some());
+    }
+    use crawlkeeper_testsite::site::{HostConfig, render_page};
+    let host = HostConfig {
+        links: 200,
+        page_bytes: 300_000,
+        ..HostConfig::default()
+    };
+    let out = same(&render_page(&host, 0, 0, "http://a.test", None));
+    assert!(out.hrefs.len() >= 50, "{}", out.hrefs.len());
+}
+
 #[test]
 fn base_and_meta_are_read_as_lol_html_reads_them() {
     for html in [
