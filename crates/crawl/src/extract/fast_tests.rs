@@ -266,6 +266,34 @@ fn invalid_utf8_is_replaced_as_lol_html_replaces_it() {
 }
 
 #[test]
+fn an_attribute_starting_with_a_byte_order_mark_is_decoded_as_lol_html_decodes_it() {
+    // lol_html decodes an attribute's value with encoding_rs's `decode`,
+    // which honours a BOM: a UTF-16 one makes the value UTF-16.
+    let html =
+        b"<a href=\"\xff\xfe/\x00x\x00\"><a href='\xfe\xff\x00/\x00y'><a href=\xef\xbb\xbf/z>";
+    let scanned = scanned(html).unwrap();
+    assert_eq!(scanned, parsed(html, MAX_LINKS));
+    assert_eq!(hrefs(&scanned), ["/x", "/y", "/z"]);
+    // Found by fuzzing (fuzz/regressions/html_scanner): the scanner read
+    // such a value as UTF-8.
+    let found =
+        include_bytes!("../../../../fuzz/regressions/html_scanner/utf16-bom-in-an-attribute");
+    assert_eq!(scanned_or_left(found), parsed(found, MAX_LINKS));
+}
+
+/// What the default extractor (the scanner, or lol_html where it leaves
+/// the page) makes of `html`.
+fn scanned_or_left(html: &[u8]) -> Extracted {
+    run(
+        &HtmlExtractor::new(),
+        "text/html",
+        html,
+        MAX_LINKS,
+        Duration::from_secs(60),
+    )
+}
+
+#[test]
 fn the_link_limit_and_the_deadline_hold() {
     let html: String = (0..50).map(|i| format!("<a href=/p/{i}>")).collect();
     let out = scanned_limited(html.as_bytes(), 10, Duration::from_secs(60)).unwrap();

@@ -88,13 +88,17 @@ pub(super) struct Tag<'a> {
 
 impl Tag<'_> {
     /// The value of the first attribute called `name` (ASCII lower case),
-    /// any case in the page, invalid UTF-8 replaced; `Some("")` for one
-    /// without a value.
+    /// any case in the page; `Some("")` for one without a value. Decoded
+    /// as lol_html decodes it: as UTF-8 with invalid bytes replaced, unless
+    /// it starts with a byte order mark (a UTF-16 one makes it UTF-16).
     pub(super) fn get(&self, name: &str) -> Option<String> {
         self.attrs
             .iter()
             .find(|a| self.body[a.name.0..a.name.1].eq_ignore_ascii_case(name.as_bytes()))
-            .map(|a| String::from_utf8_lossy(&self.body[a.value.0..a.value.1]).into_owned())
+            .map(|a| {
+                let value = &self.body[a.value.0..a.value.1];
+                encoding_rs::UTF_8.decode(value).0.into_owned()
+            })
     }
 
     /// True if the tag has an attribute called `name` (ASCII lower case).
