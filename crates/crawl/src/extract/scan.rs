@@ -138,31 +138,32 @@ enum Kind {
     Other,
 }
 
-/// The kind of the element named `name`, any case.
+/// The kind of the element named `name`, any case. By length first: it
+/// runs for every tag of every page.
 fn kind(name: &[u8]) -> Kind {
-    let mut low = [0u8; 9];
-    if name.len() > low.len() {
-        return Kind::Other;
-    }
-    for (l, c) in low.iter_mut().zip(name) {
-        *l = c.to_ascii_lowercase();
-    }
-    match &low[..name.len()] {
-        b"a" => Kind::Reported(Element::A),
-        b"area" => Kind::Reported(Element::Area),
-        b"link" => Kind::Reported(Element::Link),
-        b"base" => Kind::Reported(Element::Base),
-        b"meta" => Kind::Reported(Element::Meta),
-        b"title" => Kind::Reported(Element::Title),
-        b"textarea" => Kind::RcData,
-        b"style" | b"iframe" | b"xmp" | b"noembed" | b"noframes" | b"noscript" => Kind::RawText,
-        b"script" => Kind::Script,
-        b"plaintext" => Kind::PlainText,
-        b"svg" | b"math" => Kind::Foreign,
-        b"select" => Kind::Select,
-        b"template" => Kind::Template,
-        b"frameset" => Kind::Frameset,
-        b"input" | b"keygen" => Kind::EndsSelect,
+    let is = |s: &[u8]| name.eq_ignore_ascii_case(s);
+    match name.len() {
+        1 if is(b"a") => Kind::Reported(Element::A),
+        3 if is(b"xmp") => Kind::RawText,
+        3 if is(b"svg") => Kind::Foreign,
+        4 if is(b"link") => Kind::Reported(Element::Link),
+        4 if is(b"meta") => Kind::Reported(Element::Meta),
+        4 if is(b"area") => Kind::Reported(Element::Area),
+        4 if is(b"base") => Kind::Reported(Element::Base),
+        4 if is(b"math") => Kind::Foreign,
+        5 if is(b"title") => Kind::Reported(Element::Title),
+        5 if is(b"style") => Kind::RawText,
+        5 if is(b"input") => Kind::EndsSelect,
+        6 if is(b"script") => Kind::Script,
+        6 if is(b"iframe") => Kind::RawText,
+        6 if is(b"select") => Kind::Select,
+        6 if is(b"keygen") => Kind::EndsSelect,
+        7 if is(b"noembed") => Kind::RawText,
+        8 if is(b"noscript") || is(b"noframes") => Kind::RawText,
+        8 if is(b"textarea") => Kind::RcData,
+        8 if is(b"template") => Kind::Template,
+        8 if is(b"frameset") => Kind::Frameset,
+        9 if is(b"plaintext") => Kind::PlainText,
         _ => Kind::Other,
     }
 }
@@ -611,6 +612,66 @@ impl Scanner<'_> {
                 }
             }
             i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Element, Kind, kind};
+
+    #[test]
+    fn element_names_are_known_in_any_case_and_only_whole() {
+        let known = [
+            ("a", Kind::Reported(Element::A)),
+            ("area", Kind::Reported(Element::Area)),
+            ("link", Kind::Reported(Element::Link)),
+            ("base", Kind::Reported(Element::Base)),
+            ("meta", Kind::Reported(Element::Meta)),
+            ("title", Kind::Reported(Element::Title)),
+            ("textarea", Kind::RcData),
+            ("style", Kind::RawText),
+            ("iframe", Kind::RawText),
+            ("xmp", Kind::RawText),
+            ("noembed", Kind::RawText),
+            ("noframes", Kind::RawText),
+            ("noscript", Kind::RawText),
+            ("script", Kind::Script),
+            ("plaintext", Kind::PlainText),
+            ("svg", Kind::Foreign),
+            ("math", Kind::Foreign),
+            ("select", Kind::Select),
+            ("template", Kind::Template),
+            ("frameset", Kind::Frameset),
+            ("input", Kind::EndsSelect),
+            ("keygen", Kind::EndsSelect),
+        ];
+        for (name, expected) in known {
+            assert_eq!(kind(name.as_bytes()), expected, "{name}");
+            assert_eq!(
+                kind(name.to_ascii_uppercase().as_bytes()),
+                expected,
+                "{name}"
+            );
+            let mixed: String = name
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i % 2 == 0 {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            assert_eq!(kind(mixed.as_bytes()), expected, "{mixed}");
+            assert_eq!(kind(format!("{name}x").as_bytes()), Kind::Other, "{name}x");
+            assert_eq!(kind(&name.as_bytes()[1..]), Kind::Other, "{name} cut");
+        }
+        for other in [
+            "", "b", "div", "span", "abbr", "titles", "scrip", "svg\0", "\u{e9}",
+        ] {
+            assert_eq!(kind(other.as_bytes()), Kind::Other, "{other}");
         }
     }
 }
