@@ -5,29 +5,16 @@ use std::time::Duration;
 
 use super::super::html::HtmlExtractor;
 use super::super::scan::Unsure;
-use super::super::tests_support::run;
+use super::super::tests_support::{html_response, run};
 use super::super::{CutShort, Extracted, Page, PageLimits};
-use crate::fetch::FetchResponse;
-use bytes::Bytes;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 use url::Url;
 
 const MAX_LINKS: usize = 10_000;
 
 /// What the scanner's path makes of `html`, or why it leaves it.
 fn scanned_limited(html: &[u8], max_links: usize, time: Duration) -> Result<Extracted, Unsure> {
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/html"));
-    let response = FetchResponse {
-        started_at: SystemTime::now(),
-        elapsed: Duration::ZERO,
-        status: 200,
-        headers,
-        body: Bytes::from(html.to_owned()),
-        truncated: false,
-        capture: None,
-    };
+    let response = html_response("text/html", html);
     let url = Url::parse("http://a.test/dir/page").unwrap();
     let page = Page {
         url: &url,
@@ -335,22 +322,15 @@ fn what_the_scanner_does_not_model_is_left_to_lol_html() {
         Unsure::LongTitle,
     );
     left(&"<b>".repeat(16 * 1024 + 1), Unsure::ManyTags);
-    left(
-        &format!("<a href=\"/{}\">", "x".repeat(1024 * 1024)),
-        Unsure::LargeConstruct,
-    );
-    left(
-        &format!("<!--{}-->", "x".repeat(1024 * 1024)),
-        Unsure::LargeConstruct,
-    );
-    left(
-        &format!("<a href=/x><!--{}", "x".repeat(1024 * 1024)),
-        Unsure::LargeConstruct,
-    );
-    left(
-        &format!("<a href=\"{}", "x".repeat(1024 * 1024)),
-        Unsure::LargeConstruct,
-    );
+    let big = "x".repeat(1024 * 1024);
+    for (before, after) in [
+        ("<a href=\"/", "\">"),
+        ("<!--", "-->"),
+        ("<a href=/x><!--", ""),
+        ("<a href=\"", ""),
+    ] {
+        left(&format!("{before}{big}{after}"), Unsure::LargeConstruct);
+    }
     // What leaves `<select>` before the text element is fine.
     same("<select><option>x</select><title>t</title><select><script>s</script></select>");
     same("<select><input><title>t</title><noframes>n</noframes>");

@@ -26,6 +26,21 @@ pub(crate) fn extractor(
     HtmlExtractor::from_config(&config).unwrap()
 }
 
+/// A 200 response of `html`, typed `content_type`.
+pub(crate) fn html_response(content_type: &str, html: &[u8]) -> FetchResponse {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
+    FetchResponse {
+        started_at: SystemTime::now(),
+        elapsed: Duration::ZERO,
+        status: 200,
+        headers,
+        body: Bytes::from(html.to_owned()),
+        truncated: false,
+        capture: None,
+    }
+}
+
 /// What `extractor` finds in `html` (`content_type`, at
 /// http://a.test/dir/page) with at most `max_links` links, within `time`.
 pub(crate) fn run(
@@ -35,17 +50,7 @@ pub(crate) fn run(
     max_links: usize,
     time: Duration,
 ) -> Extracted {
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
-    let response = FetchResponse {
-        started_at: SystemTime::now(),
-        elapsed: Duration::ZERO,
-        status: 200,
-        headers,
-        body: Bytes::from(html.to_owned()),
-        truncated: false,
-        capture: None,
-    };
+    let response = html_response(content_type, html);
     let url = Url::parse("http://a.test/dir/page").unwrap();
     let mut out = Extracted::default();
     extractor.extract(
