@@ -31,8 +31,8 @@ use std::sync::LazyLock;
 use crawlkeeper_crawl::config::{ExtractConfig, ScopeConfig};
 use crawlkeeper_crawl::extract::HtmlExtractor;
 use crawlkeeper_crawl::normalize::Normalizer;
-use crawlkeeper_crawl::{Extracted, Extractor, Page};
-use html_page::{html_response, let_lol_html_start_tag_panic_unwind, limits};
+use crawlkeeper_crawl::{Extracted, Extractor};
+use html_page::{html_response, let_lol_html_start_tag_panic_unwind, page};
 use libfuzzer_sys::fuzz_target;
 use url::Url;
 
@@ -62,11 +62,7 @@ static NORMALIZER: LazyLock<Normalizer> =
 
 fuzz_target!(|data: &[u8]| {
     let response = html_response(data);
-    let page = Page {
-        url: &PAGE_URL,
-        response: &response,
-        limits: limits(MAX_LINKS),
-    };
+    let page = page(&PAGE_URL, &response, MAX_LINKS);
     let mut out = Extracted::default();
     let_lol_html_start_tag_panic_unwind();
     EXTRACTOR.extract(&page, &mut out);

@@ -15,8 +15,8 @@ mod html_page;
 use std::sync::LazyLock;
 
 use crawlkeeper_crawl::extract::HtmlExtractor;
-use crawlkeeper_crawl::{Extracted, Extractor, Page};
-use html_page::{html_response, let_lol_html_start_tag_panic_unwind, limits};
+use crawlkeeper_crawl::{Extracted, Extractor};
+use html_page::{html_response, let_lol_html_start_tag_panic_unwind, page};
 use libfuzzer_sys::fuzz_target;
 use url::Url;
 
@@ -31,11 +31,7 @@ static LOL_HTML: LazyLock<HtmlExtractor> =
 
 fuzz_target!(|data: &[u8]| {
     let response = html_response(data);
-    let page = Page {
-        url: &PAGE_URL,
-        response: &response,
-        limits: limits(MAX_LINKS),
-    };
+    let page = page(&PAGE_URL, &response, MAX_LINKS);
     let_lol_html_start_tag_panic_unwind();
     let (mut scanned, mut parsed) = (Extracted::default(), Extracted::default());
     SCANNER.extract(&page, &mut scanned);

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use crawlkeeper_crawl::extract::PageLimits;
-use crawlkeeper_crawl::FetchResponse;
+use crawlkeeper_crawl::{FetchResponse, Page};
+use url::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 
 /// `data` as the body of a 200 response typed `text/html; charset=utf-8`.
@@ -30,10 +31,19 @@ pub fn html_response(data: &[u8]) -> FetchResponse {
 /// At most `max_links` links, and a deadline far past libFuzzer's
 /// -timeout, so a slow input is reported as a timeout rather than hidden
 /// by a cut-short page.
-pub fn limits(max_links: usize) -> PageLimits {
+fn limits(max_links: usize) -> PageLimits {
     PageLimits {
         max_links,
         deadline: Instant::now() + Duration::from_secs(3600),
+    }
+}
+
+/// `response` as the page at `url`, with at most `max_links` links.
+pub fn page<'a>(url: &'a Url, response: &'a FetchResponse, max_links: usize) -> Page<'a> {
+    Page {
+        url,
+        response,
+        limits: limits(max_links),
     }
 }
 

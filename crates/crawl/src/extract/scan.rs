@@ -92,20 +92,22 @@ impl Tag<'_> {
     /// as lol_html decodes it: as UTF-8 with invalid bytes replaced, unless
     /// it starts with a byte order mark (a UTF-16 one makes it UTF-16).
     pub(super) fn get(&self, name: &str) -> Option<String> {
-        self.attrs
-            .iter()
-            .find(|a| self.body[a.name.0..a.name.1].eq_ignore_ascii_case(name.as_bytes()))
-            .map(|a| {
-                let value = &self.body[a.value.0..a.value.1];
-                encoding_rs::UTF_8.decode(value).0.into_owned()
-            })
+        self.find(name).map(|a| {
+            let value = &self.body[a.value.0..a.value.1];
+            encoding_rs::UTF_8.decode(value).0.into_owned()
+        })
     }
 
     /// True if the tag has an attribute called `name` (ASCII lower case).
     pub(super) fn has(&self, name: &str) -> bool {
+        self.find(name).is_some()
+    }
+
+    /// The first attribute called `name` (ASCII lower case), any case.
+    fn find(&self, name: &str) -> Option<&Attr> {
         self.attrs
             .iter()
-            .any(|a| self.body[a.name.0..a.name.1].eq_ignore_ascii_case(name.as_bytes()))
+            .find(|a| self.body[a.name.0..a.name.1].eq_ignore_ascii_case(name.as_bytes()))
     }
 }
 
@@ -256,6 +258,11 @@ fn is_space(c: u8) -> bool {
     matches!(c, b' ' | b'\n' | b'\r' | b'\t' | b'\x0C')
 }
 
+/// True for the bytes that end a tag's name.
+fn ends_name(c: u8) -> bool {
+    is_space(c) || c == b'/' || c == b'>'
+}
+
 /// Reads `body`, reporting to `visitor`, until its end or its deadline
 /// (then `Ok(Some(CutShort::Time))`).
 pub(super) fn scan(
@@ -322,20 +329,23 @@ impl Scanner<'_> {
                 // (after buffering it).
                 return self.ends_inside(lt);
             };
-            if next - lt > MAX_CONSTRUCT {
-                return Err(Unsure::LargeConstruct);
-            }
-            i = next;
+            i = self.sized(lt, next)?;
         }
     }
 
     /// The page ends inside a construct that starts at `start`: nothing
     /// more is found, unless the construct is too large to be sure of.
-    fn ends_inside(&self, start: usize) -> Result<Option<CutShort>, Unsure> {
-        if self.body.len() - start > MAX_CONSTRUCT {
+    fn ends_inside<T>(&self, start: usize) -> Result<Option<T>, Unsure> {
+        self.sized(start, self.body.len()).map(|_| None)
+    }
+
+    /// `end`, if the construct from `start` to `end` is small enough to be
+    /// sure of (lol_html buffers it whole).
+    fn sized(&self, start: usize, end: usize) -> Result<usize, Unsure> {
+        if end - start > MAX_CONSTRUCT {
             return Err(Unsure::LargeConstruct);
         }
-        Ok(None)
+        Ok(end)
     }
 
     /// The tag name starting at `from`: its end (the index of the space,
@@ -343,7 +353,7 @@ impl Scanner<'_> {
     fn name_end(&self, from: usize) -> Option<usize> {
         self.body[from..]
             .iter()
-            .position(|&c| is_space(c) || c == b'/' || c == b'>')
+            .position(|&c| ends_name(c))
             .map(|p| from + p)
     }
 
@@ -356,7 +366,7 @@ impl Scanner<'_> {
     ) -> Result<Option<usize>, Unsure> {
         let body = self.body;
         let Some(name_end) = self.name_end(lt + 1) else {
-            return self.ends_inside(lt).map(|_| None);
+            return self.ends_inside(lt);
         };
         let name = &body[lt + 1..name_end];
         let kind = kind(name);
@@ -372,11 +382,9 @@ impl Scanner<'_> {
         }
         let collect = matches!(kind, Kind::Reported(_));
         let Some(end) = self.attributes(name_end, collect) else {
-            return self.ends_inside(lt).map(|_| None);
+            return self.ends_inside(lt);
         };
-        if end.next - lt > MAX_CONSTRUCT {
-            return Err(Unsure::LargeConstruct);
-        }
+        self.sized(lt, end.next)?;
         if let Kind::Reported(element) = kind {
             visitor.start_tag(
                 element,
@@ -412,9 +420,7 @@ impl Scanner<'_> {
                 && body
                     .get(lt + 2..after)
                     .is_some_and(|n| n.eq_ignore_ascii_case(name))
-                && body
-                    .get(after)
-                    .is_some_and(|&c| is_space(c) || c == b'/' || c == b'>');
+                && body.get(after).is_some_and(|&c| ends_name(c));
             if !is_end {
                 continue;
             }
@@ -425,12 +431,9 @@ impl Scanner<'_> {
                 visitor.title_text(&body[from..lt])?;
             }
             let Some(end) = self.attributes(after, false) else {
-                return self.ends_inside(lt).map(|_| None);
+                return self.ends_inside(lt);
             };
-            if end.next - lt > MAX_CONSTRUCT {
-                return Err(Unsure::LargeConstruct);
-            }
-            return Ok(Some(end.next));
+            return self.sized(lt, end.next).map(Some);
         }
         // No end tag: the text runs to the end of the page.
         if title {
