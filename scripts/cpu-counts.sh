@@ -10,9 +10,11 @@
 #              15 s for 5,000 pages)
 #   stat       perf stat: CPU time (task-clock, ms), context switches, page faults and system
 #              calls (all, and futex, writev, recvfrom, pwrite64) per page
+#   time       /usr/bin/time: the crawler's user and system CPU seconds
 #   profile    perf record -F 2999: the crawler's samples by where they
-#              fall (kernel, lol_html, hyper and reqwest, copies, allocator,
-#              tokio, URL parsing, SQLite, crawlkeeper, other)
+#              fall (kernel, lol_html, the HTML tokenizer and memchr, hyper and
+#              reqwest, copies, allocator, tokio, URL parsing, SQLite,
+#              crawlkeeper, other)
 # CRAWLKEEPER is the binary to measure (compare builds by giving each);
 # PAGES defaults to 5000; extra arguments go to `crawl` (`--no-state` for
 # the state in memory). The test site is $TESTSITE, default
@@ -25,7 +27,7 @@ shift 2
 pages=5000
 if [[ $# -gt 0 && $1 =~ ^[0-9]+$ ]]; then pages=$1; shift; fi
 site_bin=${TESTSITE:-$repo/target/release/crawlkeeper-testsite}
-case $mode in callgrind | stat | profile) ;; *) echo "unknown mode '$mode'" >&2; exit 2 ;; esac
+case $mode in callgrind | stat | time | profile) ;; *) echo "unknown mode '$mode'" >&2; exit 2 ;; esac
 [[ -x $ck ]] || { echo "no crawler binary at $ck" >&2; exit 2; }
 [[ -x $site_bin ]] || { echo "no test site at $site_bin (cargo build --release -p crawlkeeper-testsite)" >&2; exit 2; }
 
@@ -51,6 +53,9 @@ case $mode in
     perf stat -x, -o "$work/stat.csv" -e task-clock,context-switches,page-faults,raw_syscalls:sys_enter,syscalls:sys_enter_futex,syscalls:sys_enter_writev,syscalls:sys_enter_recvfrom,syscalls:sys_enter_pwrite64 \
       -- "${crawl[@]}" >/dev/null
     ;;
+  time)
+    /usr/bin/time -o "$work/time.out" -f '%U %S' "${crawl[@]}" >/dev/null
+    ;;
   profile)
     perf record -q -F 2999 -o "$work/perf.data" -- "${crawl[@]}" >/dev/null 2>&1
     ;;
@@ -61,6 +66,10 @@ case $mode in
   callgrind)
     echo "user-space instructions: $ir ($((ir / done_pages)) a page)"
     ;;
+  time)
+    read -r user sys <"$work/time.out"
+    echo "user ${user} s, system ${sys} s"
+    ;;
   stat)
     awk -F, -v p="$done_pages" '$1 ~ /^[0-9.]+$/ {printf "%-32s %12.0f  %.3f a page\n", $3, $1, $1 / p}' "$work/stat.csv"
     ;;
@@ -69,6 +78,7 @@ case $mode in
 import re, sys
 groups = [
     ("lol_html", ("lol_html",)),
+    ("HTML tokenizer, memchr", ("extract::scan", "memchr::")),
     ("URL parsing", ("url::", "idna", "percent_encoding", "form_urlencoded")),
     ("allocator", ("rjem", "je_", "tcache", "rallocx", "sdallocx", "mallocx")),
     ("copies (memmove)", ("memmove", "memcpy", "memset")),
@@ -88,7 +98,7 @@ for line in sys.stdin:
         (g for g, needles in groups if any(n in sym for n in needles)), "other")
     shares[name] = shares.get(name, 0.0) + share
 for name, share in sorted(shares.items(), key=lambda kv: -kv[1]):
-    print(f"{name:20} {100 * share / total:5.1f} %")
+    print(f"{name:24} {100 * share / total:5.1f} %")
 '
     ;;
 esac
