@@ -171,8 +171,8 @@ pub fn run(args: EngineArgs) -> Result<()> {
             let rate = m.pages as f64 / m.wall.as_secs_f64();
             rates.push(rate);
             println!(
-                "{:<12} state={:<6} {} hosts={:<4} pages={:<6} wall={:>6.2}s rate={:>7.0} pages/s cpu={:>6.2}s \
-                 cpu/1000 pages={:.3}s peak_rss={:.1} MB (median of {})",
+                "{:<12} state={:<6} {} hosts={:<4} pages={:<6} wall={:>6.2}s rate={:>7.0} pages/s cpu={:>6.3}s \
+                 cpu/1000 pages={:.4}s peak_rss={:.1} MB (median of {})",
                 scenario.name,
                 state,
                 if args.tls { "https" } else { "http " },

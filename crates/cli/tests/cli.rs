@@ -293,3 +293,27 @@ async fn no_state_keeps_nothing_on_disk() {
     );
     assert!(dir.join("crawlkeeper.db").exists());
 }
+
+/// The jemalloc options `main.rs` compiles in: what jemalloc itself
+/// reports at exit (`stats_print`), for the binary as built.
+async fn jemalloc_narenas(conf: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
+        .arg("--version")
+        .env("_RJEM_MALLOC_CONF", conf)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("opt.narenas: "))
+        .unwrap_or_else(|| panic!("jemalloc printed no opt.narenas:\n{text}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_binary_allocates_from_one_arena_unless_the_environment_says_otherwise() {
+    assert_eq!(jemalloc_narenas("stats_print:true").await, "1");
+    assert_eq!(jemalloc_narenas("narenas:3,stats_print:true").await, "3");
+}
