@@ -90,6 +90,11 @@ pub struct ClusterArgs {
     /// Repetitions of each Runner count (the median is reported).
     #[arg(long, default_value_t = 3)]
     scale_runs: usize,
+    /// Shards of the scale-out job, whatever the Runner count (`submit`
+    /// gives each Runner a share of about as many hosts); 0 for one shard
+    /// per Runner, where each Runner's hosts are what the hash gives it.
+    #[arg(long, default_value_t = 12)]
+    scale_shards: u32,
     /// Seconds the coordination cost is sampled over.
     #[arg(long, default_value_t = 30)]
     coord_secs: u64,

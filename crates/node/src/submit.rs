@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use crawlkeeper_cluster::node::{Placement, SubmitError, spread_among};
 use crawlkeeper_cluster::{CoordError, Coordinator, Layout, Lock, MetaError, metadata};
-use crawlkeeper_model::cluster::{GroupState, NodeName, Task};
+use crawlkeeper_model::Authority;
+use crawlkeeper_model::cluster::{GroupState, NodeName, RunningContent, Task};
+use crawlkeeper_model::shard::shard_of;
 use crawlkeeper_store::{JobInfo, JobSpec, Store, StoreError};
 
 use crate::item::ShardItem;
@@ -219,7 +221,17 @@ async fn place(
             .collect(),
         ..Task::default()
     };
-    let placed = spread_among(c, group, task, |r| capable.is_none_or(|c| c.contains(r)))
+    let hosts = seed_hosts_per_shard(&job.seeds, job.shards);
+    let weight = |item: &RunningContent| {
+        item.task_id
+            .to_string()
+            .parse::<ShardItem>()
+            .ok()
+            .and_then(|i| hosts.get(i.shard as usize).copied())
+            .unwrap_or(0)
+    };
+    let eligible = |r: &NodeName| capable.is_none_or(|c| c.contains(r));
+    let placed = spread_among(c, group, task, eligible, weight)
         .await?
         .into_iter()
         .filter_map(|(id, placement)| {
@@ -230,10 +242,50 @@ async fn place(
     Ok((placed, held.into_iter().collect()))
 }
 
+/// How many distinct hosts of `seeds` fall in each of `shards` shards: the
+/// weight [`spread_among`] balances, so that the Runners' shares of a job
+/// seeded with many sites hold about as many sites each (a hash splits
+/// 400 hosts in three shards of up to 143, where the even share is 134).
+fn seed_hosts_per_shard(seeds: &[String], shards: u32) -> Vec<u64> {
+    let hosts: BTreeSet<String> = seeds
+        .iter()
+        .filter_map(|s| url::Url::parse(s).ok())
+        .filter_map(|u| Authority::of(&u).ok())
+        .map(|a| a.host().to_owned())
+        .collect();
+    let mut count = vec![0u64; shards.max(1) as usize];
+    for host in &hosts {
+        count[shard_of(host, shards) as usize] += 1;
+    }
+    count
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crawlkeeper_cluster::MemoryCoordinator;
+
+    #[test]
+    fn a_shard_weighs_its_seeds_distinct_hosts() {
+        let seeds: Vec<String> = (1..=40)
+            .flat_map(|i| {
+                [
+                    format!("http://127.0.0.{i}/"),
+                    format!("https://127.0.0.{i}:8443/a"),
+                ]
+            })
+            .chain(["not a url".to_owned(), "mailto:x@y".to_owned()])
+            .collect();
+        let count = seed_hosts_per_shard(&seeds, 3);
+        assert_eq!(count.iter().sum::<u64>(), 40, "one per host: {count:?}");
+        for (shard, n) in count.iter().enumerate() {
+            let expect = (1..=40)
+                .filter(|i| shard_of(&format!("127.0.0.{i}"), 3) == shard as u32)
+                .count() as u64;
+            assert_eq!(*n, expect, "shard {shard}");
+        }
+        assert_eq!(seed_hosts_per_shard(&[], 2), vec![0, 0]);
+    }
 
     fn spec() -> JobSpec {
         JobSpec {

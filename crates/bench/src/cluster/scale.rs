@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use crawlkeeper_cluster::node::share_out;
 use crawlkeeper_model::shard_of;
 use crawlkeeper_testsite::server::loopback_ip;
 
@@ -21,7 +22,7 @@ struct ScaleRun {
     wall: Duration,
     /// From `submit` to the first request.
     start: Duration,
-    /// Hosts of the largest shard.
+    /// Hosts of the largest Runner's shards.
     largest: usize,
     nodes_cpu: Duration,
     postgres_cpu: Duration,
@@ -49,11 +50,18 @@ impl ScaleRun {
 /// Runs the scale-out part: each Runner count `--scale-runs` times, alternating.
 pub(super) fn run(lab: &Lab, args: &ClusterArgs) -> Result<()> {
     println!(
-        "\nscale-out: {} hosts × {} pages, {} ms per response, every host's / a seed, --per-host 1 \
+        "\nscale-out: {} hosts × {} pages, {} ms per response, every host's / a seed, {} shards, --per-host 1 \
          --max-load 100, --max-workers {MAX_WORKERS} per node, no backups, the node's default \
          heartbeat; submit --wait, pages/s = distinct pages requested / (submit → last request's \
          response), median of {}",
-        args.scale_hosts, args.scale_pages, args.scale_delay_ms, args.scale_runs
+        args.scale_hosts,
+        args.scale_pages,
+        args.scale_delay_ms,
+        match args.scale_shards {
+            0 => "one per Runner".to_owned(),
+            n => n.to_string(),
+        },
+        args.scale_runs
     );
     let mut by_count: Vec<(u32, Vec<ScaleRun>)> = args
         .scale_runners
@@ -74,7 +82,7 @@ pub(super) fn run(lab: &Lab, args: &ClusterArgs) -> Result<()> {
         }
     }
     println!(
-        "\n| Runners | pages | wall | submit → first request | largest shard | pages/s | vs 1 Runner | nodes CPU / 1,000 pages \
+        "\n| Runners | pages | wall | submit → first request | largest Runner's share | pages/s | vs 1 Runner | nodes CPU / 1,000 pages \
          | PostgreSQL CPU / 1,000 pages | its database's backends / 1,000 pages | CPU used (nodes + PostgreSQL + site) | machine CPU busy | PostgreSQL deadlocks |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
@@ -133,7 +141,11 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
     let nodes_before: Duration = group.nodes.iter().map(|n| process_cpu(n.pid())).sum();
     let (busy_before, total_before) = machine_ticks();
     let started = Instant::now();
-    group.submit(&site.seeds(), runners, true)?;
+    let shards = match args.scale_shards {
+        0 => runners,
+        n => n,
+    };
+    group.submit(&site.seeds(), shards, true)?;
     let submitted = started.elapsed();
     let (busy_after, total_after) = machine_ticks();
     let postgres_cpu = postgres_cpu()?.saturating_sub(pg_before);
@@ -159,7 +171,7 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
         pages,
         wall: last.duration_since(started) + delay,
         start: first.duration_since(started),
-        largest: largest_shard(args.scale_hosts, runners),
+        largest: largest_share(args.scale_hosts, shards, runners),
         nodes_cpu,
         postgres_cpu,
         backends_cpu,
@@ -172,13 +184,23 @@ fn scale_once(lab: &Lab, args: &ClusterArgs, runners: u32) -> Result<ScaleRun> {
     })
 }
 
-/// Hosts in the largest of `shards` shards of the site's `hosts` hosts.
-fn largest_shard(hosts: usize, shards: u32) -> usize {
-    let mut sizes = vec![0; shards as usize];
+/// Hosts of the largest Runner's share when `submit` places `shards`
+/// shards of the site's `hosts` hosts (every one a seed) on `runners`
+/// Runners: by the same rule ([`share_out`], each shard weighing its
+/// seeds' hosts).
+fn largest_share(hosts: usize, shards: u32, runners: u32) -> usize {
+    let mut sizes = vec![0u64; shards as usize];
     for h in 0..hosts {
         sizes[shard_of(&loopback_ip(h).to_string(), shards) as usize] += 1;
     }
-    sizes.into_iter().max().unwrap_or(0)
+    let Some(to) = share_out(&sizes, runners as usize) else {
+        return 0;
+    };
+    let mut shares = vec![0u64; runners as usize];
+    for (size, r) in sizes.iter().zip(to) {
+        shares[r] += size;
+    }
+    shares.into_iter().max().unwrap_or(0) as usize
 }
 
 /// The machine's cores.

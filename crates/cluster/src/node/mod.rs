@@ -36,7 +36,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 pub use self::runner::{ItemOutcome, TaskRunner};
-pub use self::submit::{Placement, Spread, SubmitError, spread, spread_among, submit};
+pub use self::submit::{Placement, Spread, SubmitError, share_out, spread, spread_among, submit};
 use crate::coordinator::{Coordinator, SessionState, Watch};
 use crate::error::CoordError;
 use crate::lock::LockGuard;

@@ -2,7 +2,7 @@
 //! given to an idle Runner (smallest index first) or queued for the first
 //! Runner that becomes idle. A Task that fails the check changes nothing.
 
-use crawlkeeper_model::cluster::{GroupState, NodeName, Task};
+use crawlkeeper_model::cluster::{GroupState, NodeName, RunningContent, Task};
 
 use crate::coordinator::{Coordinator, CreateMode};
 use crate::error::CoordError;
@@ -96,17 +96,20 @@ const SPREAD_TRIES: usize = 20;
 /// Items some Runner already has pending are not given twice. A task that
 /// fails the check changes nothing.
 pub async fn spread(c: &impl Coordinator, group: &str, task: Task) -> Result<Spread, SubmitError> {
-    spread_among(c, group, task, |_| true).await
+    spread_among(c, group, task, |_| true, |_| 1).await
 }
 
 /// [`spread`], giving items only to the live Runners `eligible` accepts
-/// (those that run what the items need); the others' share waits in the
-/// queue.
+/// (those that run what the items need; the others' share waits in the
+/// queue), and balancing the items' `weight` (the work each stands for)
+/// rather than their number: the heaviest first, each to the Runner with
+/// the least weight so far ([`share_out`]). Equal weights give round robin.
 pub async fn spread_among(
     c: &impl Coordinator,
     group: &str,
     task: Task,
     eligible: impl Fn(&NodeName) -> bool,
+    weight: impl Fn(&RunningContent) -> u64,
 ) -> Result<Spread, SubmitError> {
     let task = progress::accept(task)?;
     let layout = Layout::new(group)?;
@@ -124,10 +127,13 @@ pub async fn spread_among(
     let mut placed = Vec::new();
     let mut left = Vec::new();
     let mut shares: Vec<Vec<_>> = vec![Vec::new(); runners.len()];
-    for (i, item) in task.running_content.iter().enumerate() {
-        match runners.len() {
-            0 => left.push(item.clone()),
-            n => shares[i % n].push(item.clone()),
+    let weights: Vec<u64> = task.running_content.iter().map(&weight).collect();
+    match share_out(&weights, runners.len()) {
+        None => left.extend(task.running_content.iter().cloned()),
+        Some(to) => {
+            for (item, r) in task.running_content.iter().zip(to) {
+                shares[r].push(item.clone());
+            }
         }
     }
     for (r, share) in runners.iter().zip(shares) {
@@ -168,6 +174,30 @@ pub async fn spread_among(
     Ok(placed)
 }
 
+/// Which of `runners` takes each item of `weights` (in their order), so
+/// that the Runners' total weights are as even as the greedy rule makes
+/// them: the heaviest item first (ties in item order), each to the Runner
+/// with the least weight, then the fewest items, then the lowest index.
+/// Equal weights give item `i` to Runner `i mod runners`. `None` without
+/// Runners.
+pub fn share_out(weights: &[u64], runners: usize) -> Option<Vec<usize>> {
+    if runners == 0 {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(weights[i]));
+    // (weight so far, items so far) of each Runner.
+    let mut load = vec![(0u64, 0usize); runners];
+    let mut to = vec![0; weights.len()];
+    for i in order {
+        let r = (0..runners).min_by_key(|&r| (load[r], r)).unwrap_or(0);
+        load[r].0 = load[r].0.saturating_add(weights[i]);
+        load[r].1 += 1;
+        to[i] = r;
+    }
+    Some(to)
+}
+
 /// Adds `task`'s items to Runner `r`'s task; false when `r` no longer
 /// owns its task node (taken over), or its task would grow too large.
 async fn give(
@@ -197,4 +227,53 @@ async fn give(
         }
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share_out;
+
+    #[test]
+    fn equal_weights_go_round_robin() {
+        assert_eq!(share_out(&[1; 7], 3), Some(vec![0, 1, 2, 0, 1, 2, 0]));
+        assert_eq!(share_out(&[0; 4], 2), Some(vec![0, 1, 0, 1]));
+        assert_eq!(share_out(&[5, 5], 4), Some(vec![0, 1]));
+        assert_eq!(share_out(&[1, 2], 0), None);
+    }
+
+    #[test]
+    fn uneven_weights_are_balanced_heaviest_first() {
+        // Round robin would give Runner 0 weights 9, 1 and 1 (11 of 20).
+        let weights = [9, 5, 4, 1, 1];
+        let to = share_out(&weights, 2).unwrap();
+        let load = |r| {
+            (0..5)
+                .filter(|&i| to[i] == r)
+                .map(|i| weights[i])
+                .sum::<u64>()
+        };
+        assert_eq!((load(0), load(1)), (10, 10), "{to:?}");
+        // Twelve shards of 400 hosts split by a hash, on three Runners:
+        // the largest Runner gets 134 hosts, where round robin gives 144.
+        let hosts = [35, 31, 40, 29, 33, 37, 30, 36, 32, 34, 28, 35];
+        let to = share_out(&hosts, 3).unwrap();
+        let most = (0..3)
+            .map(|r| {
+                (0..12)
+                    .filter(|&i| to[i] == r)
+                    .map(|i| hosts[i])
+                    .sum::<u64>()
+            })
+            .max();
+        assert_eq!(most, Some(134), "{to:?}");
+        let robin = (0..3)
+            .map(|r| {
+                (0..12)
+                    .filter(|&i| i % 3 == r)
+                    .map(|i| hosts[i])
+                    .sum::<u64>()
+            })
+            .max();
+        assert_eq!(robin, Some(144));
+    }
 }
