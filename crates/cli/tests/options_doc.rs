@@ -50,6 +50,7 @@ const OTHER_TOOLS: &[&str] = &[
     "--scale-ops",
     "--scale-runners",
     "--scale-runs",
+    "--scale-shards",
     "--scale-spare-gb",
     "--scenario",
     "--showcase",
