@@ -222,14 +222,7 @@ async fn place(
         ..Task::default()
     };
     let hosts = seed_hosts_per_shard(&job.seeds, job.shards);
-    let weight = |item: &RunningContent| {
-        item.task_id
-            .to_string()
-            .parse::<ShardItem>()
-            .ok()
-            .and_then(|i| hosts.get(i.shard as usize).copied())
-            .unwrap_or(0)
-    };
+    let weight = |item: &RunningContent| shard_weight(&hosts, item);
     let eligible = |r: &NodeName| capable.is_none_or(|c| c.contains(r));
     let placed = spread_among(c, group, task, eligible, weight)
         .await?
@@ -260,10 +253,36 @@ fn seed_hosts_per_shard(seeds: &[String], shards: u32) -> Vec<u64> {
     count
 }
 
+/// The weight of a shard's task item: its seeds' hosts (`hosts`, by
+/// shard); 0 for an item that names no shard of the job.
+fn shard_weight(hosts: &[u64], item: &RunningContent) -> u64 {
+    item.task_id
+        .to_string()
+        .parse::<ShardItem>()
+        .ok()
+        .and_then(|i| hosts.get(i.shard as usize).copied())
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crawlkeeper_cluster::MemoryCoordinator;
+
+    #[test]
+    fn a_shard_item_weighs_its_shards_hosts() {
+        let hosts = [4, 0, 9];
+        let item = |shard| {
+            ShardItem {
+                job: "0123456789ab".into(),
+                shard,
+            }
+            .to_item("http://127.0.0.1/")
+        };
+        assert_eq!(shard_weight(&hosts, &item(0)), 4);
+        assert_eq!(shard_weight(&hosts, &item(2)), 9);
+        assert_eq!(shard_weight(&hosts, &item(7)), 0, "no such shard");
+    }
 
     #[test]
     fn a_shard_weighs_its_seeds_distinct_hosts() {
