@@ -7,6 +7,7 @@
 //! | `shards` | one job crawled by 1, 2, … processes sharing PostgreSQL: pages/s, speed-up, crawler and PostgreSQL CPU |
 //! | `recrawl` | a `--recrawl` of a site with 10% of pages changed against a fresh crawl: requests, bytes, time |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
+//! | `client` | CPU per request of reqwest as the crawler builds it against hyper-util's client alone, on loopback |
 //! | `commit` | a store's cost per transaction and per page, replaying the engine's commits |
 //! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend; `--scale`: the same on a job seeded with 1 M to 50 M URLs, and its resume |
 //! | `failover` | time from a Runner's death to its backup's next item; false deaths under load |
@@ -14,6 +15,7 @@
 //! | `coord` | compare-and-set writes/s, watch latency, session-expiry detection, per coordinator |
 
 mod children;
+mod client;
 mod cluster;
 mod commit;
 mod coord;
@@ -50,6 +52,8 @@ enum Command {
     Recrawl(recrawl::RecrawlArgs),
     /// Peak memory of a crawl with a million URLs seen.
     Memory(memory::MemoryArgs),
+    /// The HTTP client stacks' CPU per request on loopback.
+    Client(client::ClientArgs),
     /// A store's cost per transaction and per page, replaying the engine's commits.
     Commit(commit::CommitArgs),
     /// The stores' frontier, seen set and disk use.
@@ -74,6 +78,7 @@ fn main() -> Result<()> {
         Command::Shards(a) => shards::run(a),
         Command::Recrawl(a) => recrawl::run(a),
         Command::Memory(a) => memory::run(a),
+        Command::Client(a) => client::run(a),
         Command::Commit(a) => commit::run(a),
         Command::Store(a) => store::run(a),
         Command::Coord(a) => coord::run(a),

@@ -71,3 +71,20 @@ pub fn wait_with_rusage(pid: u32) -> Result<(i32, Duration, i64)> {
         usage.ru_maxrss,
     ))
 }
+
+/// CPU time (user + system) this process has used so far.
+pub fn own_cpu() -> Duration {
+    // SAFETY: rusage is plain data, zero is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer is to a live local.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| {
+        Duration::new(
+            u64::try_from(t.tv_sec).unwrap_or(0),
+            u32::try_from(t.tv_usec * 1000).unwrap_or(0),
+        )
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}

@@ -24,21 +24,7 @@ pub(super) fn process_cpu(pid: u32) -> Duration {
 
 /// CPU time (user + system) this process has used so far: the site's
 /// runtime runs in it.
-pub(super) fn own_cpu() -> Duration {
-    // SAFETY: rusage is plain data, zero is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: the pointer is to a live local.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| {
-        Duration::new(
-            u64::try_from(t.tv_sec).unwrap_or(0),
-            u32::try_from(t.tv_usec * 1000).unwrap_or(0),
-        )
-    };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
+pub(super) use crate::proc::own_cpu;
 
 /// Clock ticks per second of `/proc`'s times.
 fn ticks_per_second() -> f64 {

@@ -1,0 +1,189 @@
+//! The HTTP client stacks on loopback: what reqwest, as the crawler uses
+//! it, costs per request over hyper-util's client alone (#31). Each stack
+//! fetches the same pages of the test site with the same concurrency and
+//! reads every body; the benchmark's own CPU (user + system, the site is
+//! another process) per request is reported. Neither follows redirects or
+//! decodes bodies, as the crawler does both itself.
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use clap::Args;
+use http_body_util::{BodyExt, Empty};
+
+use crate::proc::{binaries_dir, own_cpu, read_origins, stop};
+
+/// Options of `crawlkeeper-bench client`.
+#[derive(Args, Debug)]
+pub struct ClientArgs {
+    /// Pages fetched by each stack in each run.
+    #[arg(long, default_value_t = 40_000)]
+    pages: usize,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Runs of each stack, alternated (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Approximate size of each page in bytes.
+    #[arg(long, default_value_t = 4096)]
+    page_bytes: usize,
+}
+
+/// A client stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stack {
+    /// reqwest, built as the crawler builds it (no redirects, no proxy,
+    /// no decompression).
+    Reqwest,
+    /// hyper-util's pooled client over its `HttpConnector`.
+    HyperUtil,
+}
+
+impl Stack {
+    fn name(self) -> &'static str {
+        match self {
+            Stack::Reqwest => "reqwest",
+            Stack::HyperUtil => "hyper-util",
+        }
+    }
+}
+
+/// Runs the client benchmark.
+pub fn run(args: ClientArgs) -> Result<()> {
+    if args.pages == 0 || args.concurrency == 0 || args.runs == 0 {
+        bail!("--pages, --concurrency and --runs must be at least 1");
+    }
+    let dir = binaries_dir()?;
+    let mut site = Command::new(dir.join("crawlkeeper-testsite"))
+        .args(["--hosts", "1", "--pages", &args.pages.to_string()])
+        .args(["--links", "20", "--delay-ms", "0"])
+        .args(["--page-bytes", &args.page_bytes.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting the test site")?;
+    let origin = read_origins(&mut site)?
+        .into_iter()
+        .next()
+        .context("the test site printed no origin")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let stacks = [Stack::Reqwest, Stack::HyperUtil];
+    let mut cpu: Vec<Vec<Duration>> = vec![Vec::new(); stacks.len()];
+    let result = (|| {
+        for _ in 0..args.runs {
+            for (k, stack) in stacks.iter().enumerate() {
+                let before = own_cpu();
+                let started = Instant::now();
+                runtime.block_on(fetch_all(*stack, &origin, &args))?;
+                let used = own_cpu().saturating_sub(before);
+                println!(
+                    "  {:<10} {} requests in {:.2} s, CPU {:.3} s",
+                    stack.name(),
+                    args.pages,
+                    started.elapsed().as_secs_f64(),
+                    used.as_secs_f64()
+                );
+                cpu[k].push(used);
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })();
+    stop(site);
+    result?;
+    println!(
+        "\nclient: {} pages of ~{} bytes on loopback, {} in flight, median of {} runs (alternated)",
+        args.pages, args.page_bytes, args.concurrency, args.runs
+    );
+    let per_request = |runs: &mut Vec<Duration>| {
+        runs.sort();
+        runs[runs.len() / 2].as_secs_f64() * 1e6 / args.pages as f64
+    };
+    let base = per_request(&mut cpu[1]);
+    let reqwest = per_request(&mut cpu[0]);
+    println!("| stack | CPU per request |\n|---|---:|");
+    println!("| reqwest | {reqwest:.1} µs |");
+    println!("| hyper-util | {base:.1} µs |");
+    println!("reqwest's layers: {:.1} µs per request", reqwest - base);
+    Ok(())
+}
+
+/// Fetches pages `/p/0` … of `origin` with `stack`, reading every body.
+async fn fetch_all(stack: Stack, origin: &str, args: &ClientArgs) -> Result<()> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    match stack {
+        Stack::Reqwest => {
+            let client = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .tcp_nodelay(true)
+                .build()?;
+            for _ in 0..args.concurrency {
+                let (client, next, origin, n) =
+                    (client.clone(), next.clone(), origin.to_owned(), args.pages);
+                tasks.spawn(async move {
+                    while let Some(i) = take(&next, n) {
+                        let url = url::Url::parse(&format!("{origin}/p/{i}"))?;
+                        let mut response = client.get(url).send().await?;
+                        let mut bytes = 0;
+                        while let Some(chunk) = response.chunk().await? {
+                            bytes += chunk.len();
+                        }
+                        check(response.status().as_u16(), bytes)?;
+                    }
+                    Ok::<_, anyhow::Error>(())
+                });
+            }
+        }
+        Stack::HyperUtil => {
+            let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+            http.set_nodelay(true);
+            let client: hyper_util::client::legacy::Client<_, Empty<Bytes>> =
+                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                    .build(http);
+            for _ in 0..args.concurrency {
+                let (client, next, origin, n) =
+                    (client.clone(), next.clone(), origin.to_owned(), args.pages);
+                tasks.spawn(async move {
+                    while let Some(i) = take(&next, n) {
+                        let url = url::Url::parse(&format!("{origin}/p/{i}"))?;
+                        let request = hyper::Request::get(url.as_str()).body(Empty::new())?;
+                        let mut response = client.request(request).await?;
+                        let mut bytes = 0;
+                        while let Some(frame) = response.body_mut().frame().await {
+                            if let Ok(data) = frame?.into_data() {
+                                bytes += data.len();
+                            }
+                        }
+                        check(response.status().as_u16(), bytes)?;
+                    }
+                    Ok::<_, anyhow::Error>(())
+                });
+            }
+        }
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
+/// The next page number, until `n`.
+fn take(next: &AtomicUsize, n: usize) -> Option<usize> {
+    let i = next.fetch_add(1, Ordering::Relaxed);
+    (i < n).then_some(i)
+}
+
+/// A page must be a 200 with a body.
+fn check(status: u16, bytes: usize) -> Result<()> {
+    if status != 200 || bytes == 0 {
+        bail!("the test site answered {status} with {bytes} bytes");
+    }
+    Ok(())
+}
