@@ -53,6 +53,12 @@ impl Stack {
     }
 }
 
+/// hyper-util's pooled client over plain HTTP, with empty request bodies.
+type HyperClient = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    Empty<Bytes>,
+>;
+
 /// Runs the client benchmark.
 pub fn run(args: ClientArgs) -> Result<()> {
     if args.pages == 0 || args.concurrency == 0 || args.runs == 0 {
@@ -115,8 +121,6 @@ pub fn run(args: ClientArgs) -> Result<()> {
 
 /// Fetches pages `/p/0` … of `origin` with `stack`, reading every body.
 async fn fetch_all(stack: Stack, origin: &str, args: &ClientArgs) -> Result<()> {
-    let next = Arc::new(AtomicUsize::new(0));
-    let mut tasks = tokio::task::JoinSet::new();
     match stack {
         Stack::Reqwest => {
             let client = reqwest::Client::builder()
@@ -124,49 +128,75 @@ async fn fetch_all(stack: Stack, origin: &str, args: &ClientArgs) -> Result<()> 
                 .no_proxy()
                 .tcp_nodelay(true)
                 .build()?;
-            for _ in 0..args.concurrency {
-                let (client, next, origin, n) =
-                    (client.clone(), next.clone(), origin.to_owned(), args.pages);
-                tasks.spawn(async move {
-                    while let Some(i) = take(&next, n) {
-                        let url = url::Url::parse(&format!("{origin}/p/{i}"))?;
-                        let mut response = client.get(url).send().await?;
-                        let mut bytes = 0;
-                        while let Some(chunk) = response.chunk().await? {
-                            bytes += chunk.len();
-                        }
-                        check(response.status().as_u16(), bytes)?;
+            run_workers(
+                client,
+                origin,
+                args,
+                |client: reqwest::Client, url| async move {
+                    let mut response = client.get(url).send().await?;
+                    let mut bytes = 0;
+                    while let Some(chunk) = response.chunk().await? {
+                        bytes += chunk.len();
                     }
-                    Ok::<_, anyhow::Error>(())
-                });
-            }
+                    Ok((response.status().as_u16(), bytes))
+                },
+            )
+            .await
         }
         Stack::HyperUtil => {
             let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
             http.set_nodelay(true);
-            let client: hyper_util::client::legacy::Client<_, Empty<Bytes>> =
+            let client: HyperClient =
                 hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
                     .build(http);
-            for _ in 0..args.concurrency {
-                let (client, next, origin, n) =
-                    (client.clone(), next.clone(), origin.to_owned(), args.pages);
-                tasks.spawn(async move {
-                    while let Some(i) = take(&next, n) {
-                        let url = url::Url::parse(&format!("{origin}/p/{i}"))?;
-                        let request = hyper::Request::get(url.as_str()).body(Empty::new())?;
-                        let mut response = client.request(request).await?;
-                        let mut bytes = 0;
-                        while let Some(frame) = response.body_mut().frame().await {
-                            if let Ok(data) = frame?.into_data() {
-                                bytes += data.len();
-                            }
+            run_workers(
+                client,
+                origin,
+                args,
+                |client: HyperClient, url| async move {
+                    let request = hyper::Request::get(url.as_str()).body(Empty::new())?;
+                    let mut response = client.request(request).await?;
+                    let mut bytes = 0;
+                    while let Some(frame) = response.body_mut().frame().await {
+                        if let Ok(data) = frame?.into_data() {
+                            bytes += data.len();
                         }
-                        check(response.status().as_u16(), bytes)?;
                     }
-                    Ok::<_, anyhow::Error>(())
-                });
-            }
+                    Ok((response.status().as_u16(), bytes))
+                },
+            )
+            .await
         }
+    }
+}
+
+/// `--concurrency` tasks, each taking the next page and fetching it with
+/// `fetch` (which answers the status and the body's length) until every
+/// page is fetched.
+async fn run_workers<C, F, Fut>(client: C, origin: &str, args: &ClientArgs, fetch: F) -> Result<()>
+where
+    C: Clone + Send + 'static,
+    F: Fn(C, url::Url) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<(u16, usize)>> + Send,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..args.concurrency {
+        let (client, next, origin, n, fetch) = (
+            client.clone(),
+            next.clone(),
+            origin.to_owned(),
+            args.pages,
+            fetch.clone(),
+        );
+        tasks.spawn(async move {
+            while let Some(i) = take(&next, n) {
+                let url = url::Url::parse(&format!("{origin}/p/{i}"))?;
+                let (status, bytes) = fetch(client.clone(), url).await?;
+                check(status, bytes)?;
+            }
+            Ok::<_, anyhow::Error>(())
+        });
     }
     while let Some(done) = tasks.join_next().await {
         done??;
