@@ -1,6 +1,8 @@
 //! A job submitted to a cluster: written to the store (its spec, seeds
 //! and shard count), then each of its shards given to a Runner as a task
-//! item ([`crawlkeeper_cluster::node::spread`]), under the group lock so
+//! item ([`crawlkeeper_cluster::node::spread_among`], weighing each shard
+//! by its seeds' hosts so that the Runners get about as many), under the
+//! group lock so
 //! that two submissions of one job, or a fail-over, never give a shard
 //! twice. Submitting a job again places only the shards no member holds
 //! or waits for (a submission cut short is finished this way).
@@ -238,7 +240,8 @@ async fn place(
 /// How many distinct hosts of `seeds` fall in each of `shards` shards: the
 /// weight [`spread_among`] balances, so that the Runners' shares of a job
 /// seeded with many sites hold about as many sites each (a hash splits
-/// 400 hosts in three shards of up to 143, where the even share is 134).
+/// unevenly: the cluster benchmark's 400 hosts in three shards of up to
+/// 143, where a third is 134).
 fn seed_hosts_per_shard(seeds: &[String], shards: u32) -> Vec<u64> {
     let hosts: BTreeSet<String> = seeds
         .iter()
@@ -268,6 +271,82 @@ fn shard_weight(hosts: &[u64], item: &RunningContent) -> u64 {
 mod tests {
     use super::*;
     use crawlkeeper_cluster::MemoryCoordinator;
+
+    /// A group of live Runners `names`, each with an empty Task.
+    async fn live_runners(c: &MemoryCoordinator, group: &str, names: &[&str]) -> Vec<NodeName> {
+        let layout = Layout::new(group).unwrap();
+        let runners: Vec<NodeName> = names.iter().map(|n| n.parse().unwrap()).collect();
+        let state = GroupState {
+            current_runner: runners.clone(),
+            ..GroupState::default()
+        };
+        c.create_all(&layout.group_state()).await.unwrap();
+        metadata::write(c, &layout.group_state(), &state, None)
+            .await
+            .unwrap();
+        for r in &runners {
+            c.create_all(&layout.session(r)).await.unwrap();
+            c.create_all(&layout.task(r)).await.unwrap();
+            let task = Task {
+                owner: Some(r.clone()),
+                ..Task::default()
+            };
+            metadata::write(c, &layout.task(r), &task, None)
+                .await
+                .unwrap();
+        }
+        runners
+    }
+
+    #[tokio::test]
+    async fn a_jobs_shards_are_placed_so_each_runner_gets_about_as_many_seed_hosts() {
+        let c = MemoryCoordinator::standalone(Duration::from_secs(4));
+        let runners = live_runners(&c, "g", &["spider-1", "spider-2"]).await;
+        // Seeds of 6 hosts in shard 0, 1 in shard 1 and 5 in shard 2:
+        // round robin would give the first Runner shards 0 and 2 (11
+        // hosts) and the second shard 1 (1 host).
+        let mut wanted = [6, 1, 5];
+        let seeds: Vec<String> = (1..=250)
+            .map(|i| format!("127.0.0.{i}"))
+            .filter(|h| {
+                let left = &mut wanted[shard_of(h, 3) as usize];
+                let take = *left > 0;
+                *left -= u32::from(take);
+                take
+            })
+            .map(|h| format!("http://{h}/"))
+            .collect();
+        assert_eq!(wanted, [0, 0, 0], "enough hosts in each shard");
+        let hosts = seed_hosts_per_shard(&seeds, 3);
+        // (A SQLite store keeps jobs of one shard: the job is the store's
+        // answer as `place` gets it.)
+        let job = JobInfo {
+            id: crawlkeeper_store::JobId(1),
+            name: "0123456789ab".into(),
+            created_at: String::new(),
+            seeds,
+            options: "{}".into(),
+            shards: 3,
+            counts: Default::default(),
+        };
+        let layout = Layout::new("g").unwrap();
+        let (placed, already) = place(&c, "g", &layout, &job, None).await.unwrap();
+        assert_eq!((placed.len(), already.len()), (3, 0));
+        let mut shares = Vec::new();
+        for r in &runners {
+            let (task, _) = metadata::read::<Task>(&c, &layout.task(r))
+                .await
+                .unwrap()
+                .unwrap();
+            shares.push(
+                task.running_content
+                    .iter()
+                    .map(|item| shard_weight(&hosts, item))
+                    .sum::<u64>(),
+            );
+        }
+        assert_eq!(shares, [6, 6], "each Runner's seed hosts");
+    }
 
     #[test]
     fn a_shard_item_weighs_its_shards_hosts() {

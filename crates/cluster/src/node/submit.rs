@@ -231,70 +231,9 @@ async fn give(
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
-    use crawlkeeper_model::cluster::TaskId;
-
-    use super::*;
-    use crate::MemoryCoordinator;
-
-    /// A group of three live Runners, each with an empty Task.
-    async fn three_runners(c: &MemoryCoordinator) -> Vec<NodeName> {
-        let layout = Layout::new("g").unwrap();
-        let runners: Vec<NodeName> = (1..=3)
-            .map(|i| format!("spider-{i}").parse().unwrap())
-            .collect();
-        let group = GroupState {
-            current_runner: runners.clone(),
-            ..GroupState::default()
-        };
-        c.create_all(&layout.group_state()).await.unwrap();
-        metadata::write(c, &layout.group_state(), &group, None)
-            .await
-            .unwrap();
-        for r in &runners {
-            c.create_all(&layout.session(r)).await.unwrap();
-            c.create_all(&layout.task(r)).await.unwrap();
-            let task = Task {
-                owner: Some(r.clone()),
-                ..Task::default()
-            };
-            metadata::write(c, &layout.task(r), &task, None)
-                .await
-                .unwrap();
-        }
-        runners
-    }
-
-    #[tokio::test]
-    async fn spread_gives_each_live_runner_about_as_much_weight() {
-        let c = MemoryCoordinator::standalone(Duration::from_secs(4));
-        let runners = three_runners(&c).await;
-        // Six items weighing 6, 5, 4, 3, 2 and 1: round robin would give
-        // the first Runner 6 + 3, the third 4 + 1.
-        let task = Task {
-            running_content: (0..6)
-                .map(|i| RunningContent::get(TaskId::Text(format!("j/{i}")), "http://127.0.0.1/"))
-                .collect(),
-            ..Task::default()
-        };
-        let weight = |item: &RunningContent| {
-            let i: u64 = item.task_id.to_string()[2..].parse().unwrap();
-            6 - i
-        };
-        let placed = spread_among(&c, "g", task, |_| true, weight).await.unwrap();
-        assert_eq!(placed.len(), 6);
-        let layout = Layout::new("g").unwrap();
-        let mut loads = Vec::new();
-        for r in &runners {
-            let (held, _) = metadata::read::<Task>(&c, &layout.task(r))
-                .await
-                .unwrap()
-                .unwrap();
-            loads.push(held.running_content.iter().map(&weight).sum::<u64>());
-        }
-        assert_eq!(loads, [7, 7, 7], "each Runner's weight");
-    }
+    //! [`spread_among`] with weights is tested through its user, a job's
+    //! submission (`crawlkeeper-node`'s `submit`).
+    use super::share_out;
 
     #[test]
     fn equal_weights_go_round_robin() {
