@@ -1,9 +1,10 @@
-//! The HTTP client stacks on loopback: what reqwest, as the crawler uses
-//! it, costs per request over hyper-util's client alone (#31). Each stack
-//! fetches the same pages of the test site with the same concurrency and
-//! reads every body; the benchmark's own CPU (user + system, the site is
-//! another process) per request is reported. Neither follows redirects or
-//! decodes bodies, as the crawler does both itself.
+//! The HTTP client stacks on loopback: what the crawler's fetcher costs
+//! per request over hyper-util's client alone, and what reqwest (the
+//! crawler's client before #31) cost. Each stack fetches the same pages of
+//! the test site with the same concurrency and reads every body; the
+//! benchmark's own CPU (user + system, the site is another process) per
+//! request is reported. None follows redirects: the crawler does that
+//! itself.
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -37,9 +38,12 @@ pub struct ClientArgs {
 /// A client stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stack {
-    /// reqwest, built as the crawler builds it (no redirects, no proxy,
-    /// no decompression).
+    /// reqwest, built as the crawler built it before #31 (no redirects,
+    /// no proxy, no decompression).
     Reqwest,
+    /// The crawler's own fetcher (`HttpFetcher`, default settings): the
+    /// SSRF guard, the request's headers, the body read and decoded.
+    Fetcher,
     /// hyper-util's pooled client over its `HttpConnector`.
     HyperUtil,
 }
@@ -48,6 +52,7 @@ impl Stack {
     fn name(self) -> &'static str {
         match self {
             Stack::Reqwest => "reqwest",
+            Stack::Fetcher => "fetcher",
             Stack::HyperUtil => "hyper-util",
         }
     }
@@ -79,7 +84,7 @@ pub fn run(args: ClientArgs) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let stacks = [Stack::Reqwest, Stack::HyperUtil];
+    let stacks = [Stack::Reqwest, Stack::Fetcher, Stack::HyperUtil];
     let mut cpu: Vec<Vec<Duration>> = vec![Vec::new(); stacks.len()];
     let result = (|| {
         for _ in 0..args.runs {
@@ -110,12 +115,18 @@ pub fn run(args: ClientArgs) -> Result<()> {
         runs.sort();
         runs[runs.len() / 2].as_secs_f64() * 1e6 / args.pages as f64
     };
-    let base = per_request(&mut cpu[1]);
     let reqwest = per_request(&mut cpu[0]);
+    let fetcher = per_request(&mut cpu[1]);
+    let base = per_request(&mut cpu[2]);
     println!("| stack | CPU per request |\n|---|---:|");
-    println!("| reqwest | {reqwest:.1} µs |");
-    println!("| hyper-util | {base:.1} µs |");
-    println!("reqwest's layers: {:.1} µs per request", reqwest - base);
+    println!("| reqwest (before #31) | {reqwest:.1} µs |");
+    println!("| crawlkeeper's fetcher | {fetcher:.1} µs |");
+    println!("| hyper-util alone | {base:.1} µs |");
+    println!(
+        "over hyper-util alone: reqwest {:.1} µs, the fetcher {:.1} µs per request",
+        reqwest - base,
+        fetcher - base
+    );
     Ok(())
 }
 
@@ -139,6 +150,22 @@ async fn fetch_all(stack: Stack, origin: &str, args: &ClientArgs) -> Result<()> 
                         bytes += chunk.len();
                     }
                     Ok((response.status().as_u16(), bytes))
+                },
+            )
+            .await
+        }
+        Stack::Fetcher => {
+            use crawlkeeper_crawl::Fetcher as _;
+            let seed = url::Url::parse(origin)?;
+            let config = crawlkeeper_crawl::config::FetchConfig::default();
+            let fetcher = Arc::new(crawlkeeper_crawl::HttpFetcher::new(&config, &[seed])?);
+            run_workers(
+                fetcher,
+                origin,
+                args,
+                |fetcher: Arc<crawlkeeper_crawl::HttpFetcher>, url| async move {
+                    let response = fetcher.fetch(&url).await?;
+                    Ok((response.status, response.body.len()))
                 },
             )
             .await

@@ -7,7 +7,7 @@
 //! | `shards` | one job crawled by 1, 2, … processes sharing PostgreSQL: pages/s, speed-up, crawler and PostgreSQL CPU |
 //! | `recrawl` | a `--recrawl` of a site with 10% of pages changed against a fresh crawl: requests, bytes, time |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
-//! | `client` | CPU per request of reqwest as the crawler builds it against hyper-util's client alone, on loopback |
+//! | `client` | CPU per request of the crawler's fetcher, of reqwest (its client before #31) and of hyper-util's client alone, on loopback |
 //! | `commit` | a store's cost per transaction and per page, replaying the engine's commits |
 //! | `store` | frontier insert and load rates, seen-set lookups, disk per URL, per backend; `--scale`: the same on a job seeded with 1 M to 50 M URLs, and its resume |
 //! | `failover` | time from a Runner's death to its backup's next item; false deaths under load |

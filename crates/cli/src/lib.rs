@@ -93,10 +93,10 @@ impl Commands {
         // lines libraries write about one (rustls' platform verifier logs
         // every certificate it refuses at ERROR) are not shown.
         let default_filter = if quiet {
-            "error,rustls_platform_verifier=off,rustls=off,hyper_util=off,reqwest=off"
+            "error,rustls_platform_verifier=off,rustls=off,hyper_util=off"
         } else {
             "warn,crawlkeeper_crawl=info,crawlkeeper=info,crawlkeeper_node=info,crawlkeeper_cluster=info,\
-             rustls_platform_verifier=off,rustls=off,hyper_util=off,reqwest=off"
+             rustls_platform_verifier=off,rustls=off,hyper_util=off"
         };
         tracing_subscriber::fmt()
             .with_env_filter(

@@ -450,8 +450,8 @@ impl Pipeline {
                 format!("body cut at the maximum of {} bytes", r.body.len()),
             ));
         }
-        record.etag = header_validator(r, reqwest::header::ETAG);
-        record.last_modified = header_validator(r, reqwest::header::LAST_MODIFIED);
+        record.etag = header_validator(r, http::header::ETAG);
+        record.last_modified = header_validator(r, http::header::LAST_MODIFIED);
         let mut discovered = Vec::new();
         let mut retry = None;
         match r.status {
@@ -479,7 +479,7 @@ impl Pipeline {
             429 | 500..=599 => {
                 let after = r
                     .headers
-                    .get(reqwest::header::RETRY_AFTER)
+                    .get(http::header::RETRY_AFTER)
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
                 retry = Some(RetryHint { after });
@@ -659,7 +659,7 @@ fn link(key: u128, url: Url, depth: u32, parent: &Arc<str>) -> Discovered {
 }
 
 /// A validator header of a response, if it is one worth keeping.
-fn header_validator(r: &FetchResponse, name: reqwest::header::HeaderName) -> Option<String> {
+fn header_validator(r: &FetchResponse, name: http::header::HeaderName) -> Option<String> {
     let value = r.headers.get(name)?;
     crawlkeeper_model::known::validator(value.as_bytes())
 }

@@ -5,7 +5,7 @@ use super::{Extracted, Extractor, Page, PageLimits};
 use crate::config::ExtractConfig;
 use crate::fetch::FetchResponse;
 use bytes::Bytes;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use std::time::{Duration, SystemTime};
 use url::Url;
 

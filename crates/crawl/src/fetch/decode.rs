@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use bytes::{Bytes, BytesMut};
-use reqwest::header::{CONTENT_ENCODING, HeaderMap};
+use http::header::{CONTENT_ENCODING, HeaderMap};
 
 /// The content coding of a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use reqwest::header::{HeaderName, HeaderValue};
+use http::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Headers the crawler sets itself, and why a user may not.

@@ -1,20 +1,28 @@
-//! The built-in fetcher: reqwest over rustls, HTTP/1.1 and HTTP/2,
-//! pooled connections, bounded bodies.
+//! The built-in fetcher: hyper's client over rustls, HTTP/1.1 and
+//! HTTP/2, pooled connections, bounded bodies, every connection through
+//! the SSRF guard ([`super::connect`]).
 
-use std::error::Error as _;
-use std::time::{Instant, SystemTime};
+use std::error::Error;
+use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use crawlkeeper_model::{ErrorKind, Known};
+use http_body_util::{BodyExt as _, Empty};
+use hyper::body::{Body as _, Incoming};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpInfo;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use url::Url;
 
-use reqwest::header::{
-    ACCEPT, ACCEPT_ENCODING, COOKIE, HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH,
-    SET_COOKIE, USER_AGENT,
+use http::header::{
+    ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, COOKIE, HeaderMap, HeaderValue, IF_MODIFIED_SINCE,
+    IF_NONE_MATCH, PROXY_AUTHORIZATION, SET_COOKIE, USER_AGENT,
 };
 
+use super::connect::{ConnectTimeout, Connector, Tcp};
 use super::decode::{Coding, DecodeError, Decoder};
+use super::tls::{TlsConfigError, client_configs};
 use super::{CookieJar, FetchError, FetchResponse, Fetcher, ProxyConfig, WireCapture};
 use crate::config::{FetchConfig, HttpVersion};
 use crate::guard::{AddressPolicy, Blocked, GuardedResolver};
@@ -26,8 +34,11 @@ const INITIAL_BODY_BUFFER: usize = 64 * 1024;
 /// where the SSRF guard allows.
 #[derive(Clone, Debug)]
 pub struct HttpFetcher {
-    client: reqwest::Client,
+    client: Client<Connector, Empty<Bytes>>,
+    connector: Connector,
     max_body_bytes: u64,
+    /// From sending a request to the end of its body.
+    request_timeout: Duration,
     guard: GuardedResolver,
     /// Keep the request and response as sent and received (for archives).
     capture: bool,
@@ -67,23 +78,16 @@ fn request_headers(config: &FetchConfig) -> Result<HeaderMap, ClientBuildError> 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientBuildError {
-    /// The TLS or connection settings were refused.
-    #[error("cannot build the HTTP client: {0}")]
-    Client(#[from] reqwest::Error),
+    /// The TLS settings were refused, or a certificate file could not be
+    /// read or parsed.
+    #[error(transparent)]
+    Tls(#[from] TlsConfigError),
     /// The user agent cannot be a header value.
     #[error("the user agent must be visible ASCII text")]
     UserAgent,
     /// The cookie file could not be loaded.
     #[error("cannot use the cookie file: {0}")]
     Cookies(#[from] super::CookieFileError),
-    /// A certificate file could not be read or parsed.
-    #[error("cannot use certificate file '{path}': {why}")]
-    Certificate {
-        /// The file.
-        path: std::path::PathBuf,
-        /// What was wrong.
-        why: String,
-    },
 }
 
 impl HttpFetcher {
@@ -104,43 +108,29 @@ impl HttpFetcher {
         let trusted = proxies.iter().filter_map(|p| p.as_ref()?.host_name());
         let guard = GuardedResolver::trusting(policy, overrides, seeds, trusted);
         let headers = request_headers(config)?;
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(config.connect_timeout)
-            .timeout(config.request_timeout)
-            .pool_idle_timeout(std::time::Duration::from_secs(30))
-            .tcp_nodelay(true)
-            // Bodies are decoded here (bounded, and kept raw for archives).
-            .gzip(false)
-            .brotli(false)
-            .deflate(false)
-            .default_headers(headers.clone())
-            .no_proxy()
-            .local_address(config.local_address)
-            .dns_resolver(guard.clone());
-        builder = match config.http_version {
-            HttpVersion::Negotiate => builder,
-            HttpVersion::Http1Only => builder.http1_only(),
-            HttpVersion::Http2 => builder.http2_prior_knowledge(),
-        };
-        if config.proxy.is_set() {
-            let proxies = config.proxy.clone();
-            builder = builder.proxy(reqwest::Proxy::custom(move |url| {
-                proxies.proxy_for(url).map(|p| p.url().clone())
-            }));
-        }
-        for path in &config.ca_certs {
-            let bad = |why: String| ClientBuildError::Certificate {
-                path: path.clone(),
-                why,
-            };
-            let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
-            let certs =
-                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
-            if certs.is_empty() {
-                return Err(bad("no PEM certificate in it".to_owned()));
-            }
-            builder = builder.tls_certs_merge(certs);
+        let mut tcp = Tcp::new_with_resolver(guard.clone());
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(config.connect_timeout));
+        tcp.set_local_address(config.local_address);
+        let tls = client_configs(&config.ca_certs, config.http_version)?;
+        let connector = Connector::new(
+            tcp,
+            tls,
+            &config.proxy,
+            guard.clone(),
+            config.connect_timeout,
+            headers.get(USER_AGENT).cloned(),
+        );
+        let mut builder = Client::builder(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(30));
+        if config.http_version == HttpVersion::Http2 {
+            // Prior knowledge: HTTP/2 from the first byte, on plain HTTP
+            // too (over TLS, ALPN offers `h2` only).
+            builder.http2_only(true);
         }
         let jar = match (&config.cookies.jar, &config.cookies.file) {
             (false, _) => None,
@@ -149,8 +139,10 @@ impl HttpFetcher {
         };
         Ok(Self {
             jar: jar.map(std::sync::Arc::new),
-            client: builder.build()?,
+            client: builder.build(connector.clone()),
+            connector,
             max_body_bytes: config.max_body_bytes,
+            request_timeout: config.request_timeout,
             guard,
             capture: config.capture,
             headers,
@@ -160,25 +152,28 @@ impl HttpFetcher {
 
     /// Reads the body as it arrives, decoding its content coding with the
     /// limit applied to both the bytes received and the bytes decoded;
-    /// keeps the raw bytes too when capturing.
+    /// keeps the raw bytes too when capturing. Gives up at `deadline`.
     async fn read_body(
         &self,
-        response: &mut reqwest::Response,
+        body: &mut Incoming,
+        headers: &HeaderMap,
         capture: bool,
+        deadline: tokio::time::Instant,
     ) -> Result<Body, BodyError> {
         let cap = usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX);
         // Content-Length is the server's word, not a fact: a lying one once
         // made this preallocate up to the body limit (and abort the process
         // with a large limit). The buffer grows with what arrives; the
         // header only helps a small honest body to one allocation.
-        let hint = response
-            .content_length()
+        let hint = body
+            .size_hint()
+            .exact()
             .map_or(INITIAL_BODY_BUFFER, |n| {
                 usize::try_from(n).unwrap_or(usize::MAX)
             })
             .min(INITIAL_BODY_BUFFER)
             .min(cap);
-        let coding = Coding::of(response.headers());
+        let coding = Coding::of(headers);
         let mut decoder = Decoder::new(coding, cap, hint);
         let mut raw =
             (capture && coding != Coding::Identity).then(|| BytesMut::with_capacity(hint));
@@ -186,7 +181,16 @@ impl HttpFetcher {
         // gzip members or deflate blocks decode to nothing.
         let mut received = 0usize;
         let mut cut = false;
-        while let Some(chunk) = response.chunk().await? {
+        loop {
+            let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+                Err(_) => return Err(BodyError::TimedOut),
+                Ok(None) => break,
+                Ok(Some(frame)) => frame?,
+            };
+            // Trailers carry no body.
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
             let room = cap - received;
             let taken = &chunk[..room.min(chunk.len())];
             received += taken.len();
@@ -211,6 +215,31 @@ impl HttpFetcher {
         })
     }
 
+    /// The headers of a request: the client's, less those `extra` (the
+    /// conditions and cookies of this request) replaces, then `extra`.
+    fn headers_with(&self, extra: HeaderMap) -> HeaderMap {
+        if extra.is_empty() {
+            return self.headers.clone();
+        }
+        let mut all = HeaderMap::with_capacity(self.headers.len() + extra.len());
+        for (name, value) in &self.headers {
+            if !extra.contains_key(name) {
+                all.append(name, value.clone());
+            }
+        }
+        let mut last = None;
+        for (name, value) in extra {
+            // Later values of a name come without it.
+            if let Some(name) = name {
+                last = Some(name);
+            }
+            if let Some(name) = &last {
+                all.append(name, value);
+            }
+        }
+        all
+    }
+
     /// Puts the jar's cookies for `url` into `extra`, after the user's own
     /// `Cookie` header if they gave one (a request carries one).
     fn add_cookies(&self, jar: &CookieJar, url: &Url, extra: &mut HeaderMap) {
@@ -228,35 +257,32 @@ impl HttpFetcher {
         };
         extra.insert(COOKIE, value);
     }
+}
 
-    /// The request head as this client sends it for `url` (the headers it
-    /// sets itself and the `host` the connection adds).
-    fn request_head(&self, url: &Url, version: reqwest::Version, extra: &HeaderMap) -> Bytes {
-        let mut target = url.path().to_owned();
-        if let Some(q) = url.query() {
-            target.push('?');
-            target.push_str(q);
-        }
-        let host = match (url.host_str(), url.port()) {
-            (Some(h), Some(p)) => format!("{h}:{p}"),
-            (Some(h), None) => h.to_owned(),
-            (None, _) => String::new(),
-        };
-        let mut head = format!("GET {target} {}\r\n", version_text(version));
-        // A header of the request replaces the client's of that name (as
-        // the client does when it sends them).
-        let defaults = self.headers.iter().filter(|(n, _)| !extra.contains_key(*n));
-        for (name, value) in defaults.chain(extra) {
-            head.push_str(name.as_str());
-            head.push_str(": ");
-            head.push_str(&String::from_utf8_lossy(value.as_bytes()));
-            head.push_str("\r\n");
-        }
-        head.push_str("host: ");
-        head.push_str(&host);
-        head.push_str("\r\n\r\n");
-        Bytes::from(head)
+/// The request head as this client sends `headers` for `url` (with the
+/// `host` the client adds last).
+fn request_head(url: &Url, version: http::Version, headers: &HeaderMap) -> Bytes {
+    let mut target = url.path().to_owned();
+    if let Some(q) = url.query() {
+        target.push('?');
+        target.push_str(q);
     }
+    let host = match (url.host_str(), url.port()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_owned(),
+        (None, _) => String::new(),
+    };
+    let mut head = format!("GET {target} {}\r\n", version_text(version));
+    for (name, value) in headers {
+        head.push_str(name.as_str());
+        head.push_str(": ");
+        head.push_str(&String::from_utf8_lossy(value.as_bytes()));
+        head.push_str("\r\n");
+    }
+    head.push_str("host: ");
+    head.push_str(&host);
+    head.push_str("\r\n\r\n");
+    Bytes::from(head)
 }
 
 /// A body read: decoded, and raw when captured.
@@ -270,33 +296,35 @@ struct Body {
 #[derive(Debug, thiserror::Error)]
 enum BodyError {
     #[error(transparent)]
-    Http(#[from] reqwest::Error),
+    Http(#[from] hyper::Error),
     #[error(transparent)]
     Decode(#[from] DecodeError),
+    #[error("the body did not arrive in time")]
+    TimedOut,
 }
 
 /// The protocol as a status or request line spells it in an archive:
 /// `HTTP/1.0`, or `HTTP/1.1` for HTTP/1.1 and later versions (HTTP/2 has
 /// no status line; WARC readers such as warcio accept only these two).
-fn version_text(v: reqwest::Version) -> &'static str {
+fn version_text(v: http::Version) -> &'static str {
     match v {
-        reqwest::Version::HTTP_09 | reqwest::Version::HTTP_10 => "HTTP/1.0",
+        http::Version::HTTP_09 | http::Version::HTTP_10 => "HTTP/1.0",
         _ => "HTTP/1.1",
     }
 }
 
-/// The status line and headers of `response` as received (names as the
+/// The status line and headers of a response as received (names as the
 /// client gives them, lower case).
-fn response_head(response: &reqwest::Response) -> Bytes {
-    let status = response.status();
+fn response_head(parts: &http::response::Parts) -> Bytes {
+    let status = parts.status;
     let mut head = format!(
         "{} {} {}\r\n",
-        version_text(response.version()),
+        version_text(parts.version),
         status.as_str(),
         status.canonical_reason().unwrap_or("")
     )
     .into_bytes();
-    for (name, value) in response.headers() {
+    for (name, value) in &parts.headers {
         head.extend_from_slice(name.as_str().as_bytes());
         head.extend_from_slice(b": ");
         head.extend_from_slice(value.as_bytes());
@@ -336,58 +364,78 @@ impl Fetcher for HttpFetcher {
     ) -> Result<FetchResponse, FetchError> {
         let started_at = SystemTime::now();
         let start = Instant::now();
-        let fail = |e: reqwest::Error| FetchError {
+        let failed = |kind: ErrorKind, message: String| FetchError {
             started_at,
             elapsed: start.elapsed(),
-            kind: classify(&e),
-            message: describe(&e),
+            kind,
+            message,
+        };
+        let timed_out = || {
+            let limit = humantime::format_duration(self.request_timeout);
+            failed(
+                ErrorKind::Timeout,
+                format!("no complete response within {limit}"),
+            )
         };
         let checked = match self.proxy.proxy_for(url) {
             Some(_) => self.guard.check_proxied(url).await,
             None => self.guard.check_literal(url),
         };
         if let Err(blocked) = checked {
-            return Err(FetchError {
-                started_at,
-                elapsed: start.elapsed(),
-                kind: ErrorKind::BlockedAddress,
-                message: blocked.to_string(),
-            });
+            return Err(failed(ErrorKind::BlockedAddress, blocked.to_string()));
         }
+        let uri: http::Uri = url
+            .as_str()
+            .parse()
+            .map_err(|e| failed(ErrorKind::InvalidUrl, format!("cannot request {url}: {e}")))?;
         let mut extra = conditions(known);
+        if let Some(auth) = super::auth::of_url(url)
+            && !self.headers.contains_key(AUTHORIZATION)
+        {
+            extra.insert(AUTHORIZATION, auth);
+        }
         if let Some(jar) = &self.jar {
             self.add_cookies(jar, url, &mut extra);
         }
-        let mut response = self
-            .client
-            .get(url.clone())
-            .headers(extra.clone())
-            .send()
-            .await
-            .map_err(fail)?;
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        if let Some(jar) = &self.jar {
-            jar.set_cookies(&mut headers.get_all(SET_COOKIE).iter(), url);
+        let mut request = http::Request::new(Empty::new());
+        *request.uri_mut() = uri;
+        *request.headers_mut() = self.headers_with(extra);
+        let sent = self.capture.then(|| request.headers().clone());
+        if let Some(auth) = self.connector.proxy_authorization(url) {
+            request
+                .headers_mut()
+                .insert(PROXY_AUTHORIZATION, auth.clone());
         }
-        let heads = self.capture.then(|| {
+        let deadline = tokio::time::Instant::now() + self.request_timeout;
+        let response = match tokio::time::timeout_at(deadline, self.client.request(request)).await {
+            Err(_) => return Err(timed_out()),
+            Ok(Err(e)) => return Err(failed(classify(&e), describe(&e))),
+            Ok(Ok(response)) => response,
+        };
+        let (parts, mut body) = response.into_parts();
+        if let Some(jar) = &self.jar {
+            jar.set_cookies(&mut parts.headers.get_all(SET_COOKIE).iter(), url);
+        }
+        let heads = sent.map(|sent| {
             (
-                self.request_head(url, response.version(), &extra),
-                response_head(&response),
+                request_head(url, parts.version, &sent),
+                response_head(&parts),
             )
         });
-        let remote = response.remote_addr();
+        let remote = parts
+            .extensions
+            .get::<HttpInfo>()
+            .map(HttpInfo::remote_addr);
         let body = self
-            .read_body(&mut response, self.capture)
+            .read_body(&mut body, &parts.headers, self.capture, deadline)
             .await
             .map_err(|e| match e {
-                BodyError::Http(e) => fail(e),
-                BodyError::Decode(e) => FetchError {
-                    started_at,
-                    elapsed: start.elapsed(),
-                    kind: ErrorKind::Body,
-                    message: e.to_string(),
-                },
+                BodyError::TimedOut => timed_out(),
+                BodyError::Http(e) => failed(
+                    classify_body(&e),
+                    format!("error reading the body: {}", describe(&e)),
+                ),
+                BodyError::Decode(e) => failed(ErrorKind::Body, e.to_string()),
             })?;
         let capture = heads
             .zip(body.raw)
@@ -402,8 +450,8 @@ impl Fetcher for HttpFetcher {
         Ok(FetchResponse {
             started_at,
             elapsed: start.elapsed(),
-            status,
-            headers,
+            status: parts.status.as_u16(),
+            headers: parts.headers,
             body: body.decoded,
             truncated: body.truncated,
             capture,
@@ -411,32 +459,40 @@ impl Fetcher for HttpFetcher {
     }
 }
 
-fn classify(e: &reqwest::Error) -> ErrorKind {
-    let mut source = e.source();
+/// What kind of failure a request that got no response is: one of the
+/// guard's refusals, a timeout, a refused certificate, a connection that
+/// could not be made, or another protocol error.
+fn classify(e: &hyper_util::client::legacy::Error) -> ErrorKind {
+    let mut source: Option<&(dyn Error + 'static)> = Some(e);
     while let Some(s) = source {
         if s.is::<Blocked>() {
             return ErrorKind::BlockedAddress;
         }
+        if s.is::<ConnectTimeout>() {
+            return ErrorKind::Timeout;
+        }
         source = s.source();
     }
     if super::tls_error::certificate_error(e).is_some() {
-        return ErrorKind::Certificate;
-    }
-    if e.is_timeout() {
-        ErrorKind::Timeout
+        ErrorKind::Certificate
     } else if e.is_connect() {
         ErrorKind::Connect
-    } else if e.is_builder() {
-        ErrorKind::InvalidUrl
-    } else if e.is_body() || e.is_decode() {
-        ErrorKind::Body
     } else {
         ErrorKind::Http
     }
 }
 
+/// What kind of failure reading a body is: a timeout or a broken body.
+fn classify_body(e: &hyper::Error) -> ErrorKind {
+    if e.is_timeout() {
+        ErrorKind::Timeout
+    } else {
+        ErrorKind::Body
+    }
+}
+
 /// The error and its causes on one line.
-fn describe(e: &reqwest::Error) -> String {
+fn describe(e: &(dyn Error + 'static)) -> String {
     let mut message = match super::tls_error::certificate_error(e) {
         Some(why) => format!("the server's TLS certificate was refused: {why}; {e}"),
         None => e.to_string(),

@@ -4,19 +4,22 @@
 //! A fetcher never follows redirects: the engine sends each `Location`
 //! through scope and dedup like a link.
 
+mod auth;
+mod connect;
 pub mod cookies;
 mod decode;
 pub(crate) mod headers;
 mod http;
 pub(crate) mod proxy;
+mod tls;
 mod tls_error;
 
 use std::time::{Duration, SystemTime};
 
+use ::http::header::HeaderMap;
 use async_trait::async_trait;
 use bytes::Bytes;
 use crawlkeeper_model::{ErrorKind, Known, RecordError};
-use reqwest::header::HeaderMap;
 use url::Url;
 
 pub use cookies::{CookieFileError, CookieJar};
@@ -82,14 +85,14 @@ impl FetchResponse {
     /// The `Content-Type` header, if it is valid text.
     pub fn content_type(&self) -> Option<&str> {
         self.headers
-            .get(reqwest::header::CONTENT_TYPE)
+            .get(::http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
     }
 
     /// The `Location` header, if it is valid text.
     pub fn location(&self) -> Option<&str> {
         self.headers
-            .get(reqwest::header::LOCATION)
+            .get(::http::header::LOCATION)
             .and_then(|v| v.to_str().ok())
     }
 

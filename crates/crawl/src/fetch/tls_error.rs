@@ -1,6 +1,6 @@
 //! Telling a refused TLS certificate from other connection failures.
 //!
-//! reqwest reports a certificate rustls refused as a connect error, the
+//! hyper's client reports a certificate rustls refused as a connect error, the
 //! rustls error several causes deep, inside an `io::Error` inside another
 //! (whose own `source()` skips the error it wraps, so walking the chain
 //! alone never meets it). This finds it and says in a few words why it was refused.
@@ -13,7 +13,7 @@ use rustls::CertificateError;
 /// certificate: `expired`, `not valid for this host name`, `unknown
 /// issuer (self-signed or untrusted authority)`, `revoked`, `not yet
 /// valid`, or rustls' own words for the rarer reasons.
-pub(crate) fn certificate_error(e: &reqwest::Error) -> Option<String> {
+pub(crate) fn certificate_error(e: &(dyn Error + 'static)) -> Option<String> {
     certificate_reason(e)
 }
 

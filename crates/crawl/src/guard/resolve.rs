@@ -7,7 +7,11 @@ use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use hyper_util::client::legacy::connect::dns::Name;
 use url::{Host, Url};
 
 use super::{AddressPolicy, Blocked};
@@ -156,10 +160,20 @@ impl GuardedResolver {
     }
 }
 
-impl Resolve for GuardedResolver {
-    fn resolve(&self, name: Name) -> Resolving {
+/// What a resolution gives the connector: the addresses to try, or why
+/// there are none.
+pub type Resolving =
+    Pin<Box<dyn Future<Output = Result<std::vec::IntoIter<SocketAddr>, BoxError>> + Send>>;
+
+/// Any error, as the HTTP client's connector carries it.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl GuardedResolver {
+    /// The addresses `host` may be connected to (port 0): a proxy's all,
+    /// any other name's those the policy allows.
+    pub fn resolve_host(&self, host: &str) -> Resolving {
         let this = self.clone();
-        let host = name.as_str().to_ascii_lowercase();
+        let host = host.to_ascii_lowercase();
         Box::pin(async move {
             let found = this.lookup(&host).await?;
             if found.is_empty() {
@@ -167,11 +181,26 @@ impl Resolve for GuardedResolver {
             }
             if this.inner.trusted.contains(&host) {
                 let addrs = found.into_iter().map(|ip| SocketAddr::new(ip, 0));
-                return Ok(Box::new(addrs.collect::<Vec<_>>().into_iter()) as Addrs);
+                return Ok(addrs.collect::<Vec<_>>().into_iter());
             }
-            let allowed = this.admit(&host, found)?;
-            Ok(Box::new(allowed.into_iter()) as Addrs)
+            Ok(this.admit(&host, found)?.into_iter())
         })
+    }
+}
+
+/// The HTTP connector's resolver: every name it connects to goes through
+/// the guard.
+impl tower_service::Service<Name> for GuardedResolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = BoxError;
+    type Future = Resolving;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Resolving {
+        self.resolve_host(name.as_str())
     }
 }
 
@@ -179,6 +208,7 @@ impl Resolve for GuardedResolver {
 mod tests {
     use super::*;
     use std::str::FromStr;
+    use tower_service::Service;
 
     use crate::guard::Cidr;
 
@@ -237,12 +267,10 @@ mod tests {
             &["proxy.test"],
         );
         let name = |s: &str| Name::from_str(s).unwrap();
-        let got: Vec<SocketAddr> = r.resolve(name("proxy.test")).await.unwrap().collect();
+        let mut r = r;
+        let got: Vec<SocketAddr> = r.call(name("proxy.test")).await.unwrap().collect();
         assert_eq!(got, [SocketAddr::new(ip("10.0.0.5"), 0)]);
-        assert!(
-            r.resolve(name("other.test")).await.is_err(),
-            "only the proxy"
-        );
+        assert!(r.call(name("other.test")).await.is_err(), "only the proxy");
         assert!(
             r.check_proxied(&Url::parse("http://other.test/").unwrap())
                 .await

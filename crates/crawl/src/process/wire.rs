@@ -189,7 +189,7 @@ mod tests {
     use super::*;
     use crate::fetch::FetchResponse;
     use bytes::Bytes;
-    use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+    use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
     use std::time::{Duration, SystemTime};
 
     fn record(url: &str) -> crawlkeeper_model::CrawlRecord {

@@ -198,8 +198,8 @@ impl crawlkeeper_crawl::Fetcher for ClockFetcher {
             .unwrap()
             .push(tokio::time::Instant::now());
         tokio::time::sleep(Duration::from_millis(400)).await;
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(reqwest::header::CONTENT_TYPE, "text/html".parse().unwrap());
+        let mut headers = http::header::HeaderMap::new();
+        headers.insert(http::header::CONTENT_TYPE, "text/html".parse().unwrap());
         Ok(crawlkeeper_crawl::FetchResponse {
             started_at: std::time::SystemTime::now(),
             elapsed: Duration::from_millis(400),

@@ -3,9 +3,9 @@
 //!
 //! The fetcher asks [`CookieJar::cookies`] for each request's `Cookie`
 //! header and gives each response's `Set-Cookie` headers to
-//! [`CookieJar::set_cookies`]. (Not through reqwest's cookie layer: that
-//! layer parses every request's URL again, 2–3% of a fast crawl's CPU,
-//! so reqwest is built without it.)
+//! [`CookieJar::set_cookies`]. (Not through a client's cookie layer:
+//! reqwest's parsed every request's URL again, 2–3% of a fast crawl's
+//! CPU.)
 //!
 //! # What it follows
 //!
@@ -39,7 +39,7 @@
 //!
 //! # Why not the `cookie_store` crate
 //!
-//! It is in the lock file (reqwest's own `Jar` uses it), but it has no
+//! It is what reqwest's `Jar` uses, but it has no
 //! bounds, stores cookies in nested maps keyed by the server's strings, and
 //! parses through the `cookie` crate's `Cookie` (UTF-8 only, `time` dates).
 //! Enforcing the caps around it would mean walking its maps after every
@@ -62,7 +62,7 @@ use std::fmt;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use reqwest::header::HeaderValue;
+use http::header::HeaderValue;
 use url::{Host, Url};
 
 pub use netscape::{CookieFileError, NetscapeCookie, load_netscape};

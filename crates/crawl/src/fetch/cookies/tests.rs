@@ -3,7 +3,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use reqwest::header::HeaderValue;
+use http::header::HeaderValue;
 use url::Url;
 
 use super::parse::parse_cookie_date;
