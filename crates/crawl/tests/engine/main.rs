@@ -2,6 +2,7 @@
 
 mod common;
 mod corpus;
+mod fetcher;
 mod guard;
 mod hostile;
 mod pipeline;
