@@ -370,13 +370,10 @@ impl Fetcher for HttpFetcher {
             kind,
             message,
         };
-        let timed_out = || {
-            let limit = humantime::format_duration(self.request_timeout);
-            failed(
-                ErrorKind::Timeout,
-                format!("no complete response within {limit}"),
-            )
-        };
+        // The messages are those reqwest gave before #31, so that records
+        // read as they did.
+        let sending = || format!("error sending request for url ({url})");
+        const READING: &str = "error decoding response body";
         let checked = match self.proxy.proxy_for(url) {
             Some(_) => self.guard.check_proxied(url).await,
             None => self.guard.check_literal(url),
@@ -408,8 +405,11 @@ impl Fetcher for HttpFetcher {
         }
         let deadline = tokio::time::Instant::now() + self.request_timeout;
         let response = match tokio::time::timeout_at(deadline, self.client.request(request)).await {
-            Err(_) => return Err(timed_out()),
-            Ok(Err(e)) => return Err(failed(classify(&e), describe(&e))),
+            Err(_) => {
+                let message = format!("{}: {TIMED_OUT}", sending());
+                return Err(failed(ErrorKind::Timeout, message));
+            }
+            Ok(Err(e)) => return Err(failed(classify(&e), describe(sending(), &e))),
             Ok(Ok(response)) => response,
         };
         let (parts, mut body) = response.into_parts();
@@ -430,11 +430,11 @@ impl Fetcher for HttpFetcher {
             .read_body(&mut body, &parts.headers, self.capture, deadline)
             .await
             .map_err(|e| match e {
-                BodyError::TimedOut => timed_out(),
-                BodyError::Http(e) => failed(
-                    classify_body(&e),
-                    format!("error reading the body: {}", describe(&e)),
+                BodyError::TimedOut => failed(
+                    ErrorKind::Timeout,
+                    format!("{READING}: request or response body error: {TIMED_OUT}"),
                 ),
+                BodyError::Http(e) => failed(classify_body(&e), describe(READING.into(), &e)),
                 BodyError::Decode(e) => failed(ErrorKind::Body, e.to_string()),
             })?;
         let capture = heads
@@ -491,13 +491,16 @@ fn classify_body(e: &hyper::Error) -> ErrorKind {
     }
 }
 
-/// The error and its causes on one line.
-fn describe(e: &(dyn Error + 'static)) -> String {
+/// What a timeout says.
+const TIMED_OUT: &str = "operation timed out";
+
+/// What failed (`top`), then the error and its causes, on one line.
+fn describe(top: String, e: &(dyn Error + 'static)) -> String {
     let mut message = match super::tls_error::certificate_error(e) {
-        Some(why) => format!("the server's TLS certificate was refused: {why}; {e}"),
-        None => e.to_string(),
+        Some(why) => format!("the server's TLS certificate was refused: {why}; {top}"),
+        None => top,
     };
-    let mut source = e.source();
+    let mut source = Some(e);
     while let Some(s) = source {
         message.push_str(": ");
         message.push_str(&s.to_string());
