@@ -30,6 +30,7 @@ mod store_args;
 mod store_data;
 mod store_scale;
 mod store_scale_explain;
+mod store_scale_table;
 mod store_seed;
 
 use anyhow::Result;

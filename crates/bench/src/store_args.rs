@@ -46,7 +46,16 @@ pub struct ScaleOpts {
     /// URLs per transaction (the engine's are of about 250).
     #[arg(long = "scale-batch", default_value_t = 256)]
     pub(crate) per_txn: usize,
-    /// Loads measured (random hosts, 16 to a transaction).
+    /// New URLs of one host in a row (a page's links to its own host,
+    /// admitted together); 1 puts each URL on another host than the one
+    /// before, as this benchmark did before session 22.
+    #[arg(long = "scale-run", default_value_t = 16)]
+    pub(crate) run: u64,
+    /// How URLs are keyed: `host` (host-prefixed, as the crawler keys
+    /// them) or `flat` (a hash of the URL alone, as before schema 8/5).
+    #[arg(long = "scale-keys", value_enum, default_value_t = crate::store_data::Keys::Host)]
+    pub(crate) keys: crate::store_data::Keys,
+    /// Loads measured (hosts with URLs, at random, 16 to a transaction).
     #[arg(long = "scale-loads", default_value_t = 4096)]
     pub(crate) loads: u64,
     /// URLs each load asks for.

@@ -21,13 +21,13 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use crawlkeeper_model::FinishedUrl;
 use crawlkeeper_model::state::Batch;
+use crawlkeeper_model::{Authority, FinishedUrl, FrontierEntry};
 use crawlkeeper_store::{PgStore, SqliteStore, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::store_args::{ScaleOpts, StoreArgs};
-use crate::store_data::{authority, entry, record};
+use crate::store_data::{Urls, authority, record, shuffled};
 use crate::store_seed::{self, is_done};
 
 /// One measured operation: its cost per unit and the log it wrote.
@@ -96,6 +96,16 @@ pub struct Figures {
     /// Finishing pages with records, in random order.
     #[serde(default)]
     pub finish_random: Op,
+    /// Finishing the pages the loads returned, in the order loaded (what
+    /// a crawl does).
+    #[serde(default)]
+    pub finish_loaded: Op,
+    /// URLs of one host in a row (`--scale-run`).
+    #[serde(default)]
+    pub run: u64,
+    /// How URLs were keyed (`--scale-keys`).
+    #[serde(default)]
+    pub keys: Option<crate::store_data::Keys>,
     /// Bytes on disk after the operations.
     pub disk_after: u64,
 }
@@ -184,12 +194,6 @@ fn resume_in_child(backend: &str, location: &str, schema: Option<&str>) -> Resul
     Ok(serde_json::from_str(line)?)
 }
 
-/// URL (or host) number `j` of a fixed shuffle of `0..n`.
-fn shuffled(j: u64, n: u64) -> u64 {
-    // A prime that divides none of the sizes: a permutation of 0..n.
-    ((u128::from(j) * 2_654_435_761 + 12_345) % u128::from(n)) as u64
-}
-
 /// A field of `/proc/self/io`.
 fn self_io(field: &str) -> Result<u64> {
     let io = std::fs::read_to_string("/proc/self/io")?;
@@ -255,13 +259,13 @@ fn timed(
     })
 }
 
-/// The four operations on an open store whose job holds `n` URLs.
+/// The operations on an open store whose job holds `n` URLs of `u`.
 fn operations(
     store: &mut dyn Store,
     meter: &mut Meter,
     job: crawlkeeper_store::JobId,
     n: u64,
-    m: u64,
+    u: &Urls,
     o: &ScaleOpts,
     f: &mut Figures,
 ) -> Result<()> {
@@ -271,7 +275,7 @@ fn operations(
             .map(|b| Batch {
                 admit: (b * per..((b + 1) * per).min(o.ops))
                     .map(|j| {
-                        let (e, a) = entry(first(j), m);
+                        let (e, a) = u.entry(first(j));
                         (e, a, false)
                     })
                     .collect(),
@@ -285,67 +289,79 @@ fn operations(
         Ok(())
     })?;
     eprintln!("  admit new: {:.1} µs/URL", f.admit_new.us);
-    let mut known = admits(&|j| shuffled(j, n));
+    // Known URLs come as new ones do: a page's links, a run of one host's
+    // URLs (runs at random).
+    let run = u.run.max(1);
+    let runs = (n / run).max(1);
+    let mut known = admits(&|j| shuffled(j / run, runs) * run + j % run);
     f.admit_known = timed(store, meter, job, &mut known, o.ops, |b| {
         anyhow::ensure!(b.admitted.iter().all(|x| !*x), "a known URL was new");
         Ok(())
     })?;
     eprintln!("  admit known: {:.1} µs/URL", f.admit_known.us);
+    // Hosts with URLs, at random: those of random runs.
     let mut loads: Vec<Batch> = (0..o.loads.div_ceil(16))
         .map(|b| Batch {
             load: (b * 16..((b + 1) * 16).min(o.loads))
-                .map(|j| (authority(shuffled(j, m)), o.load_limit))
+                .map(|j| (authority(u.host(shuffled(j, runs) * run)), o.load_limit))
                 .collect(),
             ..Batch::default()
         })
         .collect();
-    let mut loaded = 0u64;
+    let mut loaded: Vec<(FrontierEntry, Authority)> = Vec::new();
     f.load = timed(store, meter, job, &mut loads, o.loads, |b| {
-        loaded += b.loaded.iter().map(|l| l.len() as u64).sum::<u64>();
+        for (entries, (authority, _)) in b.loaded.iter().zip(&b.load) {
+            loaded.extend(entries.iter().map(|e| (e.clone(), authority.clone())));
+        }
         Ok(())
     })?;
-    f.load.urls = loaded as f64 / o.loads.max(1) as f64;
+    f.load.urls = loaded.len() as f64 / o.loads.max(1) as f64;
     eprintln!(
         "  load: {:.1} µs/load, {:.1} URLs/load",
         f.load.us, f.load.urls
     );
+    // What a crawl does: the URLs loaded, finished host by host.
+    loaded.truncate(o.ops as usize);
+    f.finish_loaded = finish(store, meter, job, o, &loaded)?;
+    let finished: std::collections::HashSet<u128> = loaded.iter().map(|(e, _)| e.key).collect();
+    eprintln!("  finish loaded: {:.1} µs/page", f.finish_loaded.us);
     // Queued URLs finished with their records: in admission order (the
     // oldest of the second half, as a breadth-first crawl finishes them),
     // then in random order (of the first half).
-    let in_order: Vec<u64> = (n / 2..n)
+    let in_order: Vec<(FrontierEntry, Authority)> = (n / 2..n)
         .filter(|&i| !is_done(i))
+        .map(|i| u.entry(i))
+        .filter(|(e, _)| !finished.contains(&e.key))
         .take(o.ops.min(n / 4) as usize)
         .collect();
-    f.finish = finish(store, meter, job, m, o, &in_order)?;
+    f.finish = finish(store, meter, job, o, &in_order)?;
     eprintln!("  finish in order: {:.1} µs/page", f.finish.us);
-    let random: Vec<u64> = (o.ops..)
+    let random: Vec<(FrontierEntry, Authority)> = (o.ops..)
         .map(|j| shuffled(j, n))
         .filter(|&i| i < n / 2 && !is_done(i))
+        .map(|i| u.entry(i))
+        .filter(|(e, _)| !finished.contains(&e.key))
         .take(o.ops.min(n / 8) as usize)
         .collect();
-    f.finish_random = finish(store, meter, job, m, o, &random)?;
+    f.finish_random = finish(store, meter, job, o, &random)?;
     eprintln!("  finish at random: {:.1} µs/page", f.finish_random.us);
     Ok(())
 }
 
-/// Finishes the queued URLs `urls` with their records, timed.
+/// Finishes the queued or loaded URLs `urls` with their records, timed.
 fn finish(
     store: &mut dyn Store,
     meter: &mut Meter,
     job: crawlkeeper_store::JobId,
-    m: u64,
     o: &ScaleOpts,
-    urls: &[u64],
+    urls: &[(FrontierEntry, Authority)],
 ) -> Result<Op> {
     let mut batches: Vec<Batch> = urls
         .chunks(o.per_txn)
         .map(|part| Batch {
             finished: part
                 .iter()
-                .map(|&i| {
-                    let (e, a) = entry(i, m);
-                    FinishedUrl::new(e.key, record(&e, &a))
-                })
+                .map(|(e, a)| FinishedUrl::new(e.key, record(e, a)))
                 .collect(),
             ..Batch::default()
         })
@@ -419,11 +435,18 @@ fn free_bytes(path: &Path) -> u64 {
 /// Seeds and measures one backend at one size.
 fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
     let o = &args.scale_opts;
-    let m = args.authorities;
+    let u = Urls {
+        authorities: args.authorities,
+        run: o.run,
+        keys: o.keys,
+    };
+    let m = u.authorities;
     let mut f = Figures {
         backend: backend.into(),
         urls: n,
         authorities: m,
+        run: u.run,
+        keys: Some(u.keys),
         ..Figures::default()
     };
     let started = Instant::now();
@@ -435,7 +458,7 @@ fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
             std::fs::create_dir_all(&dir)?;
             let cleanup = Cleanup::Dir(dir.clone());
             let path = dir.join("state.db");
-            store_seed::sqlite(&path, n, m)?;
+            store_seed::sqlite(&path, n, &u)?;
             f.disk_seed = dir_bytes(&dir);
             let location = path.to_string_lossy().into_owned();
             (location, None, cleanup, Meter::Io)
@@ -443,7 +466,7 @@ fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
         "postgres" => {
             let schema = format!("ck_scale_{}_{n}", std::process::id());
             let cleanup = Cleanup::Schema(args.postgres.clone(), schema.clone());
-            store_seed::postgres(&args.postgres, &schema, n, m)?;
+            store_seed::postgres(&args.postgres, &schema, n, &u)?;
             f.tables = pg_tables(&args.postgres, &schema)?;
             f.disk_seed = f.tables.iter().map(|(_, b)| b).sum();
             let c = postgres::Client::connect(&args.postgres, postgres::NoTls)?;
@@ -476,7 +499,7 @@ fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
     let started = Instant::now();
     store.resume(job.id)?;
     f.resume_warm_s = started.elapsed().as_secs_f64();
-    operations(store.as_mut(), &mut meter, job.id, n, m, o, &mut f)?;
+    operations(store.as_mut(), &mut meter, job.id, n, &u, o, &mut f)?;
     drop(store);
     if o.explain {
         crate::store_scale_explain::explain(backend, &location, schema.as_deref(), job.id.0, m)?;
@@ -511,7 +534,7 @@ pub fn run(args: &StoreArgs) -> Result<()> {
                 .cloned()
                 .collect();
             sizes.sort_by_key(|f| f.urls);
-            print!("{}", table(&sizes));
+            print!("{}", crate::store_scale_table::table(&sizes));
         }
         return Ok(());
     }
@@ -552,167 +575,7 @@ pub fn run(args: &StoreArgs) -> Result<()> {
             }
             done.push(f);
         }
-        print!("{}", table(&done));
+        print!("{}", crate::store_scale_table::table(&done));
     }
     Ok(())
-}
-
-/// A size as a column head: 1 M, 10 M, 50 M.
-fn size(n: u64) -> String {
-    if n.is_multiple_of(1_000_000) {
-        format!("{} M", n / 1_000_000)
-    } else {
-        format!("{n}")
-    }
-}
-
-/// The markdown table of one backend's sizes.
-pub fn table(sizes: &[Figures]) -> String {
-    let (Some(first), Some(last)) = (sizes.first(), sizes.last()) else {
-        return String::new();
-    };
-    type Row = (&'static str, fn(&Figures) -> f64, usize);
-    let rows: &[Row] = &[
-        ("seed (bulk load), s", |f| f.seed_s, 0),
-        (
-            "disk after seed, bytes/URL",
-            |f| f.disk_seed as f64 / f.urls as f64,
-            0,
-        ),
-        ("admit a new URL, µs", |f| f.admit_new.us, 1),
-        ("  … bytes written per URL", |f| f.admit_new.written, 0),
-        ("  … bytes read from disk per URL", |f| f.admit_new.read, 0),
-        ("admit a known URL, µs", |f| f.admit_known.us, 1),
-        ("  … bytes written per URL", |f| f.admit_known.written, 0),
-        (
-            "  … bytes read from disk per URL",
-            |f| f.admit_known.read,
-            0,
-        ),
-        ("load a host's batch, µs per load", |f| f.load.us, 1),
-        ("  … URLs per load", |f| f.load.urls, 1),
-        (
-            "  … µs per URL loaded",
-            |f| f.load.us / f.load.urls.max(1e-9),
-            1,
-        ),
-        ("  … bytes written per load", |f| f.load.written, 0),
-        ("  … bytes read from disk per load", |f| f.load.read, 0),
-        (
-            "finish a page (record), in admission order, µs",
-            |f| f.finish.us,
-            1,
-        ),
-        ("  … bytes written per page", |f| f.finish.written, 0),
-        ("  … bytes read from disk per page", |f| f.finish.read, 0),
-        (
-            "finish a page, in random order, µs",
-            |f| f.finish_random.us,
-            1,
-        ),
-        ("  … bytes written per page", |f| f.finish_random.written, 0),
-        (
-            "  … bytes read from disk per page",
-            |f| f.finish_random.read,
-            0,
-        ),
-        ("open the store, s", |f| f.resume.open_s, 2),
-        ("find the job (counts), s", |f| f.resume.find_s, 2),
-        ("`Store::resume`, s", |f| f.resume.resume_s, 2),
-        ("  … again, warm, s", |f| f.resume_warm_s, 2),
-        (
-            "  … hosts with queued URLs",
-            |f| f.resume.queued_authorities as f64,
-            0,
-        ),
-        (
-            "RSS after resume (VmHWM), MB",
-            |f| f.resume.hwm_kb as f64 / 1024.0,
-            0,
-        ),
-        (
-            "disk after the operations, bytes/URL",
-            |f| f.disk_after as f64 / f.urls as f64,
-            0,
-        ),
-    ];
-    let mut out = format!(
-        "\n{} — {} authorities, {} URLs per operation\n\n| operation |",
-        first.backend, first.authorities, first.admit_new.units
-    );
-    for f in sizes {
-        out += &format!(" {} |", size(f.urls));
-    }
-    out += &format!(" {} ÷ {} |\n|---|", size(last.urls), size(first.urls));
-    out += &"---:|".repeat(sizes.len() + 1);
-    out.push('\n');
-    for (label, value, digits) in rows {
-        // A figure this backend does not measure.
-        if sizes.iter().all(|f| value(f) == 0.0) {
-            continue;
-        }
-        out += &format!("| {label} |");
-        for f in sizes {
-            out += &format!(" {:.*} |", *digits, value(f));
-        }
-        let (a, b) = (value(first), value(last));
-        let ratio = if a > 0.0 {
-            format!("{:.2}", b / a)
-        } else {
-            "–".into()
-        };
-        out += &format!(" {ratio} |\n");
-    }
-    if !last.tables.is_empty() {
-        out += &format!(
-            "\nPostgreSQL tables at {} (bytes per URL):",
-            size(last.urls)
-        );
-        for (t, b) in &last.tables {
-            out += &format!(" {t} {:.0};", *b as f64 / last.urls as f64);
-        }
-        out.push('\n');
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_shuffle_is_a_permutation_of_every_size() {
-        for n in [1u64, 1000, 1_000_000] {
-            let mut seen = vec![false; n as usize];
-            for j in 0..n {
-                let i = shuffled(j, n) as usize;
-                assert!(!seen[i], "{i} twice in 0..{n}");
-                seen[i] = true;
-            }
-        }
-    }
-
-    #[test]
-    fn the_table_has_a_column_per_size_and_the_ratio() {
-        let at = |urls: u64, us: f64| Figures {
-            backend: "sqlite".into(),
-            urls,
-            admit_new: Op {
-                us,
-                ..Op::default()
-            },
-            ..Figures::default()
-        };
-        let text = table(&[at(1_000_000, 10.0), at(50_000_000, 15.0)]);
-        assert!(
-            text.contains("| operation | 1 M | 50 M | 50 M ÷ 1 M |"),
-            "{text}"
-        );
-        assert!(
-            text.contains("| admit a new URL, µs | 10.0 | 15.0 | 1.50 |"),
-            "{text}"
-        );
-        // Figures a backend does not measure are left out.
-        assert!(!text.contains("bytes read from disk"), "{text}");
-    }
 }

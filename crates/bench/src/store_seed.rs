@@ -2,9 +2,9 @@
 //! generated and bulk-loaded straight into a store's tables, in the
 //! layout the store itself writes ([`crawlkeeper_store::schema`]).
 //!
-//! URL `i` (0 ≤ i < N) is the `store` benchmark's URL `i`: key `key(i)`,
-//! authority `i mod M` (row id `i mod M + 1`), depth `i mod 5`. Half of
-//! the URLs, those whose key is odd, are done: their row is marked done
+//! URL `i` (0 ≤ i < N) is [`Urls::entry`]`(i)`: on host `host(i)` (row id
+//! `host(i) + 1`), keyed as `--scale-keys` says, depth `i mod 5`. Half of
+//! the URLs, spread ([`is_done`]), are done: their row is marked done
 //! and a result holds their record (positions in URL order); the others
 //! are queued.
 //!
@@ -29,19 +29,19 @@ use crawlkeeper_model::{CrawlRecord, shard_of};
 use crawlkeeper_store::{PgStore, SqliteStore, schema};
 use rusqlite::params;
 
-use crate::store_data::{bench_job, entry, key, record};
+use crate::store_data::{Urls, authority, bench_job, key, record};
 
 /// Rows written between progress lines and SQLite commits.
 const STEP: u64 = 1_000_000;
 
-/// Whether seeded URL `i` is done (its key is odd: half of them, spread).
+/// Whether seeded URL `i` is done (half of them, spread).
 pub fn is_done(i: u64) -> bool {
     key(i) & 1 == 1
 }
 
 /// The JSON record of seeded URL `i`.
-fn record_json(i: u64, authorities: u64) -> String {
-    let (e, a) = entry(i, authorities);
+fn record_json(i: u64, u: &Urls) -> String {
+    let (e, a) = u.entry(i);
     let r: CrawlRecord = record(&e, &a);
     r.to_json()
 }
@@ -58,8 +58,9 @@ fn progress(what: &str, done: u64, total: u64, started: Instant) {
 }
 
 /// Creates the SQLite file at `path` with one job (`bench`) holding
-/// `urls` URLs over `authorities` authorities; returns the job's id.
-pub fn sqlite(path: &Path, urls: u64, authorities: u64) -> Result<i64> {
+/// `urls` URLs of `u`; returns the job's id.
+pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
+    let authorities = u.authorities;
     let job = {
         let mut store = SqliteStore::open(path)?;
         bench_job(&mut store, "bench")?.0
@@ -78,8 +79,7 @@ pub fn sqlite(path: &Path, urls: u64, authorities: u64) -> Result<i64> {
         let mut st =
             tx.prepare("INSERT INTO authorities (job, id, authority) VALUES (?1, ?2, ?3)")?;
         for a in 0..authorities {
-            let (_, auth) = entry(a, authorities);
-            st.execute(params![job, a as i64 + 1, auth.to_string()])?;
+            st.execute(params![job, a as i64 + 1, authority(a).to_string()])?;
         }
     }
     tx.commit()?;
@@ -98,7 +98,7 @@ pub fn sqlite(path: &Path, urls: u64, authorities: u64) -> Result<i64> {
                 "INSERT INTO results (job, seq, url, failed, record) VALUES (?1, ?2, ?3, 0, ?4)",
             )?;
             for j in i..end {
-                let (e, _) = entry(j, authorities);
+                let (e, _) = u.entry(j);
                 let id = j as i64 + 1;
                 let k = e.key.to_be_bytes();
                 let done = is_done(j);
@@ -107,12 +107,12 @@ pub fn sqlite(path: &Path, urls: u64, authorities: u64) -> Result<i64> {
                 } else {
                     schema::state::QUEUED
                 };
-                let auth = (j % authorities) as i64 + 1;
+                let auth = u.host(j) as i64 + 1;
                 url_row.execute(params![id, job, k, auth, e.url, e.depth, e.parent, state])?;
                 keys.push((k, id));
                 if done {
                     seq += 1;
-                    result_row.execute(params![job, seq, id, record_json(j, authorities)])?;
+                    result_row.execute(params![job, seq, id, record_json(j, u)])?;
                 }
             }
         }
@@ -198,9 +198,9 @@ fn copy(
 }
 
 /// Creates the tables in `schema` of the database at `url` with one job
-/// (`bench`) holding `urls` URLs over `authorities` authorities; returns
-/// the job's id.
-pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i64> {
+/// (`bench`) holding `urls` URLs of `u`; returns the job's id.
+pub fn postgres(url: &str, space: &str, urls: u64, u: &Urls) -> Result<i64> {
+    let authorities = u.authorities;
     let job = {
         let mut store = PgStore::connect_in_schema(url, Some(space))?;
         bench_job(&mut store, "bench")?.0
@@ -221,7 +221,7 @@ pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i
         "COPY authorities (job, id, authority, shard) FROM STDIN",
         authorities,
         |a, b| {
-            let (_, auth) = entry(a, authorities);
+            let auth = authority(a);
             let name = auth.to_string();
             let _ = write!(b, "{job}\t{}\t", a + 1);
             copy_text(b, &name);
@@ -237,13 +237,13 @@ pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i
         "COPY urls (id, job, key, auth, url, depth, parent, chain, state, seq) FROM STDIN",
         urls,
         |i, b| {
-            let (e, auth) = entry(i, authorities);
+            let (e, auth) = u.entry(i);
             let _ = write!(
                 b,
                 "{}\t{job}\t\\\\x{:032x}\t{}\t",
                 i + 1,
                 e.key,
-                i % authorities + 1
+                u.host(i) + 1
             );
             copy_text(b, &e.url);
             let _ = write!(b, "\t{}\t", e.depth);
@@ -268,9 +268,9 @@ pub fn postgres(url: &str, space: &str, urls: u64, authorities: u64) -> Result<i
         |i, b| {
             if is_done(i) {
                 seq += 1;
-                let (_, auth) = entry(i, authorities);
+                let auth = authority(u.host(i));
                 let _ = write!(b, "{job}\t{seq}\t0\t");
-                copy_text(b, &record_json(i, authorities));
+                copy_text(b, &record_json(i, u));
                 let _ = writeln!(b, "\t{}\t\\N", shard_of(auth.host(), shards));
             }
         },

@@ -99,10 +99,12 @@ pub struct RetryHint {
     pub after: Option<std::time::Duration>,
 }
 
-/// The dedup key of a normalised URL: a 128-bit hash, so the seen set
-/// costs 16 bytes a URL and a collision is practically impossible.
+/// The dedup key of a normalised URL: a 128-bit hash whose high bits are
+/// its host's ([`crawlkeeper_model::key::url_key`]), so the seen set
+/// costs 16 bytes a URL, a collision is practically impossible, and a
+/// host's URLs sit together in a store's index.
 pub fn url_key(url: &Url) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(url.as_str().as_bytes())
+    crawlkeeper_model::key::url_key(url.host_str().unwrap_or(""), url.as_str())
 }
 
 /// The built pipeline of a crawl.

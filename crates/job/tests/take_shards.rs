@@ -78,7 +78,10 @@ async fn a_running_crawl_takes_a_gone_holders_shard_and_crawls_what_it_left() {
             let job = gone.open_job(&spec).unwrap();
             gone.claim(&job, &claim(&[1], "gone")).unwrap();
             let entry = FrontierEntry {
-                key: xxhash_rust::xxh3::xxh3_128(theirs_seed.as_str().as_bytes()),
+                key: crawlkeeper_model::key::url_key(
+                    theirs_seed.host_str().unwrap_or(""),
+                    theirs_seed.as_str(),
+                ),
                 url: theirs_seed.to_string(),
                 depth: 0,
                 parent: None,

@@ -29,6 +29,7 @@ pub mod codec;
 pub mod holder;
 pub mod location;
 pub mod postgres;
+mod rekey;
 pub mod schema;
 pub mod sqlite;
 pub mod tally;

@@ -16,6 +16,10 @@
 //! - `job_counts`: a job's URLs seen, done and failed, kept as they
 //!   change (see [`PG_TO_V7`]).
 //!
+//! A URL's key (`key`) begins with 32 bits of its host's hash
+//! ([`crawlkeeper_model::key::url_key`], since [`PG_REKEYED`]), so the
+//! key indexes keep a host's URLs together.
+//!
 //! How the two meet differs:
 //! - PostgreSQL: finishing a page marks its `urls` row done with the
 //!   result's `seq`; a key finds its row through a unique index
@@ -34,16 +38,26 @@
 //!     that names each row's id, written in bulk: the keys of a job's
 //!     newest rows (past `merged.upto`) are held in memory by the writing
 //!     connection and merged into `url_keys` in sorted runs of thousands
-//!     ([`crate::sqlite`]'s `keys` module). Keys are random, so a unique
-//!     index maintained row by row writes a different index page for
-//!     nearly every new URL: in a commit of 250 new URLs, ~210 pages.
+//!     ([`crate::sqlite`]'s `keys` module). Keys were random hashes
+//!     then, so a unique index maintained row by row wrote a different
+//!     index page for nearly every new URL: in a commit of 250 new URLs,
+//!     ~210 pages.
 //!   - Version 1 files (the PostgreSQL layout) are migrated on open.
 
 /// The schema version of PostgreSQL databases this build writes.
-pub const PG_VERSION: i64 = 7;
+pub const PG_VERSION: i64 = 8;
 
 /// The schema version of SQLite files this build writes.
-pub const SQLITE_VERSION: i64 = 4;
+pub const SQLITE_VERSION: i64 = 5;
+
+/// PostgreSQL version 8 and SQLite version 5: URL keys are host-prefixed
+/// ([`crawlkeeper_model::key::url_key`]); a store of an older version is
+/// re-keyed from its URLs when it is opened (`rekey.rs`). No table
+/// changes.
+pub const PG_REKEYED: i64 = 8;
+
+/// SQLite's version of host-prefixed keys: see [`PG_REKEYED`].
+pub const SQLITE_REKEYED: i64 = 5;
 
 /// Statements creating the tables of both backends, with `{blob}` and
 /// `{serial}` to fill in.
@@ -90,10 +104,13 @@ const TABLES: &[&str] = &[
         PRIMARY KEY (job, seq))",
 ];
 
+/// The unique index through which PostgreSQL finds a key's row.
+pub const PG_URLS_KEY: &str = "CREATE UNIQUE INDEX IF NOT EXISTS urls_key ON urls (job, key)";
+
 /// PostgreSQL finds a key's row through a unique index, and keeps a
 /// result's position in its URL's row.
 const PG_TABLES: &[&str] = &[
-    "CREATE UNIQUE INDEX IF NOT EXISTS urls_key ON urls (job, key)",
+    PG_URLS_KEY,
     "CREATE TABLE IF NOT EXISTS results (
         job BIGINT NOT NULL,
         seq BIGINT NOT NULL,

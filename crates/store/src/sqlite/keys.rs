@@ -1,8 +1,9 @@
 //! How a job's URL keys find their rows of `urls` in a SQLite file,
 //! without writing a random index page for every new URL.
 //!
-//! Keys are 128-bit hashes: in a unique index maintained row by row, each
-//! new URL lands on a page of its own, and a commit of a few hundred new
+//! Keys are 128-bit hashes, random after their host's 32 bits: in a unique
+//! index maintained row by row, each new URL of another host lands on a
+//! page of its own, and a commit of a few hundred new
 //! URLs (a fresh site, where every page brings tens of new links) writes a
 //! few hundred pages to the log. Here the keys of a job's rows up to
 //! `merged.upto` are in `url_keys`, and those of its newer rows (the tail)

@@ -168,6 +168,9 @@ impl SqliteStore {
                         }
                     }
                 }
+                if old < schema::SQLITE_REKEYED {
+                    crate::rekey::sqlite(&tx)?;
+                }
                 tx.execute(
                     "UPDATE crawlkeeper_version SET version = ?1",
                     [schema::SQLITE_VERSION],

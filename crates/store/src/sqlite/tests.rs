@@ -13,8 +13,8 @@ fn entry(i: u64) -> (FrontierEntry, Authority) {
     let url = format!("http://a.test/page/{i}");
     (
         FrontierEntry {
-            // Spread like real keys, so the key index fills at random.
-            key: u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835),
+            // The crawler's keys: one host's, at random after their prefix.
+            key: crawlkeeper_model::key::key_of_text(&url).unwrap(),
             url,
             depth: 1,
             parent: Some("http://a.test/".into()),
@@ -268,6 +268,69 @@ fn a_version_1_file_is_migrated_with_its_urls_known() {
     assert_eq!(
         finish(&mut store, job, 15..25),
         (15..25).map(|i| i >= 20).collect::<Vec<_>>()
+    );
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_version_4_file_is_re_keyed_from_its_urls() {
+    // Version 4 kept keys that were a hash of the URL alone: here, other
+    // keys than today's, in `urls` and in `url_keys`, some merged.
+    let (dir, path) = older_file(
+        "v4",
+        "UPDATE urls SET key = randomblob(16);
+         DELETE FROM url_keys;
+         INSERT INTO url_keys (job, key, id) SELECT job, key, id FROM urls WHERE id <= 30;
+         UPDATE merged SET upto = 30;
+         UPDATE crawlkeeper_version SET version = 4;",
+    );
+    let stale = count(
+        &path,
+        "SELECT count(*) FROM urls u JOIN url_keys k ON k.id = u.id AND k.key = u.key",
+    );
+    assert_eq!(stale, 30, "the old keys, merged up to row 30");
+    let mut store = SqliteStore::open(&path).unwrap();
+    assert_eq!(
+        count(&path, "SELECT max(version) FROM crawlkeeper_version"),
+        schema::SQLITE_VERSION
+    );
+    let conn = Connection::open(&path).unwrap();
+    let mut rows = conn
+        .prepare("SELECT url, key FROM urls ORDER BY id")
+        .unwrap();
+    let rows: Vec<(String, Vec<u8>)> = rows
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 50);
+    for (url, key) in &rows {
+        let want = crawlkeeper_model::key::key_of_text(url).unwrap();
+        assert_eq!(key.as_slice(), want.to_be_bytes(), "{url}");
+    }
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM url_keys"),
+        50,
+        "all merged"
+    );
+    assert_eq!(count(&path, "SELECT upto FROM merged"), 50);
+    let job = open_job(&mut store);
+    assert_eq!(
+        admit(&mut store, job, 45..55),
+        (45..55).map(|i| i >= 50).collect::<Vec<_>>(),
+        "the URLs it knew are known under today's keys"
+    );
+    assert_eq!(
+        finish(&mut store, job, 15..25),
+        (15..25).map(|i| i >= 20).collect::<Vec<_>>()
+    );
+    let counts = store.find_job("keys").unwrap().unwrap().counts;
+    assert_eq!((counts.seen, counts.done), (55, 25));
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM urls"),
+        55,
+        "no row twice"
     );
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -5,6 +5,7 @@
 
 mod backends;
 mod pg_v6;
+mod pg_v7;
 mod shards;
 mod suite;
 

@@ -23,7 +23,8 @@ pub fn authority(host: &str) -> Authority {
 
 pub fn entry(host: &str, path: &str, depth: u32) -> (FrontierEntry, Authority) {
     let url = format!("http://{host}{path}");
-    let key = u128::from_be_bytes(digest(&url));
+    // The crawler's keys (stores re-key URLs from their text on migrations).
+    let key = crawlkeeper_model::key::key_of_text(&url).expect("a test URL");
     (
         FrontierEntry {
             key,
@@ -42,16 +43,6 @@ pub fn entry(host: &str, path: &str, depth: u32) -> (FrontierEntry, Authority) {
         },
         authority(host),
     )
-}
-
-/// A cheap stable 16-byte digest for test keys.
-fn digest(s: &str) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    for (i, b) in s.bytes().enumerate() {
-        out[i % 16] = out[i % 16].wrapping_mul(31).wrapping_add(b);
-    }
-    out[15] ^= s.len() as u8;
-    out
 }
 
 pub fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {

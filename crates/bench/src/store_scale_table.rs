@@ -1,0 +1,173 @@
+//! The tables `store --scale` prints: one per backend, a row per figure,
+//! a column per size, and the largest size over the smallest.
+
+use crate::store_data::Keys;
+use crate::store_scale::Figures;
+
+/// A size as a column head: 1 M, 10 M, 50 M.
+fn size(n: u64) -> String {
+    if n.is_multiple_of(1_000_000) {
+        format!("{} M", n / 1_000_000)
+    } else {
+        format!("{n}")
+    }
+}
+
+/// The markdown table of one backend's sizes.
+pub fn table(sizes: &[Figures]) -> String {
+    let (Some(first), Some(last)) = (sizes.first(), sizes.last()) else {
+        return String::new();
+    };
+    type Row = (&'static str, fn(&Figures) -> f64, usize);
+    let rows: &[Row] = &[
+        ("seed (bulk load), s", |f| f.seed_s, 0),
+        (
+            "disk after seed, bytes/URL",
+            |f| f.disk_seed as f64 / f.urls as f64,
+            0,
+        ),
+        ("admit a new URL, µs", |f| f.admit_new.us, 1),
+        ("  … bytes written per URL", |f| f.admit_new.written, 0),
+        ("  … bytes read from disk per URL", |f| f.admit_new.read, 0),
+        ("admit a known URL, µs", |f| f.admit_known.us, 1),
+        ("  … bytes written per URL", |f| f.admit_known.written, 0),
+        (
+            "  … bytes read from disk per URL",
+            |f| f.admit_known.read,
+            0,
+        ),
+        ("load a host's batch, µs per load", |f| f.load.us, 1),
+        ("  … URLs per load", |f| f.load.urls, 1),
+        (
+            "  … µs per URL loaded",
+            |f| f.load.us / f.load.urls.max(1e-9),
+            1,
+        ),
+        ("  … bytes written per load", |f| f.load.written, 0),
+        ("  … bytes read from disk per load", |f| f.load.read, 0),
+        (
+            "finish a loaded page (record), in load order, µs",
+            |f| f.finish_loaded.us,
+            1,
+        ),
+        ("  … bytes written per page", |f| f.finish_loaded.written, 0),
+        (
+            "  … bytes read from disk per page",
+            |f| f.finish_loaded.read,
+            0,
+        ),
+        (
+            "finish a page (record), in admission order, µs",
+            |f| f.finish.us,
+            1,
+        ),
+        ("  … bytes written per page", |f| f.finish.written, 0),
+        ("  … bytes read from disk per page", |f| f.finish.read, 0),
+        (
+            "finish a page, in random order, µs",
+            |f| f.finish_random.us,
+            1,
+        ),
+        ("  … bytes written per page", |f| f.finish_random.written, 0),
+        (
+            "  … bytes read from disk per page",
+            |f| f.finish_random.read,
+            0,
+        ),
+        ("open the store, s", |f| f.resume.open_s, 2),
+        ("find the job (counts), s", |f| f.resume.find_s, 2),
+        ("`Store::resume`, s", |f| f.resume.resume_s, 2),
+        ("  … again, warm, s", |f| f.resume_warm_s, 2),
+        (
+            "  … hosts with queued URLs",
+            |f| f.resume.queued_authorities as f64,
+            0,
+        ),
+        (
+            "RSS after resume (VmHWM), MB",
+            |f| f.resume.hwm_kb as f64 / 1024.0,
+            0,
+        ),
+        (
+            "disk after the operations, bytes/URL",
+            |f| f.disk_after as f64 / f.urls as f64,
+            0,
+        ),
+    ];
+    let keys = match first.keys {
+        Some(Keys::Flat) => "flat keys",
+        Some(Keys::Host) => "host-prefixed keys",
+        None => "keys of before session 22",
+    };
+    let mut out = format!(
+        "\n{} — {} authorities, {} URLs per operation, runs of {} URLs of a host, {keys}\n\n| operation |",
+        first.backend,
+        first.authorities,
+        first.admit_new.units,
+        first.run.max(1)
+    );
+    for f in sizes {
+        out += &format!(" {} |", size(f.urls));
+    }
+    out += &format!(" {} ÷ {} |\n|---|", size(last.urls), size(first.urls));
+    out += &"---:|".repeat(sizes.len() + 1);
+    out.push('\n');
+    for (label, value, digits) in rows {
+        // A figure this backend does not measure.
+        if sizes.iter().all(|f| value(f) == 0.0) {
+            continue;
+        }
+        out += &format!("| {label} |");
+        for f in sizes {
+            out += &format!(" {:.*} |", *digits, value(f));
+        }
+        let (a, b) = (value(first), value(last));
+        let ratio = if a > 0.0 {
+            format!("{:.2}", b / a)
+        } else {
+            "–".into()
+        };
+        out += &format!(" {ratio} |\n");
+    }
+    if !last.tables.is_empty() {
+        out += &format!(
+            "\nPostgreSQL tables at {} (bytes per URL):",
+            size(last.urls)
+        );
+        for (t, b) in &last.tables {
+            out += &format!(" {t} {:.0};", *b as f64 / last.urls as f64);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store_scale::Op;
+
+    #[test]
+    fn the_table_has_a_column_per_size_and_the_ratio() {
+        let at = |urls: u64, us: f64| Figures {
+            backend: "sqlite".into(),
+            urls,
+            admit_new: Op {
+                us,
+                ..Op::default()
+            },
+            ..Figures::default()
+        };
+        let text = table(&[at(1_000_000, 10.0), at(50_000_000, 15.0)]);
+        assert!(
+            text.contains("| operation | 1 M | 50 M | 50 M ÷ 1 M |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| admit a new URL, µs | 10.0 | 15.0 | 1.50 |"),
+            "{text}"
+        );
+        // Figures a backend does not measure are left out.
+        assert!(!text.contains("bytes read from disk"), "{text}");
+    }
+}
