@@ -207,8 +207,8 @@ fn self_io(field: &str) -> Result<u64> {
 enum Meter {
     /// The server's WAL position.
     Wal(Box<postgres::Client>),
-    /// This process's `wchar`.
-    Io,
+    /// This process's `wchar`, writing the SQLite file at this path.
+    Io(PathBuf),
 }
 
 impl Meter {
@@ -218,7 +218,7 @@ impl Meter {
                 let row = c.query_one("SELECT (pg_current_wal_lsn() - '0/0')::bigint", &[])?;
                 Ok(row.get::<_, i64>(0) as u64)
             }
-            Self::Io => self_io("wchar:"),
+            Self::Io(_) => self_io("wchar:"),
         }
     }
 
@@ -226,8 +226,22 @@ impl Meter {
     fn disk_reads(&self) -> Result<u64> {
         match self {
             Self::Wal(_) => Ok(0),
-            Self::Io => self_io("read_bytes:"),
+            Self::Io(_) => self_io("read_bytes:"),
         }
+    }
+
+    /// Ends an operation: SQLite's log is copied into the file and
+    /// restarted, so that an operation pays for the checkpoint of what it
+    /// wrote and the next starts with an empty log (the store checkpoints
+    /// on a thread of its own, which would otherwise copy one
+    /// operation's pages while the next is measured).
+    fn settle(&mut self) -> Result<()> {
+        if let Self::Io(path) = self {
+            let c = rusqlite::Connection::open(path)?;
+            c.busy_timeout(std::time::Duration::from_secs(30))?;
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        }
+        Ok(())
     }
 }
 
@@ -247,6 +261,7 @@ fn timed(
         store.apply(job, b)?;
         check(b)?;
     }
+    meter.settle()?;
     let took = started.elapsed().as_secs_f64();
     let written = meter.read()?.saturating_sub(before);
     let read = meter.disk_reads()?.saturating_sub(read_before);
@@ -270,6 +285,8 @@ fn operations(
     f: &mut Figures,
 ) -> Result<()> {
     let per = o.per_txn as u64;
+    // What the resume wrote is not the first operation's.
+    meter.settle()?;
     let admits = |first: &dyn Fn(u64) -> u64| -> Vec<Batch> {
         (0..o.ops.div_ceil(per))
             .map(|b| Batch {
@@ -461,7 +478,7 @@ fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
             store_seed::sqlite(&path, n, &u)?;
             f.disk_seed = dir_bytes(&dir);
             let location = path.to_string_lossy().into_owned();
-            (location, None, cleanup, Meter::Io)
+            (location, None, cleanup, Meter::Io(path))
         }
         "postgres" => {
             let schema = format!("ck_scale_{}_{n}", std::process::id());
