@@ -24,91 +24,11 @@ use clap::Args;
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FinishedUrl, FrontierEntry};
 use crawlkeeper_store::{PgStore, SqliteStore, Store};
-use serde::{Deserialize, Serialize};
 
 use crate::store_args::{ScaleOpts, StoreArgs};
 use crate::store_data::{Urls, authority, record, shuffled};
+use crate::store_scale_table::{Figures, Op, Resume};
 use crate::store_seed::{self, is_done};
-
-/// One measured operation: its cost per unit and the log it wrote.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Op {
-    /// Units done (URLs, pages or loads).
-    pub units: u64,
-    /// Microseconds per unit.
-    pub us: f64,
-    /// Bytes written per unit: PostgreSQL's WAL (`pg_current_wal_lsn()`
-    /// delta, the whole server's), SQLite's writes (`wchar` of
-    /// `/proc/self/io`: WAL frames and checkpoints).
-    pub written: f64,
-    /// URLs returned per unit (loads).
-    pub urls: f64,
-    /// Bytes read from the disk per unit (SQLite: `read_bytes` of
-    /// `/proc/self/io`, page cache misses; PostgreSQL: not known, 0).
-    #[serde(default)]
-    pub read: f64,
-}
-
-/// What the resuming process measured.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Resume {
-    /// Opening the store (connect, migrate), in seconds.
-    pub open_s: f64,
-    /// Finding the job (with its counts), in seconds.
-    pub find_s: f64,
-    /// `Store::resume`, in seconds.
-    pub resume_s: f64,
-    /// Authorities with queued URLs it returned.
-    pub queued_authorities: u64,
-    /// The process's peak RSS (`VmHWM`), in kB.
-    pub hwm_kb: u64,
-    /// Its RSS after resuming (`VmRSS`), in kB.
-    pub rss_kb: u64,
-}
-
-/// The figures of one backend at one size.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Figures {
-    /// sqlite or postgres.
-    pub backend: String,
-    /// URLs seeded.
-    pub urls: u64,
-    /// Authorities they are spread over.
-    pub authorities: u64,
-    /// Seeding time, in seconds.
-    pub seed_s: f64,
-    /// Bytes on disk after seeding (tables, indexes; SQLite: file + WAL).
-    pub disk_seed: u64,
-    /// Bytes per table (PostgreSQL: `pg_total_relation_size`).
-    pub tables: Vec<(String, u64)>,
-    /// The resuming process.
-    pub resume: Resume,
-    /// `Store::resume` again, in this process, warm.
-    pub resume_warm_s: f64,
-    /// Admitting new URLs.
-    pub admit_new: Op,
-    /// Admitting URLs already in the seen set.
-    pub admit_known: Op,
-    /// Loading a host's next URLs.
-    pub load: Op,
-    /// Finishing pages with records, in admission order.
-    pub finish: Op,
-    /// Finishing pages with records, in random order.
-    #[serde(default)]
-    pub finish_random: Op,
-    /// Finishing the pages the loads returned, in the order loaded (what
-    /// a crawl does).
-    #[serde(default)]
-    pub finish_loaded: Op,
-    /// URLs of one host in a row (`--scale-run`).
-    #[serde(default)]
-    pub run: u64,
-    /// How URLs were keyed (`--scale-keys`).
-    #[serde(default)]
-    pub keys: Option<crate::store_data::Keys>,
-    /// Bytes on disk after the operations.
-    pub disk_after: u64,
-}
 
 /// Options of the hidden `store-resume` subcommand.
 #[derive(Args, Debug)]

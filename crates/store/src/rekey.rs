@@ -13,7 +13,6 @@
 use crawlkeeper_model::key::key_of_text;
 use tracing::info;
 
-use crate::StoreError;
 use crate::codec::key_bytes;
 
 /// Rows re-keyed per statement.
@@ -42,18 +41,17 @@ fn progress(done: u64, last: bool) {
 /// Re-keys every row of `urls` in a PostgreSQL migration's transaction.
 /// The unique index of keys is dropped first and made again after (one
 /// sort, where updating it row by row would write a random page per row).
-pub fn postgres(tx: &mut postgres::Transaction<'_>, make_index: &str) -> Result<u64, StoreError> {
-    let pg = crate::postgres::err;
-    tx.batch_execute("DROP INDEX IF EXISTS urls_key")
-        .map_err(pg)?;
+pub fn postgres(
+    tx: &mut postgres::Transaction<'_>,
+    make_index: &str,
+) -> Result<u64, postgres::Error> {
+    tx.batch_execute("DROP INDEX IF EXISTS urls_key")?;
     let (mut last, mut done) = (0i64, 0u64);
     loop {
-        let rows = tx
-            .query(
-                "SELECT id, url FROM urls WHERE id > $1 ORDER BY id LIMIT $2",
-                &[&last, &CHUNK],
-            )
-            .map_err(pg)?;
+        let rows = tx.query(
+            "SELECT id, url FROM urls WHERE id > $1 ORDER BY id LIMIT $2",
+            &[&last, &CHUNK],
+        )?;
         let Some(end) = rows.last() else { break };
         last = end.get(0);
         let keyed = new_keys(rows.iter().map(|r| (r.get(0), r.get(1))));
@@ -63,38 +61,31 @@ pub fn postgres(tx: &mut postgres::Transaction<'_>, make_index: &str) -> Result<
             "UPDATE urls u SET key = v.k FROM unnest($1::int8[], $2::bytea[]) AS v(i, k)
              WHERE u.id = v.i",
             &[&ids, &keys],
-        )
-        .map_err(pg)?;
+        )?;
         done += rows.len() as u64;
         progress(done, false);
     }
     progress(done, true);
-    tx.batch_execute(make_index).map_err(pg)?;
+    tx.batch_execute(make_index)?;
     Ok(done)
 }
 
 /// Re-keys every row of `urls` in a SQLite migration's transaction, and
 /// makes `url_keys` again from them, every row merged.
-pub fn sqlite(tx: &rusqlite::Connection) -> Result<u64, StoreError> {
-    let lite = crate::sqlite::err;
+pub fn sqlite(tx: &rusqlite::Connection) -> Result<u64, rusqlite::Error> {
     let (mut last, mut done) = (0i64, 0u64);
-    let mut read = tx
-        .prepare("SELECT id, url FROM urls WHERE id > ?1 ORDER BY id LIMIT ?2")
-        .map_err(lite)?;
-    let mut write = tx
-        .prepare("UPDATE urls SET key = ?2 WHERE id = ?1")
-        .map_err(lite)?;
+    let mut read = tx.prepare("SELECT id, url FROM urls WHERE id > ?1 ORDER BY id LIMIT ?2")?;
+    let mut write = tx.prepare("UPDATE urls SET key = ?2 WHERE id = ?1")?;
     loop {
         let rows: Vec<(i64, String)> = read
             .query_map(rusqlite::params![last, CHUNK], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
-            .and_then(Iterator::collect)
-            .map_err(lite)?;
+            .and_then(Iterator::collect)?;
         let Some((end, _)) = rows.last() else { break };
         last = *end;
         for (id, key) in new_keys(rows.iter().map(|(id, url)| (*id, url.as_str()))) {
-            write.execute(rusqlite::params![id, key]).map_err(lite)?;
+            write.execute(rusqlite::params![id, key])?;
         }
         done += rows.len() as u64;
         progress(done, false);
@@ -105,8 +96,7 @@ pub fn sqlite(tx: &rusqlite::Connection) -> Result<u64, StoreError> {
          INSERT OR IGNORE INTO url_keys (job, key, id) SELECT job, key, id FROM urls ORDER BY job, key;
          DELETE FROM merged;
          INSERT INTO merged (job, upto) SELECT job, max(id) FROM urls GROUP BY job;",
-    )
-    .map_err(lite)?;
+    )?;
     Ok(done)
 }
 

@@ -81,7 +81,7 @@ fn next_slot() -> i32 {
 /// Finished URLs rewritten at a time by a re-crawl.
 const RECRAWL_CHUNK: i32 = 10_000;
 
-pub(crate) fn err(e: postgres::Error) -> StoreError {
+fn err(e: postgres::Error) -> StoreError {
     let lost = e.is_closed()
         || e.code().is_none_or(|c| {
             c.code().starts_with("08")
@@ -335,7 +335,7 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
                 }
             }
             if old.is_some_and(|v| v < schema::PG_REKEYED) {
-                crate::rekey::postgres(&mut tx, schema::PG_URLS_KEY)?;
+                crate::rekey::postgres(&mut tx, schema::PG_URLS_KEY).map_err(err)?;
             }
             tx.execute("DELETE FROM crawlkeeper_version", &[])
                 .map_err(err)?;

@@ -169,7 +169,7 @@ impl SqliteStore {
                     }
                 }
                 if old < schema::SQLITE_REKEYED {
-                    crate::rekey::sqlite(&tx)?;
+                    crate::rekey::sqlite(&tx).map_err(err)?;
                 }
                 tx.execute(
                     "UPDATE crawlkeeper_version SET version = ?1",
