@@ -81,7 +81,7 @@ pub struct Figures {
     pub run: u64,
     /// How URLs were keyed (`--scale-keys`).
     #[serde(default)]
-    pub keys: Option<crate::store_data::Keys>,
+    pub keys: Option<Keys>,
     /// Bytes on disk after the operations.
     pub disk_after: u64,
 }
@@ -233,6 +233,9 @@ mod tests {
         let at = |urls: u64, us: f64| Figures {
             backend: "sqlite".into(),
             urls,
+            authorities: 1000,
+            run: 16,
+            keys: Some(Keys::Host),
             admit_new: Op {
                 us,
                 ..Op::default()
@@ -240,6 +243,10 @@ mod tests {
             ..Figures::default()
         };
         let text = table(&[at(1_000_000, 10.0), at(50_000_000, 15.0)]);
+        assert!(
+            text.contains("sqlite — 1000 authorities, 0 URLs per operation, runs of 16 URLs of a host, host-prefixed keys"),
+            "the workload is named: {text}"
+        );
         assert!(
             text.contains("| operation | 1 M | 50 M | 50 M ÷ 1 M |"),
             "{text}"

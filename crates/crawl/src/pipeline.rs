@@ -100,11 +100,11 @@ pub struct RetryHint {
 }
 
 /// The dedup key of a normalised URL: a 128-bit hash whose high bits are
-/// its host's ([`crawlkeeper_model::key::url_key`]), so the seen set
+/// its host's ([`crawlkeeper_model::key::key_of_url`]), so the seen set
 /// costs 16 bytes a URL, a collision is practically impossible, and a
 /// host's URLs sit together in a store's index.
 pub fn url_key(url: &Url) -> u128 {
-    crawlkeeper_model::key::url_key(url.host_str().unwrap_or(""), url.as_str())
+    crawlkeeper_model::key::key_of_url(url)
 }
 
 /// The built pipeline of a crawl.

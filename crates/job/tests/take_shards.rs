@@ -78,10 +78,7 @@ async fn a_running_crawl_takes_a_gone_holders_shard_and_crawls_what_it_left() {
             let job = gone.open_job(&spec).unwrap();
             gone.claim(&job, &claim(&[1], "gone")).unwrap();
             let entry = FrontierEntry {
-                key: crawlkeeper_model::key::url_key(
-                    theirs_seed.host_str().unwrap_or(""),
-                    theirs_seed.as_str(),
-                ),
+                key: crawlkeeper_model::key::key_of_url(&theirs_seed),
                 url: theirs_seed.to_string(),
                 depth: 0,
                 parent: None,

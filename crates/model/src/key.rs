@@ -27,9 +27,15 @@ pub fn url_key(host: &str, url: &str) -> u128 {
     (host_part << (128 - HOST_BITS)) | url_part
 }
 
-/// The key of a URL given as text, as [`url_key`] computes it from its
-/// parts; `None` if it does not parse. For stores re-keying URLs they
-/// kept as text.
+/// The key of a parsed URL: [`url_key`] of its host and its text.
+pub fn key_of_url(url: &url::Url) -> u128 {
+    url_key(url.host_str().unwrap_or(""), url.as_str())
+}
+
+/// The key of a URL given as text, as [`key_of_url`] computes it once
+/// parsed (the URL's text as given, which for a URL the crawler stored is
+/// its normalised form); `None` if it does not parse. For stores
+/// re-keying URLs they kept as text.
 pub fn key_of_text(url: &str) -> Option<u128> {
     let parsed = url::Url::parse(url).ok()?;
     Some(url_key(parsed.host_str().unwrap_or(""), url))
@@ -76,6 +82,10 @@ mod tests {
         // Stores keep keys: the function must never change.
         assert_eq!(a, 0x9ec4_28c4_9c81_7385_4d14_b3dc_080d_4e5c);
         assert_eq!(key_of_text("http://a.example/x"), Some(a));
+        assert_eq!(
+            key_of_url(&url::Url::parse("http://a.example/x").unwrap()),
+            a
+        );
         assert_eq!(key_of_text("not a url"), None);
     }
 
