@@ -13,6 +13,7 @@ use postgres::Transaction;
 use super::cache::{Cache, authorities, authority_of, q, shard_count, x};
 use super::err;
 use super::lease::{Lease, fence};
+use super::probes;
 use crate::StoreError;
 use crate::codec::{chain_from, chain_text, key_bytes, key_from, parse_authority};
 use crate::schema::{self, state};
@@ -207,28 +208,13 @@ fn finish(
     let record_shards: Vec<i32> = order.iter().map(|&i| shard_of_record(i)).collect();
     let generation_of = |shard: i32| lease.and_then(|l| l.generation(shard as u32));
     let generations: Vec<Option<i64>> = record_shards.iter().map(|&h| generation_of(h)).collect();
-    // Positions are drawn in the order finished (unnest keeps it). The
-    // rows are found by `key = ANY(…)`, which only the unique index
-    // answers well whatever the planner believes of the table's size:
-    // a join with the array alone was planned from statistics that lag
-    // a growing table (a hash join over every row of the job, in a
-    // crawl's first minute).
+    // Positions are drawn in the order finished (unnest keeps it); rows
+    // are found by key probes (`probes.rs`).
     let mut claimed: HashMap<u128, i64> = HashMap::with_capacity(count);
     for row in q(
         tx,
         cache,
-        "WITH v AS (
-             SELECT k, f, r, h, g, nextval('result_seqs') AS s
-             FROM unnest($2::bytea[], $3::int2[], $4::text[], $5::int4[], $6::int8[])
-                 AS t(k, f, r, h, g)),
-         c AS (
-             UPDATE urls u SET state = 2, seq = v.s FROM v
-             WHERE u.job = $1 AND u.key = ANY($2) AND u.key = v.k AND u.state <> 2
-             RETURNING v.k, v.s, v.f, v.r, v.h, v.g),
-         i AS (
-             INSERT INTO results (job, seq, failed, record, shard, generation)
-             SELECT $1, s, f, r, h, g FROM c)
-         SELECT k, s FROM c",
+        probes::FINISH,
         &[&job, &keys, &failed, &records, &record_shards, &generations],
     )
     .map_err(err)?
@@ -323,10 +309,7 @@ fn finish(
     let mut ours_before: HashSet<u128> = HashSet::new();
     if let (false, Some(first)) = (done_before.is_empty(), batch.first_position) {
         for row in tx
-            .query(
-                "SELECT key, seq FROM urls WHERE job = $1 AND key = ANY($2)",
-                &[&job, &done_before],
-            )
+            .query(probes::KNOWN, &[&job, &done_before])
             .map_err(err)?
         {
             if row
@@ -506,11 +489,7 @@ fn admit(
         for row in q(
             tx,
             cache,
-            "UPDATE urls u SET depth = v.d, parent = v.p, chain = v.c
-                 FROM unnest($2::bytea[], $3::int4[], $4::text[], $5::text[]) AS v(k, d, p, c)
-                 WHERE u.job = $1 AND u.key = ANY($2) AND u.key = v.k AND u.state = 0
-                     AND u.depth > v.d
-                 RETURNING u.auth",
+            probes::LOWER,
             &[
                 &job,
                 &lower.keys,
@@ -550,13 +529,7 @@ fn within_limit(
         .map(|&i| key_bytes(batch.admit[i].0.key).to_vec())
         .collect();
     let mut known: HashSet<u128> = HashSet::new();
-    for row in tx
-        .query(
-            "SELECT key FROM urls WHERE job = $1 AND key = ANY($2)",
-            &[&job, &keys],
-        )
-        .map_err(err)?
-    {
+    for row in tx.query(probes::KNOWN, &[&job, &keys]).map_err(err)? {
         known.insert(key_from(row.get(0))?);
     }
     let mut room = max.saturating_sub(u64::try_from(before).unwrap_or(0));

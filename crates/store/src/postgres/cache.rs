@@ -51,8 +51,8 @@ impl Cache {
     /// their size when it is used, until they are big enough for their
     /// plans to stay. The statements themselves are written so that
     /// their good plan does not hang on the tables' statistics (rows
-    /// found by `key = ANY(…)` on a unique index, not joined with an
-    /// array), which autovacuum refreshes only now and then.
+    /// found by one probe of a unique index per key, see `apply.rs`),
+    /// which autovacuum refreshes only now and then.
     fn statement(
         &mut self,
         tx: &mut Transaction<'_>,

@@ -16,6 +16,7 @@ mod apply;
 mod cache;
 mod lease;
 mod listen;
+mod probes;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,0 +1,154 @@
+//! The statements that find a batch's rows of `urls` by their keys.
+//!
+//! Each key is one probe of the unique index `urls_key`: `unnest` of the
+//! keys `CROSS JOIN LATERAL` a subquery with `LIMIT 1` (the limit keeps
+//! the planner from merging it into a join), and the rows found are then
+//! written by id. The probes are these statements' only plan.
+//!
+//! A join with the keys, or `key = ANY($2)` beside `job = $1`, left the
+//! planner to weigh reading the job's rows instead, from statistics that
+//! lag a growing table. Prepared statements run generic plans, made
+//! without the keys: a crawl's first minutes on PostgreSQL finished its
+//! pages through a plan that took `job = $1` from the index and the keys
+//! as a filter, reading all 8,400 rows of the job to finish 13 pages
+//! (`bench cluster --parts scale`, session 23).
+
+/// Marks finished URLs done and stores their results (`$1` the job;
+/// arrays, in the order finished: `$2` keys, `$3` failed, `$4` records,
+/// `$5` shards, `$6` generations). Positions are drawn in that order for
+/// every key, and a row already done is left alone; returns each key
+/// marked with its position.
+pub const FINISH: &str = "WITH v AS (
+         SELECT k, f, r, h, g, nextval('result_seqs') AS s
+         FROM unnest($2::bytea[], $3::int2[], $4::text[], $5::int4[], $6::int8[])
+             AS t(k, f, r, h, g)),
+     w AS (
+         SELECT o.id, v.* FROM v CROSS JOIN LATERAL (
+             SELECT id FROM urls WHERE job = $1 AND key = v.k LIMIT 1) AS o),
+     c AS (
+         UPDATE urls u SET state = 2, seq = w.s FROM w
+         WHERE u.id = ANY(ARRAY(SELECT id FROM w)) AND u.id = w.id AND u.state <> 2
+         RETURNING w.k, w.s, w.f, w.r, w.h, w.g),
+     i AS (
+         INSERT INTO results (job, seq, failed, record, shard, generation)
+         SELECT $1, s, f, r, h, g FROM c)
+     SELECT k, s FROM c";
+
+/// Gives queued URLs found again by a shorter path that path (`$1` the
+/// job; arrays `$2` keys, `$3` depths, `$4` parents, `$5` chains);
+/// returns the hosts (`auth`) of the rows changed.
+pub const LOWER: &str = "WITH w AS (
+         SELECT o.id, v.d, v.p, v.c
+         FROM unnest($2::bytea[], $3::int4[], $4::text[], $5::text[]) AS v(k, d, p, c)
+         CROSS JOIN LATERAL (
+             SELECT id FROM urls WHERE job = $1 AND key = v.k LIMIT 1) AS o)
+     UPDATE urls u SET depth = w.d, parent = w.p, chain = w.c FROM w
+     WHERE u.id = ANY(ARRAY(SELECT id FROM w)) AND u.id = w.id AND u.state = 0
+         AND u.depth > w.d
+     RETURNING u.auth";
+
+/// The keys of `$2` the job (`$1`) knows, with their results' positions
+/// (`NULL` until done).
+pub const KNOWN: &str = "SELECT o.key, o.seq FROM unnest($2::bytea[]) AS v(k) CROSS JOIN LATERAL (
+         SELECT key, seq FROM urls WHERE job = $1 AND key = v.k LIMIT 1) AS o";
+
+#[cfg(test)]
+mod tests {
+    use postgres::{Client, NoTls};
+
+    use super::*;
+    use crate::PgStore;
+
+    /// Rows a plan read and threw away, the most of any of its nodes.
+    fn most_removed(plan: &[String]) -> u64 {
+        plan.iter()
+            .filter_map(|l| l.split("Rows Removed by Filter: ").nth(1))
+            .filter_map(|n| n.trim().parse().ok())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The plan of the prepared statement `name` run with `args` (an
+    /// `EXECUTE`'s arguments, literals), then rolled back.
+    fn explain(c: &mut Client, name: &str, args: &str) -> Vec<String> {
+        let mut tx = c.transaction().unwrap();
+        let rows = tx
+            .query(&format!("EXPLAIN (ANALYZE) EXECUTE {name}({args})"), &[])
+            .unwrap();
+        tx.rollback().unwrap();
+        rows.iter().map(|r| r.get::<_, String>(0)).collect()
+    }
+
+    /// Thirteen keys of the job from the `from`th row on, as an array's
+    /// literal.
+    fn keys_of(c: &mut Client, from: i64) -> String {
+        c.query_one(
+            "SELECT array_agg(key ORDER BY id)::text FROM urls WHERE id BETWEEN $1 AND $1 + 12",
+            &[&from],
+        )
+        .unwrap()
+        .get(0)
+    }
+
+    /// A job of 8,400 URLs held and 400 queued, with statistics that say
+    /// each job has one row, and generic plans (made without the keys):
+    /// each statement still reads only the rows of its keys.
+    #[test]
+    fn rows_are_found_by_their_keys_whatever_the_statistics() {
+        let url = std::env::var("CRAWLKEEPER_TEST_POSTGRES")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let space = format!("ck_probes_{}", std::process::id());
+        let mut c = Client::connect(&url, NoTls).unwrap_or_else(|e| {
+            panic!("PostgreSQL is required for this test ({url}): {e}; run scripts/test.sh")
+        });
+        c.batch_execute(&format!("DROP SCHEMA IF EXISTS {space} CASCADE"))
+            .unwrap();
+        drop(PgStore::connect_in_schema(&url, Some(&space)).unwrap());
+        c.batch_execute(&format!(
+            "SET search_path TO {space};
+             INSERT INTO urls (job, key, auth, url, depth, state)
+             SELECT 1, decode(md5(i::text) || md5((i + 1)::text), 'hex'), i % 400,
+                 'http://a.test/' || i, 5, CASE WHEN i <= 8400 THEN 1 ELSE 0 END
+             FROM generate_series(1, 8800) AS i;
+             ALTER TABLE urls ALTER COLUMN job SET (n_distinct = -1);
+             ANALYZE urls;
+             SET plan_cache_mode = force_generic_plan;
+             PREPARE finish (bigint, bytea[], int2[], text[], int4[], int8[]) AS {FINISH};
+             PREPARE lower (bigint, bytea[], int4[], text[], text[]) AS {LOWER};
+             PREPARE known (bigint, bytea[]) AS {KNOWN};"
+        ))
+        .unwrap();
+        let (held, queued) = (keys_of(&mut c, 100), keys_of(&mut c, 8500));
+        let thirteen = |v: &str| format!("'{{{}}}'", vec![v; 13].join(","));
+        let plans = [
+            explain(
+                &mut c,
+                "finish",
+                &format!(
+                    "1, '{held}', {}, {}, {}, {}",
+                    thirteen("0"),
+                    thirteen("r"),
+                    thirteen("0"),
+                    thirteen("NULL")
+                ),
+            ),
+            explain(
+                &mut c,
+                "lower",
+                &format!(
+                    "1, '{queued}', {}, {}, {}",
+                    thirteen("1"),
+                    thirteen("NULL"),
+                    thirteen("NULL")
+                ),
+            ),
+            explain(&mut c, "known", &format!("1, '{held}'")),
+        ];
+        for plan in plans {
+            assert!(most_removed(&plan) < 100, "{}", plan.join("\n"));
+            assert!(plan[0].contains("rows=13 "), "{}", plan.join("\n"));
+        }
+        c.batch_execute(&format!("DROP SCHEMA {space} CASCADE"))
+            .unwrap();
+    }
+}
