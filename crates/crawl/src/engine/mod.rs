@@ -336,6 +336,7 @@ impl Engine {
             self.send_to_store(&store)?;
             if self.gate.as_ref().is_none_or(|g| g.is_open()) {
                 self.dispatch(&mut tasks, now);
+                store.workers_busy(tasks.len() >= self.config.engine.max_workers);
             } else if !self.verifying {
                 // Nothing goes out until the lease is confirmed again.
                 self.verifying = true;

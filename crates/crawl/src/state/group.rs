@@ -14,6 +14,14 @@
 //! authority's place frees, either way; it only delays the moment. The
 //! engine lets up to the target's worth of records (half its workers) wait
 //! without keeping a worker busy, so a wait does not idle the fetching.
+//!
+//! While every worker is busy the crawl is bound by its workers, not by
+//! its hosts' places: a record that waits longer delays only its host's
+//! next request, and another host's request takes the worker. Then the
+//! wait may be [`BUSY_FACTOR`] times longer, still no longer than the
+//! target takes to arrive. A crawl bound by its hosts (fewer requests in
+//! flight than workers) keeps the shorter wait, since there each host's
+//! next request waits for the record before it.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +32,8 @@ const MIN_EXPECTED: f64 = 2.0;
 const ALPHA: f64 = 0.25;
 /// Shortest wait worth a sleep.
 const MIN_WAIT: Duration = Duration::from_micros(50);
+/// How many times longer the wait may be while every worker is busy.
+pub const BUSY_FACTOR: u32 = 3;
 
 /// The group-commit policy of one worker.
 #[derive(Debug, Clone)]
@@ -35,6 +45,8 @@ pub struct GroupPolicy {
     last: Option<Instant>,
     /// How long a transaction takes to apply, smoothed (seconds).
     apply: f64,
+    /// Whether every worker of the engine is busy.
+    busy: bool,
 }
 
 impl GroupPolicy {
@@ -47,6 +59,22 @@ impl GroupPolicy {
             rate: 0.0,
             last: None,
             apply: 0.0,
+            busy: false,
+        }
+    }
+
+    /// Notes whether every worker of the engine is busy (see the module's
+    /// note): the wait may then be [`BUSY_FACTOR`] times longer.
+    pub fn set_busy(&mut self, busy: bool) {
+        self.busy = busy;
+    }
+
+    /// The longest wait now.
+    fn max_wait(&self) -> Duration {
+        if self.busy {
+            self.max_wait * BUSY_FACTOR
+        } else {
+            self.max_wait
         }
     }
 
@@ -72,17 +100,18 @@ impl GroupPolicy {
         if self.max_wait.is_zero() || finished == 0 || finished >= self.target {
             return None;
         }
-        if self.rate * self.max_wait.as_secs_f64() < MIN_EXPECTED {
+        let max_wait = self.max_wait();
+        if self.rate * max_wait.as_secs_f64() < MIN_EXPECTED {
             return None;
         }
         // Long transactions (many new URLs) follow each other and gather
         // what arrives meanwhile by themselves: a wait would only idle.
-        if self.apply * 4.0 >= self.max_wait.as_secs_f64() {
+        if self.apply * 4.0 >= max_wait.as_secs_f64() {
             return None;
         }
         let needed = (self.target - finished) as f64 / self.rate - self.apply;
-        let needed = Duration::try_from_secs_f64(needed.max(0.0)).unwrap_or(self.max_wait);
-        let wait = self.max_wait.min(needed);
+        let needed = Duration::try_from_secs_f64(needed.max(0.0)).unwrap_or(max_wait);
+        let wait = max_wait.min(needed);
         (wait >= MIN_WAIT).then(|| now + wait)
     }
 }
@@ -158,6 +187,20 @@ mod tests {
             p.observe_apply(MS / 2);
         }
         assert!(p.deadline(1, now).is_none());
+    }
+
+    #[test]
+    fn a_busy_engine_waits_longer_for_the_target() {
+        // 4 per ms: 31 more take about 8 ms, past the wait of 2 ms.
+        let (mut p, now) = warmed(2 * MS, 32, 4);
+        assert_eq!(p.deadline(1, now), Some(now + 2 * MS));
+        p.set_busy(true);
+        assert_eq!(p.deadline(1, now), Some(now + 2 * MS * BUSY_FACTOR));
+        // Still no longer than the target takes to arrive.
+        let d = p.deadline(28, now).unwrap() - now;
+        assert!(d > MS / 2 && d < 2 * MS, "{d:?}");
+        p.set_busy(false);
+        assert_eq!(p.deadline(1, now), Some(now + 2 * MS));
     }
 
     #[test]

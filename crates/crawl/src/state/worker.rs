@@ -135,6 +135,8 @@ pub struct StateHandle {
     /// to claim would otherwise claim them all, one transaction each,
     /// before it could close).
     closing: Arc<AtomicBool>,
+    /// Whether every worker of the engine is busy (see [`GroupPolicy`]).
+    busy: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -142,6 +144,12 @@ impl StateHandle {
     /// Tells the worker the engine is stopping: it takes no more shards.
     pub fn closing(&self) {
         self.closing.store(true, Ordering::Release);
+    }
+
+    /// Tells the worker whether every worker of the engine is busy: its
+    /// commits may then wait longer to gather more (see [`GroupPolicy`]).
+    pub fn workers_busy(&self, busy: bool) {
+        self.busy.store(busy, Ordering::Relaxed);
     }
 }
 
@@ -191,9 +199,18 @@ pub fn spawn_worker(
     let counted = commits.clone();
     let closing = Arc::new(AtomicBool::new(false));
     let stopping = closing.clone();
+    let busy = Arc::new(AtomicBool::new(false));
+    let engine_busy = busy.clone();
     let thread = std::thread::Builder::new()
         .name("crawl-state".into())
-        .spawn(move || run(state, sink, policy, commands, replies, &counted, &stopping))
+        .spawn(move || {
+            let inbox = Inbox {
+                commands,
+                peeked: None,
+                busy: engine_busy,
+            };
+            run(state, sink, policy, inbox, replies, &counted, &stopping)
+        })
         // Spawning a thread only fails when the OS is out of resources.
         .expect("the state thread starts");
     StateHandle {
@@ -201,6 +218,7 @@ pub fn spawn_worker(
         rx,
         commits,
         closing,
+        busy,
         thread: Some(thread),
     }
 }
@@ -210,6 +228,8 @@ struct Inbox {
     commands: Receiver<Command>,
     /// One command taken to see whether more were waiting.
     peeked: Option<Command>,
+    /// Whether every worker of the engine is busy.
+    busy: Arc<AtomicBool>,
 }
 
 impl Inbox {
@@ -234,6 +254,7 @@ impl Inbox {
         let mut gathered = vec![first];
         self.drain(&mut gathered);
         let finished = gathered.iter().filter(|c| is_finish(c)).count();
+        policy.set_busy(self.busy.load(Ordering::Relaxed));
         // Loads feed the frontier and Close ends the run: never held back.
         if !gathered.iter().any(is_urgent)
             && gathered.len() < MAX_COMMANDS
@@ -278,7 +299,7 @@ fn run(
     mut state: Box<dyn CrawlState>,
     mut sink: Box<dyn Sink>,
     mut policy: GroupPolicy,
-    commands: Receiver<Command>,
+    mut inbox: Inbox,
     replies: UnboundedSender<Reply>,
     commits: &CommitStats,
     closing: &AtomicBool,
@@ -298,10 +319,6 @@ fn run(
             return;
         }
     }
-    let mut inbox = Inbox {
-        commands,
-        peeked: None,
-    };
     while let Some(first) = inbox.recv() {
         let gathered = inbox.gather(first, &mut policy);
         let mut batch = Batch::default();
