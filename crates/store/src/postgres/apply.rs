@@ -63,7 +63,7 @@ pub fn apply_in(
         &mut handoff,
         &mut tallies,
     )?;
-    finish(tx, cache, job, lease, batch, &mut tallies)?;
+    finish(tx, cache, job, slot, lease, batch, &mut tallies)?;
     load(tx, cache, job, batch)?;
     save_authorities(tx, cache, job, batch)?;
     if !handoff.is_empty() {
@@ -101,7 +101,11 @@ pub fn apply_in(
     if !tallies.is_empty() {
         // Last of all (after the job's row): the writer's rows of counts
         // are held only until the commit, and no writer waits for another
-        // while holding them (they are its own, taken in shard order).
+        // while holding them (they are its own, taken in shard order). The
+        // finish statement counted the pages it marked earlier, in the
+        // same rows: writers wait for each other there only when they
+        // share a slot (one pair in `COUNT_SLOTS`), and a deadlock that
+        // could follow is ended by the server and the batch retried.
         let mut cols: (Vec<i32>, Vec<i64>, Vec<i64>, Vec<i64>) = Default::default();
         for (shard, t) in tallies {
             cols.0.push(shard);
@@ -165,13 +169,15 @@ fn save_authorities(
 /// Stores the records of finished URLs, once per key: a URL's row is
 /// marked done with its result's position (made if it was never admitted).
 /// The common case, URLs admitted and not yet done, is one statement:
-/// positions drawn, rows marked and results written together. Each result
-/// carries the generation of `lease` for its shard (its writer). The rows
-/// made and the results stored are added to `tallies`.
+/// positions drawn, rows marked, results written and counted (in the
+/// writer's row of counts, `slot`) together. Each result carries the
+/// generation of `lease` for its shard (its writer). The rows made for
+/// URLs never admitted, and their results, are added to `tallies`.
 fn finish(
     tx: &mut Transaction<'_>,
     cache: &mut Cache,
     job: i64,
+    slot: i32,
     lease: Option<&Lease>,
     batch: &mut Batch,
     tallies: &mut Tallies,
@@ -209,18 +215,28 @@ fn finish(
     let generation_of = |shard: i32| lease.and_then(|l| l.generation(shard as u32));
     let generations: Vec<Option<i64>> = record_shards.iter().map(|&h| generation_of(h)).collect();
     // Positions are drawn in the order finished (unnest keeps it); rows
-    // are found by key probes (`probes.rs`).
+    // are found by key probes (`probes.rs`). The rows marked are counted
+    // by the same statement: one round trip less per commit.
     let mut claimed: HashMap<u128, i64> = HashMap::with_capacity(count);
     for row in q(
         tx,
         cache,
         probes::FINISH,
-        &[&job, &keys, &failed, &records, &record_shards, &generations],
+        &[
+            &job,
+            &keys,
+            &failed,
+            &records,
+            &record_shards,
+            &generations,
+            &slot,
+        ],
     )
     .map_err(err)?
     {
         claimed.insert(key_from(row.get(0))?, row.get(1));
     }
+    let counted: HashSet<u128> = claimed.keys().copied().collect();
     // Never admitted (skipped with its authority): the row is made done.
     let fresh: Vec<usize> = order
         .iter()
@@ -288,7 +304,7 @@ fn finish(
                 .seen += 1;
         }
     }
-    for key in claimed.keys() {
+    for key in claimed.keys().filter(|k| !counted.contains(k)) {
         let i = index[key];
         let t = tallies.entry(shard_of_record(i)).or_default();
         t.done += 1;

@@ -13,11 +13,13 @@
 //! as a filter, reading all 8,400 rows of the job to finish 13 pages
 //! (`bench cluster --parts scale`, session 23).
 
-/// Marks finished URLs done and stores their results (`$1` the job;
-/// arrays, in the order finished: `$2` keys, `$3` failed, `$4` records,
-/// `$5` shards, `$6` generations). Positions are drawn in that order for
-/// every key, and a row already done is left alone; returns each key
-/// marked with its position.
+/// Marks finished URLs done, stores their results and adds them to the
+/// job's counts (`$1` the job; arrays, in the order finished: `$2` keys,
+/// `$3` failed, `$4` records, `$5` shards, `$6` generations; `$7` the
+/// writer's row of counts, `job_counts.slot`). Positions are drawn in
+/// that order for every key, and a row already done is left alone;
+/// returns each key marked with its position. The counts' rows are
+/// taken in shard order, as [`crate::schema::PG_ADD_COUNTS`] takes them.
 pub const FINISH: &str = "WITH v AS (
          SELECT k, f, r, h, g, nextval('result_seqs') AS s
          FROM unnest($2::bytea[], $3::int2[], $4::text[], $5::int4[], $6::int8[])
@@ -31,7 +33,13 @@ pub const FINISH: &str = "WITH v AS (
          RETURNING w.k, w.s, w.f, w.r, w.h, w.g),
      i AS (
          INSERT INTO results (job, seq, failed, record, shard, generation)
-         SELECT $1, s, f, r, h, g FROM c)
+         SELECT $1, s, f, r, h, g FROM c),
+     n AS (
+         INSERT INTO job_counts (job, shard, slot, seen, done, errors)
+         SELECT $1, h, $7, 0, count(*), count(*) FILTER (WHERE f = 1) FROM c
+         GROUP BY h ORDER BY h
+         ON CONFLICT (job, shard, slot) DO UPDATE SET done = job_counts.done + excluded.done,
+             errors = job_counts.errors + excluded.errors)
      SELECT k, s FROM c";
 
 /// Gives queued URLs found again by a shorter path that path (`$1` the
@@ -113,7 +121,7 @@ mod tests {
              ALTER TABLE urls ALTER COLUMN job SET (n_distinct = -1);
              ANALYZE urls;
              SET plan_cache_mode = force_generic_plan;
-             PREPARE finish (bigint, bytea[], int2[], text[], int4[], int8[]) AS {FINISH};
+             PREPARE finish (bigint, bytea[], int2[], text[], int4[], int8[], int4) AS {FINISH};
              PREPARE lower (bigint, bytea[], int4[], text[], text[]) AS {LOWER};
              PREPARE known (bigint, bytea[]) AS {KNOWN};"
         ))
@@ -125,7 +133,7 @@ mod tests {
                 &mut c,
                 "finish",
                 &format!(
-                    "1, '{held}', {}, {}, {}, {}",
+                    "1, '{held}', {}, {}, {}, {}, 0",
                     thirteen("0"),
                     thirteen("r"),
                     thirteen("0"),
