@@ -88,8 +88,8 @@ pub struct Engine {
     committing: usize,
     /// Records that may wait for a group commit without keeping a worker
     /// busy: a worker is not idle for a commit while the store gathers
-    /// others into it (half the workers, when the state waits for group
-    /// commits; else none).
+    /// others into it (two groups' worth, a group being half the workers,
+    /// when the state waits for group commits; else none).
     commit_room: usize,
     /// Finished pages by token, waiting to be sent with their links.
     pending_finish: HashMap<u64, PendingFinish>,
@@ -267,11 +267,12 @@ impl Engine {
             .take()
             .ok_or_else(|| StateError::Fatal("no state attached to the engine".into()))?;
         self.hold_places = state.survives_crash();
-        // Half the workers' records may wait in a group commit while the
-        // workers fetch on.
+        // A group commit gathers up to half the workers' records while the
+        // workers fetch on, and the next group gathers while one is
+        // applied: two groups' records may wait without holding workers.
         let group_target = (self.config.engine.max_workers / 2).max(1);
         if !state.commit_wait().is_zero() {
-            self.commit_room = group_target;
+            self.commit_room = 2 * group_target;
         }
         self.sharing = state.sharing();
         if let Some(sharing) = &self.sharing {

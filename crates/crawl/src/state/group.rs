@@ -12,7 +12,8 @@
 //! a slow crawl (many hosts, long delays) commits at once, as before.
 //! Waiting never weakens durability: a page's record is durable before its
 //! authority's place frees, either way; it only delays the moment. The
-//! engine lets up to the target's worth of records (half its workers) wait
+//! engine lets up to two targets' worth of records (a target is half its
+//! workers: one group gathers while the one before is applied) wait
 //! without keeping a worker busy, so a wait does not idle the fetching.
 //!
 //! While every worker is busy the crawl is bound by its workers, not by
