@@ -236,7 +236,6 @@ fn finish(
     {
         claimed.insert(key_from(row.get(0))?, row.get(1));
     }
-    let counted: HashSet<u128> = claimed.keys().copied().collect();
     // Never admitted (skipped with its authority): the row is made done.
     let fresh: Vec<usize> = order
         .iter()
@@ -298,17 +297,12 @@ fn finish(
         {
             let key = key_from(row.get(0))?;
             claimed.insert(key, row.get(1));
-            tallies
-                .entry(shard_of_record(index[&key]))
-                .or_default()
-                .seen += 1;
+            let i = index[&key];
+            let t = tallies.entry(shard_of_record(i)).or_default();
+            t.seen += 1;
+            t.done += 1;
+            t.errors += i64::from(batch.finished[i].record.error.is_some());
         }
-    }
-    for key in claimed.keys().filter(|k| !counted.contains(k)) {
-        let i = index[key];
-        let t = tallies.entry(shard_of_record(i)).or_default();
-        t.done += 1;
-        t.errors += i64::from(batch.finished[i].record.error.is_some());
     }
     if let Some(first) = claimed.values().min() {
         batch.first_position.get_or_insert(*first as u64);

@@ -51,7 +51,7 @@ impl Cache {
     /// their size when it is used, until they are big enough for their
     /// plans to stay. The statements themselves are written so that
     /// their good plan does not hang on the tables' statistics (rows
-    /// found by one probe of a unique index per key, see `apply.rs`),
+    /// found by one probe of a unique index per key, see `probes.rs`),
     /// which autovacuum refreshes only now and then.
     fn statement(
         &mut self,
