@@ -415,9 +415,19 @@ fn admit(
     let mut order: Vec<usize> = (0..count).collect();
     order.sort_unstable_by_key(|&i| (batch.admit[i].0.key, i));
     order.dedup_by_key(|i| batch.admit[*i].0.key);
+    // Most of a page's links are known: their depths come from `urls_key`
+    // alone, and only the others are offered to the insert.
+    let keys: Vec<Vec<u8>> = order
+        .iter()
+        .map(|&i| key_bytes(batch.admit[i].0.key).to_vec())
+        .collect();
+    let mut known: HashMap<u128, i32> = HashMap::new();
+    for row in q(tx, cache, probes::DEPTHS, &[&job, &keys]).map_err(err)? {
+        known.insert(key_from(row.get(0))?, row.get(1));
+    }
     let limited = match (batch.admit_limit, admitted_before) {
         (Some(max), Some(before)) => {
-            within_limit(tx, job, max, before, batch, &mut order)?;
+            within_limit(max, before, batch, &known, &mut order);
             Some(before)
         }
         _ => None,
@@ -425,6 +435,9 @@ fn admit(
     let mut cols = Columns::default();
     for &i in &order {
         let (entry, _, loaded) = &batch.admit[i];
+        if known.contains_key(&entry.key) {
+            continue;
+        }
         let (auth, _) = authority_of(cache, job, &names[i])?;
         let st = if *loaded {
             state::LOADED
@@ -433,29 +446,31 @@ fn admit(
         };
         cols.push(entry, auth, st);
     }
-    let mut inserted: HashSet<u128> = HashSet::with_capacity(order.len());
-    for row in q(
-        tx,
-        cache,
-        "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
-             SELECT $1, k, a, u, d, p, c, s
-             FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::text[],
-                         $8::int2[]) AS v(k, a, u, d, p, c, s)
-             ON CONFLICT DO NOTHING RETURNING key",
-        &[
-            &job,
-            &cols.keys,
-            &cols.auths,
-            &cols.urls,
-            &cols.depths,
-            &cols.parents,
-            &cols.chains,
-            &cols.states,
-        ],
-    )
-    .map_err(err)?
-    {
-        inserted.insert(key_from(row.get(0))?);
+    let mut inserted: HashSet<u128> = HashSet::with_capacity(cols.keys.len());
+    if !cols.keys.is_empty() {
+        for row in q(
+            tx,
+            cache,
+            "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
+                 SELECT $1, k, a, u, d, p, c, s
+                 FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[],
+                             $7::text[], $8::int2[]) AS v(k, a, u, d, p, c, s)
+                 ON CONFLICT DO NOTHING RETURNING key",
+            &[
+                &job,
+                &cols.keys,
+                &cols.auths,
+                &cols.urls,
+                &cols.depths,
+                &cols.parents,
+                &cols.chains,
+                &cols.states,
+            ],
+        )
+        .map_err(err)?
+        {
+            inserted.insert(key_from(row.get(0))?);
+        }
     }
     let foreign = |shard: u32| lease.is_some_and(|l| !l.owns(shard));
     let mut lower = Columns::default();
@@ -469,7 +484,11 @@ fn admit(
             if foreign(shard) {
                 handoff.insert((shard, auth));
             }
-        } else if entry.depth > 0 {
+        } else if known
+            .get(&entry.key)
+            .map_or(entry.depth > 0, |&d| i64::from(d) > i64::from(entry.depth))
+        {
+            // Known deeper, or admitted by another writer meanwhile.
             lower.push(entry, auth, state::QUEUED);
             lower_shards.insert(auth, shard);
         }
@@ -522,33 +541,24 @@ fn admit(
 }
 
 /// Keeps in `order` only as many new candidates as the job's limit
-/// leaves room for, in the order they were offered (requisites take no
-/// room); returns the job's
-/// admitted count before the batch. The job's row stays locked until the
-/// transaction ends, so writers sharing the job count one after another.
+/// (`max`, of which `before` were admitted) leaves room for, in the
+/// order they were offered; `known` keys and requisites take no room.
+/// The job's row stays locked until the transaction ends, so writers
+/// sharing the job count one after another.
 fn within_limit(
-    tx: &mut Transaction<'_>,
-    job: i64,
     max: u64,
     before: i64,
     batch: &Batch,
+    known: &HashMap<u128, i32>,
     order: &mut Vec<usize>,
-) -> Result<(), StoreError> {
-    let keys: Vec<Vec<u8>> = order
-        .iter()
-        .map(|&i| key_bytes(batch.admit[i].0.key).to_vec())
-        .collect();
-    let mut known: HashSet<u128> = HashSet::new();
-    for row in tx.query(probes::KNOWN, &[&job, &keys]).map_err(err)? {
-        known.insert(key_from(row.get(0))?);
-    }
+) {
     let mut room = max.saturating_sub(u64::try_from(before).unwrap_or(0));
     let mut by_offer: Vec<usize> = order.clone();
     by_offer.sort_unstable();
     let mut keep: HashSet<usize> = HashSet::new();
     for i in by_offer {
         let entry = &batch.admit[i].0;
-        if known.contains(&entry.key) || entry.is_requisite() {
+        if known.contains_key(&entry.key) || entry.is_requisite() {
             keep.insert(i);
         } else if room > 0 {
             room -= 1;
@@ -556,7 +566,6 @@ fn within_limit(
         }
     }
     order.retain(|i| keep.contains(i));
-    Ok(())
 }
 
 /// Locks the job's row and reads its count of admitted pages (counted now

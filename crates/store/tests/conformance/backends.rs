@@ -65,3 +65,33 @@ pub fn postgres() -> Backend {
         })),
     }
 }
+
+/// A client of the test server, with the name of an empty schema of its
+/// own (`{prefix}_{pid}`) for a test that writes an older version's
+/// tables by hand.
+pub fn old_schema(prefix: &str) -> (String, String, postgres::Client) {
+    let url = postgres_url();
+    let space = format!("{prefix}_{}", std::process::id());
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute(&format!("DROP SCHEMA IF EXISTS {space} CASCADE"))
+        .unwrap();
+    (url, space, c)
+}
+
+/// The schema version a database says it has (the client's search path
+/// names its schema).
+pub fn version(c: &mut postgres::Client) -> i64 {
+    c.query_one("SELECT max(version) FROM crawlkeeper_version", &[])
+        .unwrap()
+        .get(0)
+}
+
+/// The job of the migration tests, made by a store of the older version.
+pub fn old_job() -> crawlkeeper_store::JobSpec {
+    crawlkeeper_store::JobSpec {
+        name: "old".into(),
+        seeds: vec!["http://a.test/".into()],
+        options: "{}".into(),
+        shards: 1,
+    }
+}

@@ -6,6 +6,7 @@
 mod backends;
 mod pg_v6;
 mod pg_v7;
+mod pg_v8;
 mod shards;
 mod suite;
 

@@ -8,7 +8,7 @@ use crawlkeeper_model::FinishedUrl;
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_store::{PgStore, Store, schema};
 
-use crate::backends::postgres_url;
+use crate::backends::{postgres_url, version};
 use crate::suite::{entry, record};
 
 /// The names of the indexes on `urls` in `schema`.
@@ -70,11 +70,7 @@ fn a_version_5_database_is_migrated_and_its_held_urls_are_queued_again() {
     .unwrap();
 
     let mut store = PgStore::connect_in_schema(&url, Some(&space)).unwrap();
-    let version: i64 = c
-        .query_one("SELECT max(version) FROM crawlkeeper_version", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(version, schema::PG_VERSION);
+    assert_eq!(version(&mut c), schema::PG_VERSION);
     let names = indexes(&mut c, &space);
     assert!(names.contains(&"urls_held".to_owned()), "{names:?}");
     assert!(!names.contains(&"urls_open".to_owned()), "{names:?}");

@@ -4,24 +4,15 @@
 
 use crawlkeeper_model::FinishedUrl;
 use crawlkeeper_model::state::Batch;
-use crawlkeeper_store::{JobSpec, PgStore, Store, schema};
+use crawlkeeper_store::{PgStore, Store, schema};
 
-use crate::backends::postgres_url;
+use crate::backends::{old_job, old_schema, version};
 use crate::suite::{entry, record};
 
 #[test]
 fn a_version_7_database_is_re_keyed_and_its_urls_stay_known() {
-    let url = postgres_url();
-    let space = format!("ck_v7_{}", std::process::id());
-    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    c.batch_execute(&format!("DROP SCHEMA IF EXISTS {space} CASCADE"))
-        .unwrap();
-    let spec = JobSpec {
-        name: "old".into(),
-        seeds: vec!["http://a.test/".into()],
-        options: "{}".into(),
-        shards: 1,
-    };
+    let (url, space, mut c) = old_schema("ck_v7");
+    let spec = old_job();
     let pages: Vec<_> = (0..40)
         .map(|i| {
             entry(
@@ -60,11 +51,7 @@ fn a_version_7_database_is_re_keyed_and_its_urls_stay_known() {
     .unwrap();
 
     let mut store = PgStore::connect_in_schema(&url, Some(&space)).unwrap();
-    let version: i64 = c
-        .query_one("SELECT max(version) FROM crawlkeeper_version", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(version, schema::PG_VERSION);
+    assert_eq!(version(&mut c), schema::PG_VERSION);
     for row in c.query("SELECT url, key FROM urls", &[]).unwrap() {
         let (u, key): (String, Vec<u8>) = (row.get(0), row.get(1));
         let want = crawlkeeper_model::key::key_of_text(&u).unwrap();
