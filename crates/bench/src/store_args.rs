@@ -81,4 +81,12 @@ pub struct ScaleOpts {
     /// Keeps the last size's file or schema (for EXPLAIN by hand).
     #[arg(long = "scale-keep")]
     pub(crate) keep: bool,
+    /// PostgreSQL: before the operations, reads the indexes of `urls` into
+    /// the operating system's cache (`pg_prewarm`), as a crawl that has
+    /// run a while keeps the index pages it uses on a server with memory
+    /// for them; the tables stay as the seed left them. Without it the
+    /// operations start from what the bulk load and its vacuum left in
+    /// memory (at 50 million URLs, mostly the tables).
+    #[arg(long = "scale-warm")]
+    pub(crate) warm: bool,
 }

@@ -84,6 +84,13 @@ pub struct Figures {
     pub keys: Option<Keys>,
     /// Bytes on disk after the operations.
     pub disk_after: u64,
+    /// Bytes per index of `urls` after the seed (PostgreSQL).
+    #[serde(default)]
+    pub indexes: Vec<(String, u64)>,
+    /// Whether the indexes of `urls` were read into memory before the
+    /// operations (`--scale-warm`).
+    #[serde(default)]
+    pub warm: bool,
 }
 
 /// A size as a column head: 1 M, 10 M, 50 M.
@@ -181,8 +188,13 @@ pub fn table(sizes: &[Figures]) -> String {
         Some(Keys::Host) => "host-prefixed keys",
         None => "keys of before session 22",
     };
+    let warm = if first.warm {
+        ", the indexes of `urls` read into memory first"
+    } else {
+        ""
+    };
     let mut out = format!(
-        "\n{} — {} authorities, {} URLs per operation, runs of {} URLs of a host, {keys}\n\n| operation |",
+        "\n{} — {} authorities, {} URLs per operation, runs of {} URLs of a host, {keys}{warm}\n\n| operation |",
         first.backend,
         first.authorities,
         first.admit_new.units,
@@ -221,6 +233,16 @@ pub fn table(sizes: &[Figures]) -> String {
         }
         out.push('\n');
     }
+    if !last.indexes.is_empty() {
+        out += &format!(
+            "PostgreSQL's indexes of `urls` at {} (bytes per URL):",
+            size(last.urls)
+        );
+        for (t, b) in &last.indexes {
+            out += &format!(" {t} {:.1};", *b as f64 / last.urls as f64);
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -243,6 +265,20 @@ mod tests {
             ..Figures::default()
         };
         let text = table(&[at(1_000_000, 10.0), at(50_000_000, 15.0)]);
+        let warm = table(&[Figures {
+            warm: true,
+            indexes: vec![("urls_key".into(), 2_400_000_000)],
+            ..at(50_000_000, 15.0)
+        }]);
+        assert!(
+            warm.contains("host-prefixed keys, the indexes of `urls` read into memory first"),
+            "{warm}"
+        );
+        assert!(
+            warm.contains("indexes of `urls` at 50 M (bytes per URL): urls_key 48.0;"),
+            "{warm}"
+        );
+        assert!(!text.contains("read into memory"), "{text}");
         assert!(
             text.contains("sqlite — 1000 authorities, 0 URLs per operation, runs of 16 URLs of a host, host-prefixed keys"),
             "the workload is named: {text}"

@@ -415,18 +415,18 @@ fn admit(
     let mut order: Vec<usize> = (0..count).collect();
     order.sort_unstable_by_key(|&i| (batch.admit[i].0.key, i));
     order.dedup_by_key(|i| batch.admit[*i].0.key);
-    // Most of a page's links are known: their depths come from `urls_key`
-    // alone, and only the others are offered to the insert.
-    let keys: Vec<Vec<u8>> = order
-        .iter()
-        .map(|&i| key_bytes(batch.admit[i].0.key).to_vec())
-        .collect();
+    // Known URLs' depths, from `urls_key` alone: first, where the job's
+    // limit counts only new URLs; else with the insert, in one statement.
     let mut known: HashMap<u128, i32> = HashMap::new();
-    for row in q(tx, cache, probes::DEPTHS, &[&job, &keys]).map_err(err)? {
-        known.insert(key_from(row.get(0))?, row.get(1));
-    }
     let limited = match (batch.admit_limit, admitted_before) {
         (Some(max), Some(before)) => {
+            let keys: Vec<Vec<u8>> = order
+                .iter()
+                .map(|&i| key_bytes(batch.admit[i].0.key).to_vec())
+                .collect();
+            for row in q(tx, cache, probes::DEPTHS, &[&job, &keys]).map_err(err)? {
+                known.insert(key_from(row.get(0))?, row.get(1));
+            }
             within_limit(max, before, batch, &known, &mut order);
             Some(before)
         }
@@ -451,11 +451,7 @@ fn admit(
         for row in q(
             tx,
             cache,
-            "INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
-                 SELECT $1, k, a, u, d, p, c, s
-                 FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[],
-                             $7::text[], $8::int2[]) AS v(k, a, u, d, p, c, s)
-                 ON CONFLICT DO NOTHING RETURNING key",
+            probes::ADMIT,
             &[
                 &job,
                 &cols.keys,
@@ -469,7 +465,12 @@ fn admit(
         )
         .map_err(err)?
         {
-            inserted.insert(key_from(row.get(0))?);
+            let key = key_from(row.get(0))?;
+            if let Some(depth) = row.get::<_, Option<i32>>(1) {
+                known.insert(key, depth);
+            } else {
+                inserted.insert(key);
+            }
         }
     }
     let foreign = |shard: u32| lease.is_some_and(|l| !l.owns(shard));

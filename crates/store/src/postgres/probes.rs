@@ -55,7 +55,28 @@ pub const LOWER: &str = "WITH w AS (
          AND u.depth > w.d
      RETURNING u.auth";
 
-/// The keys of `$2` the job (`$1`) knows, with their depths. `urls_key`
+/// Admits URLs (`$1` the job; arrays, in key order: `$2` keys, `$3`
+/// hosts, `$4` URLs, `$5` depths, `$6` parents, `$7` redirect chains,
+/// `$8` states): each key the job knows is returned with its depth, read
+/// from `urls_key` as [`DEPTHS`] reads it, and the others are inserted,
+/// each returned with a `NULL` depth. A key in neither was inserted by
+/// another writer meanwhile. One round trip, as the insert alone was.
+pub const ADMIT: &str = "WITH v AS (
+         SELECT k, a, u, d, p, c, s
+         FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::text[],
+                     $8::int2[]) AS t(k, a, u, d, p, c, s)),
+     w AS (
+         SELECT v.*, o.depth AS known FROM v LEFT JOIN LATERAL (
+             SELECT depth FROM urls WHERE job = $1 AND key = v.k LIMIT 1) AS o ON true),
+     i AS (
+         INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
+         SELECT $1, k, a, u, d, p, c, s FROM w WHERE known IS NULL
+         ON CONFLICT DO NOTHING RETURNING key)
+     SELECT k, known FROM w WHERE known IS NOT NULL
+     UNION ALL SELECT key, NULL FROM i";
+
+/// The keys of `$2` the job (`$1`) knows, with their depths (for a
+/// job's limit, which counts new URLs before any is inserted). `urls_key`
 /// includes `depth`, so where the table's visibility map says a row's
 /// page is all-visible (every page a vacuum has passed since it last
 /// changed: the bulk of a large job) the probe reads the index alone.
@@ -135,11 +156,23 @@ mod tests {
              PREPARE finish (bigint, bytea[], int2[], text[], int4[], int8[], int4) AS {FINISH};
              PREPARE lower (bigint, bytea[], int4[], text[], text[]) AS {LOWER};
              PREPARE known (bigint, bytea[]) AS {KNOWN};
-             PREPARE depths (bigint, bytea[]) AS {DEPTHS};"
+             PREPARE depths (bigint, bytea[]) AS {DEPTHS};
+             PREPARE admit (bigint, bytea[], int8[], text[], int4[], text[], text[], int2[])
+                 AS {ADMIT};"
         ))
         .unwrap();
         let (held, queued) = (keys_of(&mut c, 100), keys_of(&mut c, 8500));
         let thirteen = |v: &str| format!("'{{{}}}'", vec![v; 13].join(","));
+        // The held URLs offered again: all known, none inserted.
+        let admit_known = format!(
+            "1, '{held}', {}, {}, {}, {}, {}, {}",
+            thirteen("1"),
+            thirteen("u"),
+            thirteen("5"),
+            thirteen("NULL"),
+            thirteen("NULL"),
+            thirteen("0")
+        );
         let plans = [
             explain(
                 &mut c,
@@ -164,6 +197,7 @@ mod tests {
             ),
             explain(&mut c, "known", &format!("1, '{held}'")),
             explain(&mut c, "depths", &format!("1, '{held}'")),
+            explain(&mut c, "admit", &admit_known),
         ];
         for plan in plans {
             assert!(most_removed(&plan) < 100, "{}", plan.join("\n"));
@@ -172,9 +206,14 @@ mod tests {
         // Once a vacuum has marked the table's pages all-visible, known
         // URLs' depths are read from the index alone.
         c.batch_execute("VACUUM urls").unwrap();
-        let plan = explain(&mut c, "depths", &format!("1, '{held}'")).join("\n");
-        assert!(plan.contains("Index Only Scan using urls_key"), "{plan}");
-        assert!(plan.contains("Heap Fetches: 0"), "{plan}");
+        for plan in [
+            explain(&mut c, "depths", &format!("1, '{held}'")),
+            explain(&mut c, "admit", &admit_known),
+        ] {
+            let plan = plan.join("\n");
+            assert!(plan.contains("Index Only Scan using urls_key"), "{plan}");
+            assert!(plan.contains("Heap Fetches: 0"), "{plan}");
+        }
         c.batch_execute(&format!("DROP SCHEMA {space} CASCADE"))
             .unwrap();
     }
