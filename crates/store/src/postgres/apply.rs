@@ -416,17 +416,20 @@ fn admit(
     order.sort_unstable_by_key(|&i| (batch.admit[i].0.key, i));
     order.dedup_by_key(|i| batch.admit[*i].0.key);
     // Known URLs' depths, from `urls_key` alone: first, where the job's
-    // limit counts only new URLs; else with the insert, in one statement.
+    // limit counts only new URLs or recent admissions found many known;
+    // else with the insert, in one statement.
     let mut known: HashMap<u128, i32> = HashMap::new();
+    if batch.admit_limit.is_some() || cache.probe_first() {
+        let keys: Vec<Vec<u8>> = order
+            .iter()
+            .map(|&i| key_bytes(batch.admit[i].0.key).to_vec())
+            .collect();
+        for row in q(tx, cache, probes::DEPTHS, &[&job, &keys]).map_err(err)? {
+            known.insert(key_from(row.get(0))?, row.get(1));
+        }
+    }
     let limited = match (batch.admit_limit, admitted_before) {
         (Some(max), Some(before)) => {
-            let keys: Vec<Vec<u8>> = order
-                .iter()
-                .map(|&i| key_bytes(batch.admit[i].0.key).to_vec())
-                .collect();
-            for row in q(tx, cache, probes::DEPTHS, &[&job, &keys]).map_err(err)? {
-                known.insert(key_from(row.get(0))?, row.get(1));
-            }
             within_limit(max, before, batch, &known, &mut order);
             Some(before)
         }
@@ -473,6 +476,7 @@ fn admit(
             }
         }
     }
+    cache.note_known(known.len());
     let foreign = |shard: u32| lease.is_some_and(|l| !l.owns(shard));
     let mut lower = Columns::default();
     let mut lower_shards: HashMap<i64, u32> = HashMap::new();

@@ -18,6 +18,9 @@ mod lease;
 mod listen;
 mod probes;
 
+#[cfg(test)]
+mod admit_tests;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
