@@ -322,30 +322,32 @@ fn dir_bytes(dir: &Path) -> u64 {
 
 /// Bytes per table of `schema` (tables, indexes, TOAST).
 fn pg_tables(url: &str, schema: &str) -> Result<Vec<(String, u64)>> {
-    let mut c = postgres::Client::connect(url, postgres::NoTls)?;
-    let rows = c.query(
+    pg_sizes(
+        url,
         "SELECT c.relname::text, pg_total_relation_size(c.oid) FROM pg_class c
          JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY 2 DESC",
-        &[&schema],
-    )?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1) as u64))
-        .collect())
+        schema,
+    )
 }
 
 /// Bytes per index of `urls` in `schema`.
 fn pg_indexes(url: &str, schema: &str) -> Result<Vec<(String, u64)>> {
-    let mut c = postgres::Client::connect(url, postgres::NoTls)?;
-    let rows = c.query(
+    pg_sizes(
+        url,
         "SELECT c.relname::text, pg_relation_size(c.oid) FROM pg_index i
          JOIN pg_class c ON c.oid = i.indexrelid
          JOIN pg_class t ON t.oid = i.indrelid
          JOIN pg_namespace n ON n.oid = t.relnamespace
          WHERE n.nspname = $1 AND t.relname = 'urls' ORDER BY 2 DESC",
-        &[&schema],
-    )?;
+        schema,
+    )
+}
+
+/// The names and sizes `sql` reads of `schema` (`$1`).
+fn pg_sizes(url: &str, sql: &str, schema: &str) -> Result<Vec<(String, u64)>> {
+    let mut c = postgres::Client::connect(url, postgres::NoTls)?;
+    let rows = c.query(sql, &[&schema])?;
     Ok(rows
         .iter()
         .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1) as u64))

@@ -46,6 +46,7 @@ const OTHER_TOOLS: &[&str] = &[
     "--scale-from",
     "--scale-json",
     "--scale-keep",
+    "--scale-warm",
     "--scale-keys",
     "--scale-loads",
     "--scale-ops",

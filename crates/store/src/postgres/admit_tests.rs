@@ -21,7 +21,11 @@ fn entry(path: &str, depth: u32) -> (FrontierEntry, Authority, bool) {
         redirect_chain: Vec::new(),
         known: None,
     };
-    (entry, Authority::try_from("http://a.test".to_owned()).unwrap(), false)
+    (
+        entry,
+        Authority::try_from("http://a.test".to_owned()).unwrap(),
+        false,
+    )
 }
 
 /// Admits `paths` at `depth` through `cache`; what was admitted.
