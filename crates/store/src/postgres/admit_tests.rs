@@ -4,7 +4,7 @@
 
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FrontierEntry};
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 use super::apply::apply_in;
 use super::cache::Cache;
@@ -28,7 +28,7 @@ fn entry(path: &str, depth: u32) -> (FrontierEntry, Authority, bool) {
     )
 }
 
-/// Admits `paths` at `depth` through `cache`; what was admitted.
+/// Admits `items` (paths and depths) through `cache`; what was admitted.
 fn admit(c: &mut Client, cache: &mut Cache, job: i64, items: &[(&str, u32)]) -> Vec<bool> {
     let mut batch = Batch {
         admit: items.iter().map(|&(p, d)| entry(p, d)).collect(),
@@ -42,15 +42,8 @@ fn admit(c: &mut Client, cache: &mut Cache, job: i64, items: &[(&str, u32)]) -> 
 
 #[test]
 fn known_urls_are_found_whether_probed_first_or_in_the_insert() {
-    let url = std::env::var("CRAWLKEEPER_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
     for probe_first in [false, true] {
-        let space = format!("ck_admit_{}_{probe_first}", std::process::id());
-        let mut c = Client::connect(&url, NoTls).unwrap_or_else(|e| {
-            panic!("PostgreSQL is required for this test ({url}): {e}; run scripts/test.sh")
-        });
-        c.batch_execute(&format!("DROP SCHEMA IF EXISTS {space} CASCADE"))
-            .unwrap();
+        let (url, space, mut c) = super::test_schema::fresh(&format!("ck_admit_{probe_first}"));
         let job = {
             let mut store = PgStore::connect_in_schema(&url, Some(&space)).unwrap();
             let spec = JobSpec {
@@ -61,8 +54,6 @@ fn known_urls_are_found_whether_probed_first_or_in_the_insert() {
             };
             store.open_job(&spec).unwrap().id.0
         };
-        c.batch_execute(&format!("SET search_path TO {space}"))
-            .unwrap();
         let mut cache = Cache::default();
         let first: Vec<String> = (0..40).map(|i| format!("/p{i}")).collect();
         let at3: Vec<(&str, u32)> = first.iter().map(|p| (p.as_str(), 3)).collect();

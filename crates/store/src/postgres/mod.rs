@@ -20,6 +20,8 @@ mod probes;
 
 #[cfg(test)]
 mod admit_tests;
+#[cfg(test)]
+mod test_schema;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};

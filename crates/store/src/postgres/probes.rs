@@ -75,8 +75,11 @@ pub const ADMIT: &str = "WITH v AS (
      SELECT k, known FROM w WHERE known IS NOT NULL
      UNION ALL SELECT key, NULL FROM i";
 
-/// The keys of `$2` the job (`$1`) knows, with their depths (for a
-/// job's limit, which counts new URLs before any is inserted). `urls_key`
+/// The keys of `$2` the job (`$1`) knows, with their depths: an
+/// admission's first statement where the job's limit counts new URLs
+/// before any is inserted, or where recent admissions found many known
+/// (`Cache::probe_first`; the others then go to [`ADMIT`], whose probe
+/// of them finds the index pages this one read). `urls_key`
 /// includes `depth`, so where the table's visibility map says a row's
 /// page is all-visible (every page a vacuum has passed since it last
 /// changed: the bulk of a large job) the probe reads the index alone.
@@ -94,10 +97,9 @@ pub const KNOWN: &str = "SELECT o.key, o.seq FROM unnest($2::bytea[]) AS v(k) CR
 
 #[cfg(test)]
 mod tests {
-    use postgres::{Client, NoTls};
+    use postgres::Client;
 
     use super::*;
-    use crate::PgStore;
 
     /// Rows a plan read and threw away, the most of any of its nodes.
     fn most_removed(plan: &[String]) -> u64 {
@@ -135,18 +137,9 @@ mod tests {
     /// each statement still reads only the rows of its keys.
     #[test]
     fn rows_are_found_by_their_keys_whatever_the_statistics() {
-        let url = std::env::var("CRAWLKEEPER_TEST_POSTGRES")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-        let space = format!("ck_probes_{}", std::process::id());
-        let mut c = Client::connect(&url, NoTls).unwrap_or_else(|e| {
-            panic!("PostgreSQL is required for this test ({url}): {e}; run scripts/test.sh")
-        });
-        c.batch_execute(&format!("DROP SCHEMA IF EXISTS {space} CASCADE"))
-            .unwrap();
-        drop(PgStore::connect_in_schema(&url, Some(&space)).unwrap());
+        let (_, space, mut c) = crate::postgres::test_schema::fresh("ck_probes");
         c.batch_execute(&format!(
-            "SET search_path TO {space};
-             INSERT INTO urls (job, key, auth, url, depth, state)
+            "INSERT INTO urls (job, key, auth, url, depth, state)
              SELECT 1, decode(md5(i::text) || md5((i + 1)::text), 'hex'), i % 400,
                  'http://a.test/' || i, 5, CASE WHEN i <= 8400 THEN 1 ELSE 0 END
              FROM generate_series(1, 8800) AS i;
