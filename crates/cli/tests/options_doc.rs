@@ -51,6 +51,7 @@ const OTHER_TOOLS: &[&str] = &[
     "--scale-loads",
     "--scale-ops",
     "--scale-run",
+    "--scale-pages",
     "--scale-runners",
     "--scale-runs",
     "--scale-shards",
