@@ -38,8 +38,8 @@ use crate::pipeline::{Discovered, Pipeline, Processed, Request, url_key};
 use crate::registry::Registry;
 use crate::sink::{Sink, SinkError};
 use crate::state::{
-    AdmitItem, Command, CrawlState, MemoryState, Reply, Sharing, StateError, StateHandle,
-    spawn_worker,
+    AdmitItem, BUSY_GROUP, Command, CrawlState, MemoryState, Reply, Sharing, StateError,
+    StateHandle, spawn_worker,
 };
 use crate::summary::{AuthorityStats, StopReason, Summary};
 use frontier::Next;
@@ -89,7 +89,8 @@ pub struct Engine {
     /// Records that may wait for a group commit without keeping a worker
     /// busy: a worker is not idle for a commit while the store gathers
     /// others into it (two groups' worth, a group being half the workers,
-    /// when the state waits for group commits; else none).
+    /// or all of them while every worker is busy, when the state waits
+    /// for group commits; else none).
     commit_room: usize,
     /// Finished pages by token, waiting to be sent with their links.
     pending_finish: HashMap<u64, PendingFinish>,
@@ -268,11 +269,12 @@ impl Engine {
             .ok_or_else(|| StateError::Fatal("no state attached to the engine".into()))?;
         self.hold_places = state.survives_crash();
         // A group commit gathers up to half the workers' records while the
-        // workers fetch on, and the next group gathers while one is
-        // applied: two groups' records may wait without holding workers.
+        // workers fetch on (all of them while every worker is busy), and
+        // the next group gathers while one is applied: two groups' records
+        // may wait without holding workers.
         let group_target = (self.config.engine.max_workers / 2).max(1);
         if !state.commit_wait().is_zero() {
-            self.commit_room = 2 * group_target;
+            self.commit_room = 2 * group_target * BUSY_GROUP;
         }
         self.sharing = state.sharing();
         if let Some(sharing) = &self.sharing {

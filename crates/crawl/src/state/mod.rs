@@ -17,7 +17,7 @@ mod worker;
 
 pub use crawlkeeper_model::state::{Batch, Resumed};
 
-pub use group::GroupPolicy;
+pub use group::{BUSY_GROUP, GroupPolicy};
 pub use memory::MemoryState;
 pub use worker::{
     AdmitItem, Command, CommitStats, Polled, Reply, StateHandle, entry_of, request_of, spawn_worker,
