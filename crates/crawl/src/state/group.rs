@@ -38,9 +38,9 @@ const ALPHA: f64 = 0.25;
 const MIN_WAIT: Duration = Duration::from_micros(50);
 /// How many times longer the wait may be while every worker is busy.
 /// With the stores' 10 ms, 60 ms: a group of a Runner of 50 workers on
-/// 50 ms responses gathers 33–34 pages where 3 gathered 19, and
-/// PostgreSQL's CPU per page falls a quarter (`bench cluster --parts
-/// scale`, session 25).
+/// 50 ms responses gathers 33–34 pages where 30 ms for half the workers
+/// gathered 19, and PostgreSQL's CPU per page falls a fifth (`bench
+/// cluster --parts scale`, session 25).
 pub const BUSY_FACTOR: u32 = 6;
 /// How many times more records a group may gather while every worker is
 /// busy: one from each worker.
