@@ -223,27 +223,28 @@ pub fn table(sizes: &[Figures]) -> String {
         };
         out += &format!(" {ratio} |\n");
     }
-    if !last.tables.is_empty() {
-        out += &format!(
-            "\nPostgreSQL tables at {} (bytes per URL):",
-            size(last.urls)
-        );
-        for (t, b) in &last.tables {
-            out += &format!(" {t} {:.0};", *b as f64 / last.urls as f64);
-        }
-        out.push('\n');
-    }
-    if !last.indexes.is_empty() {
-        out += &format!(
-            "PostgreSQL's indexes of `urls` at {} (bytes per URL):",
-            size(last.urls)
-        );
-        for (t, b) in &last.indexes {
-            out += &format!(" {t} {:.1};", *b as f64 / last.urls as f64);
-        }
-        out.push('\n');
-    }
+    out += &per_url("\nPostgreSQL tables", &last.tables, last.urls, 0);
+    out += &per_url(
+        "PostgreSQL's indexes of `urls`",
+        &last.indexes,
+        last.urls,
+        1,
+    );
     out
+}
+
+/// A line naming each of `sizes` (relations and their bytes) with its
+/// bytes per URL of a job of `urls`, to `digits` decimals; empty without
+/// any.
+fn per_url(title: &str, sizes: &[(String, u64)], urls: u64, digits: usize) -> String {
+    if sizes.is_empty() {
+        return String::new();
+    }
+    let mut line = format!("{title} at {} (bytes per URL):", size(urls));
+    for (name, bytes) in sizes {
+        line += &format!(" {name} {:.*};", digits, *bytes as f64 / urls as f64);
+    }
+    line + "\n"
 }
 
 #[cfg(test)]
