@@ -5,18 +5,30 @@
 //! URL `i` (0 ≤ i < N) is [`Urls::entry`]`(i)`: on host `host(i)` (row id
 //! `host(i) + 1`), keyed as `--scale-keys` says, depth `i mod 5`. Half of
 //! the URLs, spread ([`is_done`]), are done: their row is marked done
-//! and a result holds their record (positions in URL order); the others
-//! are queued.
+//! and a result holds their record; the others are queued.
 //!
-//! Both loaders drop the indexes a bulk load would maintain row by row
-//! (random keys), load in id order, and create the indexes again with the
-//! store's own statements, so that the layout is the store's by
-//! construction:
+//! Rows go in in id order, in the layout the store writes
+//! ([`crawlkeeper_store::schema`]); each index is either maintained as
+//! the rows go in, where a crawl fills it at random, or made afterwards
+//! by the store's own statements:
 //! - SQLite: the store creates the file and the job; rows go in with
-//!   prepared statements in transactions of a million rows, journal off;
-//!   `url_keys` in key order, every key merged (`merged.upto` = N).
+//!   prepared statements in transactions of a million rows, journal off.
+//!   `urls_queued` is filled as the rows go in (a run of one host's URLs
+//!   at a random place, as admission fills it), and the results in a
+//!   fixed shuffle of their URLs (pages finish in another order than they
+//!   were admitted), so that `results_url` is filled at random too. An
+//!   index made after the load has its leaves full, and the first
+//!   insertion into each splits it, which a crawl's index, whose leaves
+//!   random insertions left partly empty, does not: at 10 M URLs,
+//!   admitting new URLs wrote 70.6 pages of `urls_queued` per commit of
+//!   256 and finishing loaded pages 142 of `results_url`, where 1 M wrote
+//!   34.4 and 59; with the indexes filled as a crawl fills them, 38.7
+//!   and 62 (the log's pages by table, session 26). `url_keys` goes in in
+//!   key order, every key merged (`merged.upto` = N).
 //! - PostgreSQL: the store creates the schema and the job; rows go in with
-//!   `COPY … FROM STDIN`; sequences are set past the rows; `VACUUM
+//!   `COPY … FROM STDIN` (results in their URLs' order), the indexes are
+//!   made afterwards (their leaves a tenth empty, PostgreSQL's default
+//!   fill factor for an index); sequences are set past the rows; `VACUUM
 //!   ANALYZE` and a `CHECKPOINT` follow, as on a database that has run
 //!   for a while under autovacuum.
 
@@ -29,7 +41,7 @@ use crawlkeeper_model::{CrawlRecord, shard_of};
 use crawlkeeper_store::{PgStore, SqliteStore, schema};
 use rusqlite::params;
 
-use crate::store_data::{Urls, authority, bench_job, key, record};
+use crate::store_data::{Urls, authority, bench_job, key, record, shuffled};
 
 /// Rows written between progress lines and SQLite commits.
 const STEP: u64 = 1_000_000;
@@ -72,7 +84,6 @@ pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
     conn.pragma_update(None, "journal_mode", "OFF")?;
     conn.pragma_update(None, "synchronous", "OFF")?;
     conn.pragma_update(None, "cache_size", -1_000_000)?;
-    conn.execute_batch("DROP INDEX urls_queued; DROP INDEX results_url")?;
     let started = Instant::now();
     let tx = conn.transaction()?;
     {
@@ -84,7 +95,6 @@ pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
     }
     tx.commit()?;
     let mut keys: Vec<([u8; 16], i64)> = Vec::with_capacity(urls as usize);
-    let mut seq = 0i64;
     let mut i = 0u64;
     while i < urls {
         let end = (i + STEP).min(urls);
@@ -94,15 +104,11 @@ pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
                 "INSERT INTO urls (id, job, key, auth, url, depth, parent, chain, state)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8)",
             )?;
-            let mut result_row = tx.prepare_cached(
-                "INSERT INTO results (job, seq, url, failed, record) VALUES (?1, ?2, ?3, 0, ?4)",
-            )?;
             for j in i..end {
                 let (e, _) = u.entry(j);
                 let id = j as i64 + 1;
                 let k = e.key.to_be_bytes();
-                let done = is_done(j);
-                let state = if done {
+                let state = if is_done(j) {
                     schema::state::DONE
                 } else {
                     schema::state::QUEUED
@@ -110,15 +116,33 @@ pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
                 let auth = u.host(j) as i64 + 1;
                 url_row.execute(params![id, job, k, auth, e.url, e.depth, e.parent, state])?;
                 keys.push((k, id));
-                if done {
-                    seq += 1;
-                    result_row.execute(params![job, seq, id, record_json(j, u)])?;
-                }
             }
         }
         tx.commit()?;
         i = end;
-        progress("sqlite urls+results", i, urls, started);
+        progress("sqlite urls", i, urls, started);
+    }
+    // Results in the order pages finish: another than their URLs' (a
+    // fixed shuffle), so that `results_url` is filled at random, as a
+    // crawl fills it.
+    let started = Instant::now();
+    let mut seq = 0i64;
+    let mut k = 0u64;
+    while k < urls {
+        let end = (k + STEP).min(urls);
+        let tx = conn.transaction()?;
+        {
+            let mut result_row = tx.prepare_cached(
+                "INSERT INTO results (job, seq, url, failed, record) VALUES (?1, ?2, ?3, 0, ?4)",
+            )?;
+            for j in (k..end).map(|j| shuffled(j, urls)).filter(|&j| is_done(j)) {
+                seq += 1;
+                result_row.execute(params![job, seq, j as i64 + 1, record_json(j, u)])?;
+            }
+        }
+        tx.commit()?;
+        k = end;
+        progress("sqlite results", k, urls, started);
     }
     keys.sort_unstable();
     let started = Instant::now();
@@ -349,6 +373,103 @@ mod tests {
         let mut out = Vec::new();
         copy_text(&mut out, "a\\b\tc\nd\re");
         assert_eq!(out, b"a\\\\b\\tc\\nd\\re");
+    }
+
+    /// Seeds a small SQLite job; returns its file (in a directory of its
+    /// own, removed by the caller) and the URLs.
+    fn seeded(name: &str, n: u64) -> (std::path::PathBuf, Urls) {
+        let dir = std::env::temp_dir().join(format!("ck_seed_{name}_{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.db");
+        let u = Urls {
+            authorities: 50,
+            run: 16,
+            keys: crate::store_data::Keys::Host,
+        };
+        sqlite(&path, n, &u).unwrap();
+        (path, u)
+    }
+
+    #[test]
+    fn a_sqlite_seed_stores_its_results_in_another_order_than_its_urls() {
+        let n = 3000;
+        let (path, _) = seeded("order", n);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let one = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+        let done = (0..n).filter(|&i| is_done(i)).count() as i64;
+        assert_eq!(one("SELECT count(*) FROM results"), done);
+        assert_eq!(one("SELECT count(DISTINCT url) FROM results"), done);
+        // Each result names a done row, and every done row has one.
+        assert_eq!(
+            one("SELECT count(*) FROM results r JOIN urls u ON u.id = r.url WHERE u.state = 2"),
+            done
+        );
+        // Positions do not follow the rows: a later result often names an
+        // earlier row.
+        let backwards = one(
+            "SELECT count(*) FROM results a JOIN results b ON b.seq = a.seq + 1 WHERE b.url < a.url",
+        );
+        assert!(backwards > done / 4, "{backwards} of {done}");
+        // The indexes a crawl fills at random are there, and whole.
+        for index in ["urls_queued", "results_url"] {
+            assert_eq!(
+                one(&format!(
+                    "SELECT count(*) FROM sqlite_schema WHERE name = '{index}'"
+                )),
+                1,
+                "{index}"
+            );
+        }
+        let check: String = c
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+        drop(c);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn the_store_reads_a_sqlite_seed_as_its_own() {
+        use crawlkeeper_model::FinishedUrl;
+        use crawlkeeper_model::state::Batch;
+        use crawlkeeper_store::Store;
+        let n = 2000;
+        let (path, u) = seeded("store", n);
+        let mut store = SqliteStore::open(&path).unwrap();
+        let job = store.find_job("bench").unwrap().unwrap();
+        let (seen, done) = (job.counts.seen, job.counts.done);
+        let expected = (0..n).filter(|&i| is_done(i)).count() as u64;
+        assert_eq!((seen, done), (n, expected));
+        let first_done = (0..n).find(|&i| is_done(i)).unwrap();
+        let first_queued = (0..n).find(|&i| !is_done(i)).unwrap();
+        let entry = |i| u.entry(i);
+        let mut batch = Batch {
+            admit: [0, n]
+                .into_iter()
+                .map(|i| {
+                    let (e, a) = entry(i);
+                    (e, a, false)
+                })
+                .collect(),
+            finished: [first_done, first_queued]
+                .into_iter()
+                .map(|i| {
+                    let (e, a) = entry(i);
+                    FinishedUrl::new(e.key, record(&e, &a))
+                })
+                .collect(),
+            ..Batch::default()
+        };
+        store.apply(job.id, &mut batch).unwrap();
+        assert_eq!(batch.admitted, [false, true], "URL 0 is known, URL n new");
+        assert_eq!(
+            batch.recorded,
+            [false, true],
+            "a done URL is not done twice"
+        );
+        drop(store);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[test]
