@@ -81,12 +81,15 @@ pub struct ScaleOpts {
     /// Keeps the last size's file or schema (for EXPLAIN by hand).
     #[arg(long = "scale-keep")]
     pub(crate) keep: bool,
-    /// PostgreSQL: before the operations, reads the indexes of `urls` into
-    /// the operating system's cache (`pg_prewarm`), as a crawl that has
-    /// run a while keeps the index pages it uses on a server with memory
-    /// for them; the tables stay as the seed left them. Without it the
-    /// operations start from what the bulk load and its vacuum left in
-    /// memory (at 50 million URLs, mostly the tables).
+    /// Before the operations, reads the job's frontier and seen set into
+    /// the operating system's cache, as a crawl that has run a while
+    /// keeps the pages it uses again and again on a machine with memory
+    /// for them: PostgreSQL's table `urls` and its indexes
+    /// (`pg_prewarm`), SQLite's `urls`, `urls_queued`, `url_keys` and
+    /// `results_url`; the results stay as the seed left them. Without
+    /// it the operations start from what the bulk load left in memory
+    /// (at 50 million URLs, larger than this machine's memory, mostly
+    /// what it wrote last).
     #[arg(long = "scale-warm")]
     pub(crate) warm: bool,
 }

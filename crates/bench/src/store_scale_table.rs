@@ -91,6 +91,10 @@ pub struct Figures {
     /// operations (`--scale-warm`).
     #[serde(default)]
     pub warm: bool,
+    /// Whether the `urls` table was read into memory too (`--scale-warm`
+    /// since session 26; SQLite: its key table and `results_url` too).
+    #[serde(default)]
+    pub warm_rows: bool,
 }
 
 /// A size as a column head: 1 M, 10 M, 50 M.
@@ -188,10 +192,10 @@ pub fn table(sizes: &[Figures]) -> String {
         Some(Keys::Host) => "host-prefixed keys",
         None => "keys of before session 22",
     };
-    let warm = if first.warm {
-        ", the indexes of `urls` read into memory first"
-    } else {
-        ""
+    let warm = match (first.warm, first.warm_rows) {
+        (true, true) => ", the frontier and seen set (`urls`, its indexes) read into memory first",
+        (true, false) => ", the indexes of `urls` read into memory first",
+        _ => "",
     };
     let mut out = format!(
         "\n{} — {} authorities, {} URLs per operation, runs of {} URLs of a host, {keys}{warm}\n\n| operation |",
@@ -274,6 +278,15 @@ mod tests {
         assert!(
             warm.contains("host-prefixed keys, the indexes of `urls` read into memory first"),
             "{warm}"
+        );
+        let rows = table(&[Figures {
+            warm: true,
+            warm_rows: true,
+            ..at(50_000_000, 15.0)
+        }]);
+        assert!(
+            rows.contains("keys, the frontier and seen set (`urls`, its indexes) read into memory"),
+            "{rows}"
         );
         assert!(
             warm.contains("indexes of `urls` at 50 M (bytes per URL): urls_key 48.0;"),

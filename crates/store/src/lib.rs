@@ -33,6 +33,8 @@ mod rekey;
 pub mod schema;
 pub mod sqlite;
 pub mod tally;
+#[cfg(test)]
+mod test_record;
 
 use crawlkeeper_model::JobCounts;
 use crawlkeeper_model::state::{Batch, Resumed};

@@ -214,8 +214,13 @@ fn finish(
     let record_shards: Vec<i32> = order.iter().map(|&i| shard_of_record(i)).collect();
     let generation_of = |shard: i32| lease.and_then(|l| l.generation(shard as u32));
     let generations: Vec<Option<i64>> = record_shards.iter().map(|&h| generation_of(h)).collect();
+    let ids: Vec<Option<i64>> = order
+        .iter()
+        .map(|&i| cache.take_loaded(job, batch.finished[i].key))
+        .collect();
     // Positions are drawn in the order finished (unnest keeps it); rows
-    // are found by key probes (`probes.rs`). The rows marked are counted
+    // are named by the ids of those this connection loaded, or found by
+    // key probes (`probes.rs`). The rows marked are counted
     // by the same statement: one round trip less per commit.
     let mut claimed: HashMap<u128, i64> = HashMap::with_capacity(count);
     for row in q(
@@ -230,6 +235,7 @@ fn finish(
             &record_shards,
             &generations,
             &slot,
+            &ids,
         ],
     )
     .map_err(err)?
@@ -630,15 +636,17 @@ fn load(
             "UPDATE urls SET state = 1 WHERE id IN (
                      SELECT id FROM urls WHERE job = $1 AND auth = $2 AND state = 0
                      ORDER BY depth LIMIT $3 FOR UPDATE SKIP LOCKED)
-                 RETURNING key, url, depth, parent, chain",
+                 RETURNING key, url, depth, parent, chain, id",
             &[&job, &auth, &(*limit as i64)],
         )
         .map_err(err)?;
         let mut entries = Vec::with_capacity(rows.len());
         for r in rows {
             let (redirect_chain, known) = chain_from(r.get(4))?;
+            let key = key_from(r.get::<_, &[u8]>(0))?;
+            cache.note_loaded(job, key, r.get(5));
             entries.push(FrontierEntry {
-                key: key_from(r.get::<_, &[u8]>(0))?,
+                key,
                 url: r.get(1),
                 depth: r.get::<_, i32>(2) as u32,
                 parent: r.get(3),

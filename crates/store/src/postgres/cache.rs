@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use crawlkeeper_model::key::KeyMap;
 use crawlkeeper_model::shard_of;
 use postgres::types::ToSql;
 use postgres::{Row, Statement, Transaction};
@@ -25,7 +26,15 @@ pub struct Cache {
     /// Known URLs per admission of this connection, smoothed (see
     /// [`Cache::probe_first`]).
     known_per_admission: f64,
+    /// Per job: the rows this connection loaded and has not finished,
+    /// key → row id (see [`Cache::take_loaded`]).
+    loaded: HashMap<i64, KeyMap<i64>>,
 }
+
+/// Rows of a job remembered as loaded, past which the job's are forgotten
+/// (a crawler finishes what it loads; rows it gave up, to a take-over or
+/// a stop, are never taken out): 24 MB at most.
+const LOADED_CAP: usize = 1 << 20;
 
 /// Known URLs per admission above which its keys are probed on their own
 /// first (see [`Cache::probe_first`]).
@@ -63,6 +72,32 @@ impl Cache {
         self.authorities.clear();
         self.shards.clear();
         self.statements.clear();
+        self.loaded.clear();
+    }
+
+    /// Notes that this connection loaded `job`'s row `id` of `key`.
+    pub fn note_loaded(&mut self, job: i64, key: u128, id: i64) {
+        let rows = self.loaded.entry(job).or_default();
+        if rows.len() >= LOADED_CAP {
+            rows.clear();
+        }
+        rows.insert(key, id);
+    }
+
+    /// The row of `job`'s `key` if this connection loaded it, forgotten
+    /// here: a finish names the row by its id, where a probe of
+    /// `urls_key` would find it (a random index page of a job larger than
+    /// memory). A row never changes its key or id, and whether it is
+    /// done is read from the row itself, so a row finished meanwhile by
+    /// another process is found done as through the probe.
+    pub fn take_loaded(&mut self, job: i64, key: u128) -> Option<i64> {
+        self.loaded.get_mut(&job)?.remove(&key)
+    }
+
+    /// Forgets the rows of `job` this connection loaded (a resume queues
+    /// them again; a job deleted or crawled again has other rows).
+    pub fn forget_loaded(&mut self, job: i64) {
+        self.loaded.remove(&job);
     }
 
     /// The statement `sql`, prepared on `tx`'s connection.

@@ -21,6 +21,8 @@ mod probes;
 #[cfg(test)]
 mod admit_tests;
 #[cfg(test)]
+mod finish_tests;
+#[cfg(test)]
 mod test_schema;
 
 use std::collections::HashMap;
@@ -250,6 +252,7 @@ impl PgStore {
             if let Some(lease) = lease {
                 lease::fence(&mut tx, cache, job.0, lease)?;
             }
+            cache.forget_loaded(job.0);
             // What a gone run held in memory is queued again: read from
             // `urls_held` (states are literals, so that the partial index's
             // predicate is seen to hold).

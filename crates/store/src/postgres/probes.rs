@@ -3,7 +3,9 @@
 //! Each key is one probe of the unique index `urls_key`: `unnest` of the
 //! keys `CROSS JOIN LATERAL` a subquery with `LIMIT 1` (the limit keeps
 //! the planner from merging it into a join), and the rows found are then
-//! written by id. The probes are these statements' only plan.
+//! written by id. The probes are these statements' only plan. A finished
+//! page whose row the writer loaded comes with the row's id, and is not
+//! probed.
 //!
 //! A join with the keys, or `key = ANY($2)` beside `job = $1`, left the
 //! planner to weigh reading the job's rows instead, from statistics that
@@ -15,18 +17,23 @@
 
 /// Marks finished URLs done, stores their results and adds them to the
 /// job's counts (`$1` the job; arrays, in the order finished: `$2` keys,
-/// `$3` failed, `$4` records, `$5` shards, `$6` generations; `$7` the
-/// writer's row of counts, `job_counts.slot`). Positions are drawn in
+/// `$3` failed, `$4` records, `$5` shards, `$6` generations, `$8` the
+/// rows' ids where the writer knows them (`NULL` elsewhere: a probe of
+/// `urls_key` finds the row); `$7` the writer's row of counts,
+/// `job_counts.slot`). Positions are drawn in
 /// that order for every key, and a row already done is left alone;
 /// returns each key marked with its position. The counts' rows are
 /// taken in shard order, as [`crate::schema::PG_ADD_COUNTS`] takes them.
 pub const FINISH: &str = "WITH v AS (
-         SELECT k, f, r, h, g, nextval('result_seqs') AS s
-         FROM unnest($2::bytea[], $3::int2[], $4::text[], $5::int4[], $6::int8[])
-             AS t(k, f, r, h, g)),
+         SELECT k, f, r, h, g, i, nextval('result_seqs') AS s
+         FROM unnest($2::bytea[], $3::int2[], $4::text[], $5::int4[], $6::int8[], $8::int8[])
+             AS t(k, f, r, h, g, i)),
      w AS (
          SELECT o.id, v.* FROM v CROSS JOIN LATERAL (
-             SELECT id FROM urls WHERE job = $1 AND key = v.k LIMIT 1) AS o),
+             SELECT v.i AS id WHERE v.i IS NOT NULL
+             UNION ALL
+             SELECT id FROM urls WHERE v.i IS NULL AND job = $1 AND key = v.k
+             LIMIT 1) AS o),
      c AS (
          UPDATE urls u SET state = 2, seq = w.s FROM w
          WHERE u.id = ANY(ARRAY(SELECT id FROM w)) AND u.id = w.id AND u.state <> 2
@@ -146,7 +153,8 @@ mod tests {
              ALTER TABLE urls ALTER COLUMN job SET (n_distinct = -1);
              ANALYZE urls;
              SET plan_cache_mode = force_generic_plan;
-             PREPARE finish (bigint, bytea[], int2[], text[], int4[], int8[], int4) AS {FINISH};
+             PREPARE finish (bigint, bytea[], int2[], text[], int4[], int8[], int4, int8[])
+                 AS {FINISH};
              PREPARE lower (bigint, bytea[], int4[], text[], text[]) AS {LOWER};
              PREPARE known (bigint, bytea[]) AS {KNOWN};
              PREPARE depths (bigint, bytea[]) AS {DEPTHS};
@@ -171,11 +179,29 @@ mod tests {
                 &mut c,
                 "finish",
                 &format!(
-                    "1, '{held}', {}, {}, {}, {}, 0",
+                    "1, '{held}', {}, {}, {}, {}, 0, {}",
                     thirteen("0"),
                     thirteen("r"),
                     thirteen("0"),
+                    thirteen("NULL"),
                     thirteen("NULL")
+                ),
+            ),
+            // The rows named by their ids (the writer loaded them): no
+            // probe of `urls_key`.
+            explain(
+                &mut c,
+                "finish",
+                &format!(
+                    "1, '{held}', {}, {}, {}, {}, 0, '{{{}}}'",
+                    thirteen("0"),
+                    thirteen("r"),
+                    thirteen("0"),
+                    thirteen("NULL"),
+                    (100..113)
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
                 ),
             ),
             explain(
@@ -192,10 +218,18 @@ mod tests {
             explain(&mut c, "depths", &format!("1, '{held}'")),
             explain(&mut c, "admit", &admit_known),
         ];
-        for plan in plans {
-            assert!(most_removed(&plan) < 100, "{}", plan.join("\n"));
+        for plan in &plans {
+            assert!(most_removed(plan) < 100, "{}", plan.join("\n"));
             assert!(plan[0].contains("rows=13 "), "{}", plan.join("\n"));
         }
+        let by_id = plans[1].join("\n");
+        assert!(
+            by_id
+                .lines()
+                .filter(|l| l.contains("using urls_key"))
+                .all(|l| l.contains("never executed")),
+            "{by_id}"
+        );
         // Once a vacuum has marked the table's pages all-visible, known
         // URLs' depths are read from the index alone.
         c.batch_execute("VACUUM urls").unwrap();

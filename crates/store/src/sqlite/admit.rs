@@ -11,6 +11,7 @@
 
 use std::sync::LazyLock;
 
+use crawlkeeper_model::key::KeyMap;
 use crawlkeeper_model::{Authority, FrontierEntry};
 use rusqlite::Connection;
 use rusqlite::types::ToSql;
@@ -41,11 +42,14 @@ struct Row<'a> {
 }
 
 /// Inserts the rows of `admit` that are new to `job`, pushing to
-/// `admitted`, for each, whether it was.
+/// `admitted`, for each, whether it was; the new rows the crawler keeps
+/// loaded are noted in `held`.
+#[allow(clippy::too_many_arguments)]
 pub fn admit_urls(
     tx: &Connection,
     cache: &mut AuthorityIds,
     keys: &mut Keys,
+    held: &mut KeyMap<i64>,
     ids: &mut RowIds,
     job: i64,
     admit: &[(FrontierEntry, Authority, bool)],
@@ -99,8 +103,9 @@ pub fn admit_urls(
             .and_then(|mut s| s.execute(rusqlite::params![job, requisites as i64]))
             .map_err(err)?;
     }
-    let loaded = rows.iter().filter(|r| r.state == state::LOADED);
-    log_loaded(tx, job, loaded.map(|r| r.id))?;
+    let loaded = || rows.iter().filter(|r| r.state == state::LOADED);
+    log_loaded(tx, job, loaded().map(|r| r.id))?;
+    held.extend(loaded().map(|r| (r.entry.key, r.id)));
     INSERT.execute(tx, &rows, |r, v| {
         let e = r.entry;
         v.extend([

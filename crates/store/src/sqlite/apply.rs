@@ -11,7 +11,7 @@ use rusqlite::{Connection, params};
 
 use super::admit::admit_urls;
 use super::err;
-use super::finish::finish_urls;
+use super::finish::{Held, finish_urls};
 use super::keys::{Keys, RowIds};
 use super::rows::{AuthorityIds, authority_id, log_loaded};
 use crate::StoreError;
@@ -39,6 +39,8 @@ pub struct Memo {
     /// `data_version` is the one noted (no other connection has committed
     /// since this one wrote it).
     pub next_seq: HashMap<i64, (i64, i64)>,
+    /// Per job: the rows this connection loaded and has not finished.
+    pub held: HashMap<i64, Held>,
 }
 
 impl Memo {
@@ -47,6 +49,7 @@ impl Memo {
         self.authorities.remove(&job);
         self.keys.remove(&job);
         self.next_seq.remove(&job);
+        self.held.remove(&job);
     }
 }
 
@@ -77,6 +80,7 @@ pub fn apply_in(
         }
         Entry::Vacant(e) => e.insert(Keys::load(tx, job, version, &ids)?),
     };
+    let held = memo.held.entry(job).or_default().at(version);
     let cache = &mut memo.authorities;
     let mut next = None;
     let mut tally = Tally::default();
@@ -87,13 +91,16 @@ pub fn apply_in(
             Some(&(seq, v)) if v == version => Some(seq),
             _ => None,
         };
-        let seq = finish_urls(tx, cache, keys, &mut ids, known, job, batch, &mut tally)?;
+        let seq = finish_urls(
+            tx, cache, keys, held, &mut ids, known, job, batch, &mut tally,
+        )?;
         next = Some((seq, version));
     }
     admit_urls(
         tx,
         cache,
         keys,
+        held,
         &mut ids,
         job,
         &batch.admit,
@@ -151,6 +158,7 @@ pub fn apply_in(
                 .map_err(err)?;
         }
         log_loaded(tx, job, rows.iter().map(|(id, _)| *id))?;
+        held.extend(rows.iter().map(|(id, e)| (e.key, *id)));
         batch
             .loaded
             .push(rows.into_iter().map(|(_, e)| e).collect());

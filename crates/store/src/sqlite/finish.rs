@@ -1,12 +1,13 @@
-//! Storing finished URLs: each finds its row of `urls` (through [`Keys`],
-//! or makes one) and, unless a result names that row already, gets the
-//! next result position; the records, each naming its row, are then
+//! Storing finished URLs: each finds its row of `urls` (through [`Held`]
+//! or [`Keys`], or makes one) and, unless a result names that row
+//! already, gets the next result position; the records, each naming its row, are then
 //! written [`CHUNK`](super::rows::CHUNK) to a statement. Rows of `urls` are left alone (see
 //! [`crate::schema`]).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
+use crawlkeeper_model::key::KeyMap;
 use crawlkeeper_model::state::Batch;
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -26,6 +27,41 @@ static INSERT: LazyLock<MultiRow> = LazyLock::new(|| {
     )
 });
 
+/// Rows remembered as loaded, at most (24 MB).
+pub const HELD_CAP: usize = 1 << 20;
+
+/// The rows of one job that this connection loaded (or admitted loaded)
+/// and has not finished, by key. None has a result: a load skips rows
+/// with one, an admitted row is new, and only a finish through this
+/// connection gives it one (and takes the row out) while no other
+/// connection commits to the file; when one has (the file's
+/// `data_version` changed), the rows are forgotten. A page the crawler
+/// loaded thus finds its row without reading `url_keys` or
+/// `results_url`, two index pages at random in a job larger than the
+/// cache. A row loaded again after a failed transaction or a resume is
+/// still without a result; [`Memo::forget`](super::apply::Memo::forget)
+/// and a resume forget the rows anyway.
+#[derive(Debug, Default)]
+pub struct Held {
+    /// The file's data version when `rows` was last valid.
+    version: i64,
+    /// Key → row id.
+    rows: KeyMap<i64>,
+}
+
+impl Held {
+    /// The rows, forgotten first if the file's data version is no longer
+    /// `version`, or if they are [`HELD_CAP`] (rows loaded and never
+    /// finished, as at a stop, are never taken out).
+    pub fn at(&mut self, version: i64) -> &mut KeyMap<i64> {
+        if self.version != version || self.rows.len() >= HELD_CAP {
+            self.rows.clear();
+            self.version = version;
+        }
+        &mut self.rows
+    }
+}
+
 /// Stores the records of `batch.finished`, filling `batch.recorded` and
 /// adding the rows made and records stored to `tally`; returns the job's
 /// next result position. `next_seq` is that position as noted after this
@@ -35,6 +71,7 @@ pub fn finish_urls(
     tx: &Connection,
     cache: &mut AuthorityIds,
     keys: &mut Keys,
+    held: &mut KeyMap<i64>,
     ids: &mut RowIds,
     next_seq: Option<i64>,
     job: i64,
@@ -60,45 +97,51 @@ pub fn finish_urls(
     for (i, f) in batch.finished.iter().enumerate() {
         // The row to give a result now, if any, and whether the URL counts
         // as recorded by this batch.
-        let (claim, recorded) = match keys.find(tx, job, f.key)? {
-            // Given its result earlier in this batch.
-            Some(id) if claimed.contains(&id) => (None, true),
-            // Admitted: a result unless it has one.
-            Some(id) => match done
-                .query_row([id], |r| r.get::<_, i64>(0))
-                .optional()
-                .map_err(err)?
-            {
-                None => (Some(id), true),
-                // Done already: by an attempt of this batch whose commit was not confirmed?
-                Some(s) => (None, s >= first),
-            },
-            // Never admitted (skipped with its authority): it gets a row.
-            None => {
-                let auth = authority_id(tx, cache, job, &f.record.authority)?;
-                let id = keys
-                    .add(f.key, ids)
-                    // `find` saw no row, so the tail does not hold the key.
-                    .expect("a key without a row is new to the tail");
-                tx.prepare_cached(
-                    "INSERT INTO urls (id, job, key, auth, url, depth, parent, state)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 2)",
-                )
-                .map_err(err)?
-                .execute(params![
-                    id,
-                    job,
-                    key_bytes(f.key),
-                    auth,
-                    f.record.url,
-                    f.record.depth,
-                    f.record.parent,
-                ])
-                .map_err(err)?;
-                tally.seen += 1;
+        let (claim, recorded) =
+            if let Some(id) = held.remove(&f.key).filter(|id| !claimed.contains(id)) {
+                // Loaded by this connection: its row, without a result.
                 (Some(id), true)
-            }
-        };
+            } else {
+                match keys.find(tx, job, f.key)? {
+                    // Given its result earlier in this batch.
+                    Some(id) if claimed.contains(&id) => (None, true),
+                    // Admitted: a result unless it has one.
+                    Some(id) => match done
+                        .query_row([id], |r| r.get::<_, i64>(0))
+                        .optional()
+                        .map_err(err)?
+                    {
+                        None => (Some(id), true),
+                        // Done already: by an attempt of this batch whose commit was not confirmed?
+                        Some(s) => (None, s >= first),
+                    },
+                    // Never admitted (skipped with its authority): it gets a row.
+                    None => {
+                        let auth = authority_id(tx, cache, job, &f.record.authority)?;
+                        let id = keys
+                            .add(f.key, ids)
+                            // `find` saw no row, so the tail does not hold the key.
+                            .expect("a key without a row is new to the tail");
+                        tx.prepare_cached(
+                            "INSERT INTO urls (id, job, key, auth, url, depth, parent, state)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 2)",
+                        )
+                        .map_err(err)?
+                        .execute(params![
+                            id,
+                            job,
+                            key_bytes(f.key),
+                            auth,
+                            f.record.url,
+                            f.record.depth,
+                            f.record.parent,
+                        ])
+                        .map_err(err)?;
+                        tally.seen += 1;
+                        (Some(id), true)
+                    }
+                }
+            };
         if let Some(id) = claim {
             claimed.insert(id);
             records.push((seq, id, i64::from(f.record.error.is_some()), i));

@@ -448,6 +448,8 @@ impl Store for SqliteStore {
         };
         let counts = counts(&tx, job.0)?;
         tx.commit().map_err(err)?;
+        // Rows this connection held may be queued again.
+        self.memo.held.remove(&job.0);
         Ok(Resumed {
             counts,
             authorities,

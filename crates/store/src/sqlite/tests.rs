@@ -2,11 +2,12 @@
 //! sees only what a store answers) cannot observe.
 
 use crawlkeeper_model::state::Batch;
-use crawlkeeper_model::{Authority, CrawlRecord, FinishedUrl, FrontierEntry};
+use crawlkeeper_model::{Authority, FinishedUrl, FrontierEntry};
 use rusqlite::Connection;
 
 use super::SqliteStore;
 use crate::schema;
+use crate::test_record::record;
 use crate::{JobSpec, Store};
 
 fn entry(i: u64) -> (FrontierEntry, Authority) {
@@ -23,35 +24,6 @@ fn entry(i: u64) -> (FrontierEntry, Authority) {
         },
         Authority::try_from("http://a.test".to_owned()).unwrap(),
     )
-}
-
-fn record(e: &FrontierEntry, a: &Authority) -> CrawlRecord {
-    CrawlRecord {
-        url: e.url.clone(),
-        final_url: e.url.clone(),
-        status: Some(200),
-        depth: e.depth,
-        parent: e.parent.clone(),
-        authority: a.clone(),
-        fetched_at: "2026-11-22T00:00:00.000Z".into(),
-        response_ms: Some(1),
-        content_type: Some("text/html".into()),
-        bytes: 4096,
-        title: Some("a page".into()),
-        fields: None,
-        fields_cut: None,
-        links: 20,
-        links_dropped: 0,
-        requisites: 0,
-        requisites_dropped: 0,
-        truncated: false,
-        error: None,
-        etag: None,
-        last_modified: None,
-        lastmod: None,
-        unchanged_since: None,
-        via: None,
-    }
 }
 
 /// Pages of the `urls` table (not its indexes).
@@ -433,4 +405,39 @@ fn a_version_3_file_gets_its_counts_and_its_log_of_loads() {
     );
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_row_loaded_here_and_finished_by_another_connection_is_not_recorded_twice() {
+    let (dir, path) = fresh("held");
+    let mut here = SqliteStore::open(&path).unwrap();
+    let job = open_job(&mut here);
+    let mut queue = Batch {
+        admit: (0..4)
+            .map(|i| {
+                let (e, a) = entry(i);
+                (e, a, false)
+            })
+            .collect(),
+        ..Batch::default()
+    };
+    here.apply(job, &mut queue).unwrap();
+    assert_eq!(queue.admitted, [true; 4]);
+    // This connection loads the host's URLs (and remembers their rows).
+    let mut load = Batch {
+        load: vec![(entry(0).1, 4)],
+        ..Batch::default()
+    };
+    here.apply(job, &mut load).unwrap();
+    assert_eq!(load.loaded[0].len(), 4);
+    // Another connection finishes one of them.
+    let mut other = SqliteStore::open(&path).unwrap();
+    assert_eq!(finish(&mut other, job, 0..1), [true]);
+    drop(other);
+    assert_eq!(finish(&mut here, job, 0..4), [false, true, true, true]);
+    assert_eq!(finish(&mut here, job, 0..4), [false; 4]);
+    assert_eq!(count(&path, "SELECT count(*) FROM results"), 4);
+    assert_eq!(count(&path, "SELECT count(DISTINCT url) FROM results"), 4);
+    drop(here);
+    std::fs::remove_dir_all(dir).unwrap();
 }
