@@ -479,6 +479,10 @@ fn admit(
                 known.insert(key, depth);
             } else {
                 inserted.insert(key);
+                // Admitted loaded: the crawler finishes it by its id.
+                if let Some(id) = row.get::<_, Option<i64>>(2) {
+                    cache.note_loaded(job, key, id);
+                }
             }
         }
     }

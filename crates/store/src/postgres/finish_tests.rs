@@ -29,9 +29,9 @@ fn finished(host: &str, i: u32) -> FinishedUrl {
     FinishedUrl::new(e.key, record(&e, &a))
 }
 
-fn finish(store: &mut PgStore, job: crate::JobId, pages: &[u32]) -> Vec<bool> {
+fn finish(store: &mut PgStore, job: crate::JobId, host: &str, pages: &[u32]) -> Vec<bool> {
     let mut batch = Batch {
-        finished: pages.iter().map(|&i| finished("a.test", i)).collect(),
+        finished: pages.iter().map(|&i| finished(host, i)).collect(),
         ..Batch::default()
     };
     store.apply(job, &mut batch).unwrap();
@@ -59,6 +59,19 @@ fn a_loaded_page_marks_its_own_row_and_is_recorded_once() {
     };
     here.apply(job, &mut admit).unwrap();
     assert_eq!(admit.admitted, [true; 12]);
+    // Admitted loaded (the crawler keeps them): named by their ids too.
+    let mut kept = Batch {
+        admit: (0..3)
+            .map(|i| {
+                let (e, a) = entry("c.test", i);
+                (e, a, true)
+            })
+            .collect(),
+        ..Batch::default()
+    };
+    here.apply(job, &mut kept).unwrap();
+    assert_eq!(kept.admitted, [true; 3]);
+    assert_eq!(finish(&mut here, job, "c.test", &[0, 1, 2]), [true; 3]);
     let mut load = Batch {
         load: vec![(entry("a.test", 0).1, 6)],
         ..Batch::default()
@@ -67,15 +80,15 @@ fn a_loaded_page_marks_its_own_row_and_is_recorded_once() {
     assert_eq!(load.loaded[0].len(), 6);
     // Another writer finishes one of them first.
     let mut other = PgStore::connect_in_schema(&url, Some(&space)).unwrap();
-    assert_eq!(finish(&mut other, job, &[0]), [true]);
+    assert_eq!(finish(&mut other, job, "a.test", &[0]), [true]);
     drop(other);
     assert_eq!(
-        finish(&mut here, job, &[0, 1, 2, 3, 4, 5]),
+        finish(&mut here, job, "a.test", &[0, 1, 2, 3, 4, 5]),
         [false, true, true, true, true, true]
     );
-    assert_eq!(finish(&mut here, job, &[1]), [false]);
-    // Each of a.test's rows is done with its own page's result; b.test's
-    // are still queued.
+    assert_eq!(finish(&mut here, job, "a.test", &[1]), [false]);
+    // Each of a.test's and c.test's rows is done with its own page's
+    // result; b.test's are still queued.
     let rows = c
         .query(
             "SELECT u.url, u.state, r.record::json->>'url' FROM urls u
@@ -83,10 +96,10 @@ fn a_loaded_page_marks_its_own_row_and_is_recorded_once() {
             &[],
         )
         .unwrap();
-    assert_eq!(rows.len(), 12);
+    assert_eq!(rows.len(), 15);
     for r in rows {
         let (url, state, recorded): (String, i16, Option<String>) = (r.get(0), r.get(1), r.get(2));
-        if url.starts_with("http://a.test/") {
+        if !url.starts_with("http://b.test/") {
             assert_eq!(
                 (state, recorded.as_deref()),
                 (2, Some(url.as_str())),
@@ -100,7 +113,7 @@ fn a_loaded_page_marks_its_own_row_and_is_recorded_once() {
         .query_one("SELECT count(*) FROM results", &[])
         .unwrap()
         .get(0);
-    assert_eq!(results, 6);
+    assert_eq!(results, 9);
     c.batch_execute(&format!("DROP SCHEMA {space} CASCADE"))
         .unwrap();
 }

@@ -66,8 +66,9 @@ pub const LOWER: &str = "WITH w AS (
 /// hosts, `$4` URLs, `$5` depths, `$6` parents, `$7` redirect chains,
 /// `$8` states): each key the job knows is returned with its depth, read
 /// from `urls_key` as [`DEPTHS`] reads it, and the others are inserted,
-/// each returned with a `NULL` depth. A key in neither was inserted by
-/// another writer meanwhile. One round trip, as the insert alone was.
+/// each returned with a `NULL` depth and, if inserted loaded (state 1),
+/// its row's id. A key in neither was inserted by another writer
+/// meanwhile. One round trip, as the insert alone was.
 pub const ADMIT: &str = "WITH v AS (
          SELECT k, a, u, d, p, c, s
          FROM unnest($2::bytea[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::text[],
@@ -78,9 +79,9 @@ pub const ADMIT: &str = "WITH v AS (
      i AS (
          INSERT INTO urls (job, key, auth, url, depth, parent, chain, state)
          SELECT $1, k, a, u, d, p, c, s FROM w WHERE known IS NULL
-         ON CONFLICT DO NOTHING RETURNING key)
-     SELECT k, known FROM w WHERE known IS NOT NULL
-     UNION ALL SELECT key, NULL FROM i";
+         ON CONFLICT DO NOTHING RETURNING key, id, state)
+     SELECT k, known, NULL::int8 FROM w WHERE known IS NOT NULL
+     UNION ALL SELECT key, NULL, CASE WHEN state = 1 THEN id END FROM i";
 
 /// The keys of `$2` the job (`$1`) knows, with their depths: an
 /// admission's first statement where the job's limit counts new URLs
