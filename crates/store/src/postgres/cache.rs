@@ -95,7 +95,7 @@ impl Cache {
     }
 
     /// Forgets the rows of `job` this connection loaded (a resume queues
-    /// them again; a job deleted or crawled again has other rows).
+    /// them again).
     pub fn forget_loaded(&mut self, job: i64) {
         self.loaded.remove(&job);
     }
