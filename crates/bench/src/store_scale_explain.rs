@@ -29,13 +29,10 @@ const PG: &[(&str, &str)] = &[
 /// The same for the SQLite store.
 const SQLITE: &[(&str, &str)] = &[
     (
-        "resume: the rows a gone run held",
-        "SELECT DISTINCT l.url FROM loaded l JOIN urls u ON u.id = l.url
-         WHERE l.job = {job} AND u.state = 1",
-    ),
-    (
-        "resume and finish: whether a row has a result",
-        "SELECT seq FROM done_urls WHERE job = {job} AND url = 1",
+        "resume: mark what a gone run held done or queued",
+        "UPDATE urls SET state = CASE
+             WHEN EXISTS (SELECT 1 FROM results r WHERE r.url = urls.id) THEN 2 ELSE 0 END
+         WHERE id IN (SELECT url FROM loaded WHERE job = {job}) AND state = 1",
     ),
     (
         "resume: hosts with queued URLs",
@@ -43,8 +40,9 @@ const SQLITE: &[(&str, &str)] = &[
     ),
     (
         "load: a host's next URLs",
-        "SELECT id, key, url, depth, parent, chain FROM urls
+        "SELECT id, key, url, depth, parent, chain FROM urls u
          WHERE job = {job} AND auth = {auth} AND state = 0
+           AND NOT EXISTS (SELECT 1 FROM results r WHERE r.url = u.id)
          ORDER BY depth LIMIT 64",
     ),
 ];

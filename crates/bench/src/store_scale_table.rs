@@ -92,7 +92,7 @@ pub struct Figures {
     #[serde(default)]
     pub warm: bool,
     /// Whether the `urls` table was read into memory too (`--scale-warm`
-    /// since session 26; SQLite: its key table and `done_urls` too).
+    /// since session 26; SQLite: its key table and `results_url` too).
     #[serde(default)]
     pub warm_rows: bool,
 }

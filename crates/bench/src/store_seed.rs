@@ -16,9 +16,7 @@
 //!   `urls_queued` is filled as the rows go in (a run of one host's URLs
 //!   at a random place, as admission fills it), and the results in a
 //!   fixed shuffle of their URLs (pages finish in another order than they
-//!   were admitted), so that `done_urls` (version 5: the index
-//!   `results_url`) is filled at random too, every result merged
-//!   (`done_upto.seq` = the last). An
+//!   were admitted), so that `results_url` is filled at random too. An
 //!   index made after the load has its leaves full, and the first
 //!   insertion into each splits it, which a crawl's index, whose leaves
 //!   random insertions left partly empty, does not: at 10 M URLs,
@@ -125,8 +123,8 @@ pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
         progress("sqlite urls", i, urls, started);
     }
     // Results in the order pages finish: another than their URLs' (a
-    // fixed shuffle), so that `done_urls` is filled at random, as a
-    // crawl's merges fill it.
+    // fixed shuffle), so that `results_url` is filled at random, as a
+    // crawl fills it.
     let started = Instant::now();
     let mut seq = 0i64;
     let mut k = 0u64;
@@ -137,12 +135,9 @@ pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
             let mut result_row = tx.prepare_cached(
                 "INSERT INTO results (job, seq, url, failed, record) VALUES (?1, ?2, ?3, 0, ?4)",
             )?;
-            let mut done_row =
-                tx.prepare_cached("INSERT INTO done_urls (job, url, seq) VALUES (?1, ?2, ?3)")?;
             for j in (k..end).map(|j| shuffled(j, urls)).filter(|&j| is_done(j)) {
                 seq += 1;
                 result_row.execute(params![job, seq, j as i64 + 1, record_json(j, u)])?;
-                done_row.execute(params![job, j as i64 + 1, seq])?;
             }
         }
         tx.commit()?;
@@ -173,14 +168,14 @@ pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
         "INSERT INTO merged (job, upto) VALUES (?1, ?2)",
         params![job, urls as i64],
     )?;
-    conn.execute(
-        "INSERT INTO done_upto (job, seq) VALUES (?1, ?2)",
-        params![job, seq],
-    )?;
     conn.execute(schema::SQLITE_ADD_COUNTS, params![job, urls as i64, seq, 0])?;
     let started = Instant::now();
-    for s in schema::sqlite() {
-        conn.execute(&s, [])?;
+    for s in schema::sqlite()
+        .iter()
+        .map(String::as_str)
+        .chain(schema::SQLITE_INDEXES.iter().copied())
+    {
+        conn.execute(s, [])?;
     }
     eprintln!("  sqlite indexes: {:.0} s", started.elapsed().as_secs_f64());
     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -416,19 +411,16 @@ mod tests {
             "SELECT count(*) FROM results a JOIN results b ON b.seq = a.seq + 1 WHERE b.url < a.url",
         );
         assert!(backwards > done / 4, "{backwards} of {done}");
-        // Every result's row is named in `done_urls`, up to the last one.
-        assert_eq!(
-            one(
-                "SELECT count(*) FROM results r JOIN done_urls d ON d.url = r.url AND d.seq = r.seq"
-            ),
-            done
-        );
-        assert_eq!(one("SELECT seq FROM done_upto"), done);
-        // The index a crawl fills at random is there, and whole.
-        assert_eq!(
-            one("SELECT count(*) FROM sqlite_schema WHERE name = 'urls_queued'"),
-            1
-        );
+        // The indexes a crawl fills at random are there, and whole.
+        for index in ["urls_queued", "results_url"] {
+            assert_eq!(
+                one(&format!(
+                    "SELECT count(*) FROM sqlite_schema WHERE name = '{index}'"
+                )),
+                1,
+                "{index}"
+            );
+        }
         let check: String = c
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();

@@ -258,17 +258,6 @@ pub trait Store: Send {
     /// Applies `batch` to `job` in one transaction, filling its outputs.
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError>;
 
-    /// Writes into their tables, now, what this store holds in memory of
-    /// `job`'s newest rows until there are enough of them to write in
-    /// bulk (SQLite: the keys of its newest URLs and which rows its
-    /// newest results name). Nothing depends on it: a crawl never calls
-    /// it, and a store that holds nothing back does nothing. A benchmark
-    /// does, so that an operation pays for writing all it changed.
-    fn merge_newest(&mut self, job: JobId) -> Result<(), StoreError> {
-        let _ = job;
-        Ok(())
-    }
-
     /// Up to `limit` results of `job` (of its shards `shards` only, if
     /// given) in the order they finished, after position `after` (0 for
     /// the first): (position, record as JSON). Positions grow but may

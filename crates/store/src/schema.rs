@@ -26,20 +26,14 @@
 //!   `urls (job, key)`, maintained row by row.
 //! - SQLite (version 2) writes every page of a table it changes to its log
 //!   in full (4 KiB), so it changes as few as it can per commit:
-//!   - Finishing a page the crawler loaded leaves `urls` alone: its
-//!     result names the row (`results.url`), and `done_urls`, a table
-//!     ordered by (job, row) written in bulk, names the rows with a result
-//!     (those of a job's newest results, past `done_upto.seq`, are held in
-//!     memory by the writing connection and merged in sorted runs: the
-//!     `done` module). Marking rows done would dirty a page of `urls` per
-//!     finished page (pages finish in another order than they were
-//!     admitted), half of the log's pages in a crawl of 50 hosts; so did
-//!     version 5's index of `results` by row (`results_url`) once a job
-//!     was larger than a commit. A queued row never has a result (a
-//!     finish marks a queued row done), so loads read no more than
-//!     `urls`. Resuming marks the rows a gone run held done or queued,
-//!     finding them in `loaded` (a log of the rows loaded since the last
-//!     resume).
+//!   - Finishing a page leaves `urls` alone: its result names the row
+//!     (`results.url`, indexed; finished rows have nearly increasing ids,
+//!     so the index grows at its end). Marking rows done would dirty a
+//!     page of `urls` per finished page (pages finish in another order
+//!     than they were admitted), half of the log's pages in a crawl of 50
+//!     hosts. Resuming marks the rows a gone run held done or queued, in
+//!     one statement, finding them in `loaded` (a log of the rows loaded
+//!     since the last resume); loads skip rows with a result.
 //!   - Keys find rows through `url_keys`, a table ordered by (job, key)
 //!     that names each row's id, written in bulk: the keys of a job's
 //!     newest rows (past `merged.upto`) are held in memory by the writing
@@ -54,7 +48,7 @@
 pub const PG_VERSION: i64 = 9;
 
 /// The schema version of SQLite files this build writes.
-pub const SQLITE_VERSION: i64 = 6;
+pub const SQLITE_VERSION: i64 = 5;
 
 /// PostgreSQL version 8 and SQLite version 5: URL keys are host-prefixed
 /// ([`crawlkeeper_model::key::url_key`]); a store of an older version is
@@ -254,12 +248,8 @@ pub const PG_STEPS: &[(i64, &[&str])] = &[
 
 /// SQLite's migrations in order: each version's statements, run on a file
 /// of an older version.
-pub const SQLITE_STEPS: &[(i64, &[&str])] = &[
-    (2, SQLITE_FROM_V1),
-    (3, SQLITE_TO_V3),
-    (4, SQLITE_TO_V4),
-    (6, SQLITE_TO_V6),
-];
+pub const SQLITE_STEPS: &[(i64, &[&str])] =
+    &[(2, SQLITE_FROM_V1), (3, SQLITE_TO_V3), (4, SQLITE_TO_V4)];
 
 /// A job's counts: seen, done, failed, requisites (`$1` the job).
 pub const READ_COUNTS: &str = "SELECT CAST(coalesce(sum(seen), 0) AS BIGINT),
@@ -348,8 +338,7 @@ pub const PG_INDEXES: &[&str] = &[RESULTS_SHARD, URLS_HELD];
 
 /// SQLite finds a key's row through `url_keys`, merged in bulk, and the
 /// rows past `merged.upto`, which the writing connection holds in memory;
-/// a result names its URL's row (`url`), and `done_urls` the rows with a
-/// result up to `done_upto.seq` (version 6), merged in bulk the same way.
+/// a result names its URL's row (`url`, indexed by [`SQLITE_INDEXES`]).
 const SQLITE_TABLES: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS results (
         job INTEGER NOT NULL,
@@ -369,27 +358,11 @@ const SQLITE_TABLES: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS loaded (
         job INTEGER NOT NULL,
         url INTEGER NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS done_urls (
-        job INTEGER NOT NULL,
-        url INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        PRIMARY KEY (job, url)) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS done_upto (
-        job INTEGER PRIMARY KEY,
-        seq INTEGER NOT NULL)",
 ];
 
-/// SQLite version 6: the rows with a result are named by `done_urls`
-/// (merged in bulk) instead of an index of `results` by row, and no
-/// queued row has a result. Run after the tables' statements made the new
-/// tables.
-pub const SQLITE_TO_V6: &[&str] = &[
-    "INSERT OR IGNORE INTO done_urls (job, url, seq)
-         SELECT job, url, seq FROM results WHERE url IS NOT NULL ORDER BY job, url, seq",
-    "INSERT OR REPLACE INTO done_upto (job, seq) SELECT job, max(seq) FROM results GROUP BY job",
-    "UPDATE urls SET state = 2 WHERE id IN (SELECT url FROM done_urls) AND state = 0",
-    "DROP INDEX IF EXISTS results_url",
-];
+/// SQLite's indexes on columns a version 1 file lacks: made after
+/// [`SQLITE_FROM_V1`].
+pub const SQLITE_INDEXES: &[&str] = &["CREATE INDEX IF NOT EXISTS results_url ON results (url)"];
 
 /// Turns a SQLite file of version 1 (the PostgreSQL layout) into version
 /// 2, after [`sqlite`] created the new tables.
@@ -414,7 +387,7 @@ pub fn postgres() -> Vec<String> {
     fill(&[TABLES, PG_TABLES], "BYTEA", "BIGSERIAL")
 }
 
-/// The statements creating SQLite's tables.
+/// The statements creating SQLite's tables (then [`SQLITE_INDEXES`]).
 pub fn sqlite() -> Vec<String> {
     fill(&[TABLES, SQLITE_TABLES], "BLOB", "INTEGER")
 }

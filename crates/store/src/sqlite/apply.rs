@@ -10,7 +10,6 @@ use crawlkeeper_model::state::Batch;
 use rusqlite::{Connection, params};
 
 use super::admit::admit_urls;
-use super::done::Done;
 use super::err;
 use super::finish::{Held, finish_urls};
 use super::keys::{Keys, RowIds};
@@ -42,8 +41,6 @@ pub struct Memo {
     pub next_seq: HashMap<i64, (i64, i64)>,
     /// Per job: the rows this connection loaded and has not finished.
     pub held: HashMap<i64, Held>,
-    /// Per job: which rows have a result.
-    pub done: HashMap<i64, Done>,
 }
 
 impl Memo {
@@ -53,64 +50,7 @@ impl Memo {
         self.keys.remove(&job);
         self.next_seq.remove(&job);
         self.held.remove(&job);
-        self.done.remove(&job);
     }
-}
-
-/// The file's data version, which changes when another connection
-/// commits.
-pub fn data_version(tx: &Connection) -> Result<i64, StoreError> {
-    tx.prepare_cached("PRAGMA data_version")
-        .map_err(err)?
-        .query_row([], |r| r.get(0))
-        .map_err(err)
-}
-
-/// Which of `job`'s rows have a result, brought up to date: inside a
-/// transaction that holds the write lock, `version` the file's data
-/// version.
-pub fn done_of<'a>(
-    tx: &Connection,
-    done: &'a mut HashMap<i64, Done>,
-    job: i64,
-    version: i64,
-) -> Result<&'a mut Done, StoreError> {
-    Ok(match done.entry(job) {
-        Entry::Occupied(e) => {
-            let done = e.into_mut();
-            done.refresh(tx, job, version)?;
-            done
-        }
-        Entry::Vacant(e) => e.insert(Done::load(tx, job, version)?),
-    })
-}
-
-/// Merges all of `job`'s newest keys and finished rows held in memory,
-/// inside the open transaction (which holds the write lock).
-pub fn merge_in(tx: &Connection, memo: &mut Memo, job: i64) -> Result<(), StoreError> {
-    let version = data_version(tx)?;
-    let ids = RowIds::read(tx)?;
-    keys_of(tx, &mut memo.keys, job, version, &ids)?.merge_if_due(tx, job, 1)?;
-    done_of(tx, &mut memo.done, job, version)?.merge_if_due(tx, job, 1)
-}
-
-/// Where `job`'s keys are, brought up to date: inside a transaction that
-/// holds the write lock, `version` the file's data version.
-fn keys_of<'a>(
-    tx: &Connection,
-    keys: &'a mut HashMap<i64, Keys>,
-    job: i64,
-    version: i64,
-    ids: &RowIds,
-) -> Result<&'a mut Keys, StoreError> {
-    Ok(match keys.entry(job) {
-        Entry::Occupied(e) => {
-            let keys = e.into_mut();
-            keys.refresh(tx, job, version, ids)?;
-            keys
-        }
-        Entry::Vacant(e) => e.insert(Keys::load(tx, job, version, ids)?),
-    })
 }
 
 /// Applies `batch` inside the open transaction, merging the job's newest
@@ -126,9 +66,20 @@ pub fn apply_in(
     batch.recorded.clear();
     batch.admitted.clear();
     batch.loaded.clear();
-    let version = data_version(tx)?;
+    let version: i64 = tx
+        .prepare_cached("PRAGMA data_version")
+        .map_err(err)?
+        .query_row([], |r| r.get(0))
+        .map_err(err)?;
     let mut ids = RowIds::read(tx)?;
-    let keys = keys_of(tx, &mut memo.keys, job, version, &ids)?;
+    let keys = match memo.keys.entry(job) {
+        Entry::Occupied(e) => {
+            let keys = e.into_mut();
+            keys.refresh(tx, job, version, &ids)?;
+            keys
+        }
+        Entry::Vacant(e) => e.insert(Keys::load(tx, job, version, &ids)?),
+    };
     let held = memo.held.entry(job).or_default().at(version);
     let cache = &mut memo.authorities;
     let mut next = None;
@@ -140,11 +91,9 @@ pub fn apply_in(
             Some(&(seq, v)) if v == version => Some(seq),
             _ => None,
         };
-        let done = done_of(tx, &mut memo.done, job, version)?;
         let seq = finish_urls(
-            tx, cache, keys, held, done, &mut ids, known, job, batch, &mut tally,
+            tx, cache, keys, held, &mut ids, known, job, batch, &mut tally,
         )?;
-        done.merge_if_due(tx, job, merge_at)?;
         next = Some((seq, version));
     }
     admit_urls(
@@ -164,10 +113,11 @@ pub fn apply_in(
         let rows: Vec<(i64, FrontierEntry)> = {
             let mut stmt = tx
                 .prepare_cached(
-                    // A queued row has no result: finishing one marks it
-                    // done.
-                    "SELECT id, key, url, depth, parent, chain FROM urls
+                    // A queued row with a result (finished without being
+                    // loaded, as a skipped URL may be) is not loaded again.
+                    "SELECT id, key, url, depth, parent, chain FROM urls u
                      WHERE job = ?1 AND auth = ?2 AND state = 0
+                       AND NOT EXISTS (SELECT 1 FROM results r WHERE r.url = u.id)
                      ORDER BY depth LIMIT ?3",
                 )
                 .map_err(err)?;

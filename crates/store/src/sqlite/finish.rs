@@ -1,10 +1,8 @@
 //! Storing finished URLs: each finds its row of `urls` (through [`Held`]
 //! or [`Keys`], or makes one) and, unless a result names that row
-//! already ([`Done`]), gets the next result position; the records, each
-//! naming its row, are then written [`CHUNK`](super::rows::CHUNK) to a
-//! statement. Rows the crawler loaded are left alone (see
-//! [`crate::schema`]); a queued row finished without being loaded is
-//! marked done, so that no queued row has a result.
+//! already, gets the next result position; the records, each naming its row, are then
+//! written [`CHUNK`](super::rows::CHUNK) to a statement. Rows of `urls` are left alone (see
+//! [`crate::schema`]).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -12,15 +10,13 @@ use std::sync::LazyLock;
 use crawlkeeper_model::key::KeyMap;
 use crawlkeeper_model::state::Batch;
 use rusqlite::types::ToSql;
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::done::Done;
 use super::err;
 use super::keys::{Keys, RowIds};
 use super::rows::{AuthorityIds, MultiRow, authority_id};
 use crate::StoreError;
 use crate::codec::key_bytes;
-use crate::schema::state;
 use crate::tally::Tally;
 
 /// The statement inserting records.
@@ -35,13 +31,14 @@ static INSERT: LazyLock<MultiRow> = LazyLock::new(|| {
 pub const HELD_CAP: usize = 1 << 20;
 
 /// The rows of one job that this connection loaded (or admitted loaded)
-/// and has not finished, by key. None has a result: a load takes queued
-/// rows, which have none, an admitted row is new, and only a finish through this
+/// and has not finished, by key. None has a result: a load skips rows
+/// with one, an admitted row is new, and only a finish through this
 /// connection gives it one (and takes the row out) while no other
 /// connection commits to the file; when one has (the file's
 /// `data_version` changed), the rows are forgotten. A page the crawler
 /// loaded thus finds its row without reading `url_keys` or
-/// `done_urls`, two pages at random in a job larger than the cache. A row loaded again after a failed transaction or a resume is
+/// `results_url`, two index pages at random in a job larger than the
+/// cache. A row loaded again after a failed transaction or a resume is
 /// still without a result; [`Memo::forget`](super::apply::Memo::forget)
 /// and a resume forget the rows anyway.
 #[derive(Debug, Default)]
@@ -65,16 +62,6 @@ impl Held {
     }
 }
 
-/// Marks row `id` done if it is queued; whether it was.
-fn mark_done(tx: &Connection, id: i64) -> Result<bool, StoreError> {
-    let changed = tx
-        .prepare_cached("UPDATE urls SET state = ?1 WHERE id = ?2 AND state = ?3")
-        .map_err(err)?
-        .execute(params![state::DONE, id, state::QUEUED])
-        .map_err(err)?;
-    Ok(changed == 1)
-}
-
 /// Stores the records of `batch.finished`, filling `batch.recorded` and
 /// adding the rows made and records stored to `tally`; returns the job's
 /// next result position. `next_seq` is that position as noted after this
@@ -85,7 +72,6 @@ pub fn finish_urls(
     cache: &mut AuthorityIds,
     keys: &mut Keys,
     held: &mut KeyMap<i64>,
-    done: &mut Done,
     ids: &mut RowIds,
     next_seq: Option<i64>,
     job: i64,
@@ -101,6 +87,9 @@ pub fn finish_urls(
             .map_err(err)?,
     };
     let first = *batch.first_position.get_or_insert(seq as u64) as i64;
+    let mut done = tx
+        .prepare_cached("SELECT seq FROM results WHERE url = ?1")
+        .map_err(err)?;
     // Rows given a result by this batch (not written yet).
     let mut claimed = HashSet::new();
     // (position, row, failed, index in the batch) of each record to write.
@@ -116,11 +105,12 @@ pub fn finish_urls(
                 match keys.find(tx, job, f.key)? {
                     // Given its result earlier in this batch.
                     Some(id) if claimed.contains(&id) => (None, true),
-                    // Admitted and queued (no queued row has a result): it
-                    // is done now.
-                    Some(id) if mark_done(tx, id)? => (Some(id), true),
-                    // Admitted and loaded: a result unless it has one.
-                    Some(id) => match done.find(tx, job, id)? {
+                    // Admitted: a result unless it has one.
+                    Some(id) => match done
+                        .query_row([id], |r| r.get::<_, i64>(0))
+                        .optional()
+                        .map_err(err)?
+                    {
                         None => (Some(id), true),
                         // Done already: by an attempt of this batch whose commit was not confirmed?
                         Some(s) => (None, s >= first),
@@ -165,9 +155,6 @@ pub fn finish_urls(
     INSERT.execute(tx, &records, |(seq, url, failed, i), v| {
         v.extend([&job as &dyn ToSql, seq, url, failed, &finished[*i].json]);
     })?;
-    for (seq, url, _, _) in &records {
-        done.add(*url, *seq);
-    }
     if batch.keep_archives {
         let mut archive = tx
             .prepare_cached("INSERT INTO archives (job, seq, data) VALUES (?1, ?2, ?3)")

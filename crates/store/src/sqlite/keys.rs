@@ -30,7 +30,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use tracing::debug;
 
 use super::err;
-use super::rows::{CHUNK, MultiRow, merge_rows};
+use super::rows::{CHUNK, MultiRow};
 use crate::StoreError;
 use crate::codec::{key_bytes, key_from};
 
@@ -190,25 +190,27 @@ impl Keys {
             return Ok(());
         }
         let started = Instant::now();
-        let rows: Vec<([u8; 16], i64)> = self
+        let mut rows: Vec<([u8; 16], i64)> = self
             .tail
             .iter()
             .map(|(k, id)| (key_bytes(*k), *id))
             .collect();
+        rows.sort_unstable();
+        MERGE.execute(tx, &rows, |(key, id), v| {
+            v.extend([&job as &dyn ToSql, key, id]);
+        })?;
         // Every row of the job up to `scanned` is in the tail or merged.
-        let merged = merge_rows(
-            tx,
-            &MERGE,
-            rows,
+        tx.prepare_cached(
             "INSERT INTO merged (job, upto) VALUES (?1, ?2)
              ON CONFLICT (job) DO UPDATE SET upto = excluded.upto",
-            job,
-            self.scanned,
-        )?;
+        )
+        .map_err(err)?
+        .execute(params![job, self.scanned])
+        .map_err(err)?;
         self.upto = self.scanned;
         debug!(
             job,
-            keys = merged,
+            keys = rows.len(),
             upto = self.upto,
             took = ?started.elapsed(),
             "newest URL keys merged"

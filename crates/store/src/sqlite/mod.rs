@@ -6,7 +6,6 @@
 
 mod admit;
 mod apply;
-mod done;
 mod finish;
 pub mod keys;
 mod rows;
@@ -24,7 +23,7 @@ use crawlkeeper_model::state::{Batch, Resumed};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use tracing::info;
 
-use self::apply::{Memo, apply_in, data_version, done_of, merge_in, run_cached};
+use self::apply::{Memo, apply_in, run_cached};
 use self::keys::DEFAULT_MERGE_AT;
 use crate::checkpoint::{Checkpointer, Thresholds};
 use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
@@ -184,6 +183,9 @@ impl SqliteStore {
                 );
             }
             Some(_) => {}
+        }
+        for s in schema::SQLITE_INDEXES {
+            tx.execute(s, []).map_err(err)?;
         }
         tx.commit().map_err(err)
     }
@@ -357,8 +359,6 @@ impl Store for SqliteStore {
             "urls",
             "url_keys",
             "merged",
-            "done_urls",
-            "done_upto",
             "results",
             "archives",
             "authorities",
@@ -400,39 +400,18 @@ impl Store for SqliteStore {
     }
 
     fn resume(&mut self, job: JobId) -> Result<Resumed, StoreError> {
-        // IMMEDIATE: it reads which rows have a result, then writes.
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(err)?;
+        let tx = self.conn.transaction().map_err(err)?;
         // What a gone run held in memory is done (finishing leaves rows
         // alone) or queued again.
         // Those rows are the job's in `loaded` (its log of loads since
         // the last resume), read and emptied.
-        let version = data_version(&tx)?;
-        let done = done_of(&tx, &mut self.memo.done, job.0, version)?;
-        let held: Vec<i64> = tx
-            .prepare(
-                "SELECT DISTINCT l.url FROM loaded l JOIN urls u ON u.id = l.url
-                 WHERE l.job = ?1 AND u.state = ?2",
-            )
-            .map_err(err)?
-            .query_map(params![job.0, state::LOADED], |r| r.get(0))
-            .map_err(err)?
-            .collect::<Result<_, _>>()
-            .map_err(err)?;
-        {
-            let mut mark = tx
-                .prepare("UPDATE urls SET state = ?1 WHERE id = ?2")
-                .map_err(err)?;
-            for id in held {
-                let to = match done.find(&tx, job.0, id)? {
-                    Some(_) => state::DONE,
-                    None => state::QUEUED,
-                };
-                mark.execute(params![to, id]).map_err(err)?;
-            }
-        }
+        tx.execute(
+            "UPDATE urls SET state = CASE
+                 WHEN EXISTS (SELECT 1 FROM results r WHERE r.url = urls.id) THEN ?1 ELSE ?2 END
+             WHERE id IN (SELECT url FROM loaded WHERE job = ?3) AND state = ?4",
+            params![state::DONE, state::QUEUED, job.0, state::LOADED],
+        )
+        .map_err(err)?;
         tx.execute("DELETE FROM loaded WHERE job = ?1", [job.0])
             .map_err(err)?;
         let authorities = {
@@ -509,7 +488,7 @@ impl Store for SqliteStore {
                 params![state::QUEUED, job.id.0],
             )
             .map_err(err)?;
-        for table in ["results", "archives", "done_urls", "done_upto"] {
+        for table in ["results", "archives"] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
         }
@@ -558,19 +537,6 @@ impl Store for SqliteStore {
                 Err(e)
             }
         }
-    }
-
-    fn merge_newest(&mut self, job: JobId) -> Result<(), StoreError> {
-        run_cached(&self.conn, "BEGIN IMMEDIATE")?;
-        let result = merge_in(&self.conn, &mut self.memo, job.0)
-            .and_then(|()| run_cached(&self.conn, "COMMIT"));
-        if result.is_err() {
-            if !self.conn.is_autocommit() {
-                let _ = run_cached(&self.conn, "ROLLBACK");
-            }
-            self.memo.forget(job.0);
-        }
-        result
     }
 
     fn archives(

@@ -1,5 +1,5 @@
 //! Helpers the batch's writers share: multi-row `INSERT`s ([`MultiRow`],
-//! [`CHUNK`] rows to a statement, and [`merge_rows`]) and authority row ids remembered by job
+//! [`CHUNK`] rows to a statement) and authority row ids remembered by job
 //! ([`authority_id`]), and the log of loads ([`log_loaded`]). They import
 //! none of the writers.
 
@@ -69,29 +69,6 @@ impl MultiRow {
         }
         Ok(())
     }
-}
-
-/// Writes a merge of a job's newest rows: `rows` (a key and a number
-/// each, sorted here) with `insert` (job, key, number), then the job's
-/// mark moved to `upto` with `mark` (`?1` the job, `?2` the mark); in
-/// the transaction at hand. Returns how many rows were written.
-pub fn merge_rows<K: ToSql + Ord>(
-    tx: &Connection,
-    insert: &MultiRow,
-    mut rows: Vec<(K, i64)>,
-    mark: &str,
-    job: i64,
-    upto: i64,
-) -> Result<usize, StoreError> {
-    rows.sort_unstable();
-    insert.execute(tx, &rows, |(key, n), v| {
-        v.extend([&job as &dyn ToSql, key, n]);
-    })?;
-    tx.prepare_cached(mark)
-        .map_err(err)?
-        .execute(params![job, upto])
-        .map_err(err)?;
-    Ok(rows.len())
 }
 
 /// The row id of `authority` in `job`, from `cache` or the database; a

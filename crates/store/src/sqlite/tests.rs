@@ -82,6 +82,26 @@ fn admit(store: &mut SqliteStore, job: crate::JobId, ids: impl Iterator<Item = u
     admit_as(store, job, ids, true)
 }
 
+/// Admits `ids` queued (not held by a crawler), all new.
+fn queue(store: &mut SqliteStore, job: crate::JobId, ids: impl Iterator<Item = u64>) {
+    assert!(admit_as(store, job, ids, false).iter().all(|new| *new));
+}
+
+/// Loads at most `limit` of the host's queued URLs; returns their numbers.
+fn load(store: &mut SqliteStore, job: crate::JobId, limit: usize) -> Vec<u64> {
+    let mut batch = Batch {
+        load: vec![(entry(0).1, limit)],
+        ..Batch::default()
+    };
+    store.apply(job, &mut batch).unwrap();
+    let mut got: Vec<u64> = batch.loaded[0]
+        .iter()
+        .map(|e| e.url.rsplit('/').next().unwrap().parse().unwrap())
+        .collect();
+    got.sort_unstable();
+    got
+}
+
 fn finish(store: &mut SqliteStore, job: crate::JobId, ids: impl Iterator<Item = u64>) -> Vec<bool> {
     let mut batch = Batch {
         finished: ids
@@ -207,7 +227,7 @@ fn a_version_1_file_is_migrated_with_its_urls_known() {
     // result's position.
     let (dir, path) = older_file(
         "v1",
-        "DROP TABLE url_keys; DROP TABLE merged; DROP TABLE done_urls; DROP TABLE done_upto;
+        "DROP TABLE url_keys; DROP TABLE merged; DROP INDEX results_url;
              DROP TABLE job_counts; DROP TABLE loaded;
              CREATE UNIQUE INDEX urls_key ON urls (job, key);
              UPDATE urls SET state = 2,
@@ -443,171 +463,30 @@ fn a_row_loaded_here_and_finished_by_another_connection_is_not_recorded_twice() 
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// Admits `ids` queued (not held by a crawler), all new.
-fn queue(store: &mut SqliteStore, job: crate::JobId, ids: impl Iterator<Item = u64>) {
-    assert!(admit_as(store, job, ids, false).iter().all(|new| *new));
-}
-
-/// Loads at most `limit` of the host's queued URLs; returns their numbers.
-fn load(store: &mut SqliteStore, job: crate::JobId, limit: usize) -> Vec<u64> {
-    let mut batch = Batch {
-        load: vec![(entry(0).1, limit)],
-        ..Batch::default()
-    };
-    store.apply(job, &mut batch).unwrap();
-    let mut got: Vec<u64> = batch.loaded[0]
-        .iter()
-        .map(|e| e.url.rsplit('/').next().unwrap().parse().unwrap())
-        .collect();
-    got.sort_unstable();
-    got
-}
-
 #[test]
-fn finished_rows_are_merged_in_bulk_and_stay_done() {
-    let (dir, path) = fresh("done");
-    let mut store = SqliteStore::open(&path).unwrap();
-    store.set_merge_at(16);
-    let job = open_job(&mut store);
-    admit(&mut store, job, 0..100);
-    // Three batches of 20: each merges the rows finished so far.
-    for start in (0..60).step_by(20) {
-        assert!(
-            finish(&mut store, job, start..start + 20)
-                .iter()
-                .all(|r| *r)
-        );
-    }
-    // Five more stay in the tail, in memory.
-    assert!(finish(&mut store, job, 60..65).iter().all(|r| *r));
-    assert_eq!(count(&path, "SELECT count(*) FROM done_urls"), 60);
-    assert_eq!(count(&path, "SELECT seq FROM done_upto"), 60);
-    assert_eq!(
-        count(
-            &path,
-            "SELECT count(*) FROM sqlite_schema WHERE name = 'results_url'"
-        ),
-        0,
-        "no index of the results by row"
-    );
-    // Merged now, whatever their number.
-    store.merge_newest(job).unwrap();
-    assert_eq!(count(&path, "SELECT count(*) FROM done_urls"), 65);
-    assert_eq!(count(&path, "SELECT seq FROM done_upto"), 65);
-    // Five more stay in the tail.
-    assert!(finish(&mut store, job, 65..70).iter().all(|r| *r));
-    drop(store);
-    // A new connection finds the merged rows in the table and the newest
-    // in their results.
+fn a_resume_queues_again_what_a_gone_run_held_without_a_result() {
+    let (dir, path) = fresh("resume");
     let mut store = SqliteStore::open(&path).unwrap();
     let job = open_job(&mut store);
-    assert_eq!(
-        finish(&mut store, job, 0..100),
-        (0..100).map(|i| i >= 70).collect::<Vec<_>>(),
-        "the first 70 were done"
-    );
-    assert_eq!(count(&path, "SELECT count(*) FROM results"), 100);
-    let counts = store.find_job("keys").unwrap().unwrap().counts;
-    assert_eq!(counts.done, 100);
+    queue(&mut store, job, 0..20);
+    assert_eq!(load(&mut store, job, 12), (0..12).collect::<Vec<_>>());
+    assert_eq!(finish(&mut store, job, 0..7), [true; 7]);
+    // The run is gone; the next opens the file and resumes the job.
     drop(store);
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn a_queued_row_finished_without_a_load_is_done_and_never_loaded() {
-    let (dir, path) = fresh("queued");
     let mut store = SqliteStore::open(&path).unwrap();
-    let job = open_job(&mut store);
-    queue(&mut store, job, 0..10);
-    // Finished without being loaded, as a URL skipped with its host may be.
-    assert_eq!(finish(&mut store, job, 0..4), [true; 4]);
-    assert_eq!(
-        count(&path, "SELECT count(*) FROM urls WHERE state = 2"),
-        4,
-        "marked done"
-    );
-    assert_eq!(load(&mut store, job, 20), (4..10).collect::<Vec<_>>());
-    drop(store);
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn a_resume_finds_the_results_of_rows_a_gone_run_held_merged_or_not() {
-    for merge_at in [4, 1000] {
-        let (dir, path) = fresh(&format!("resume{merge_at}"));
-        let mut store = SqliteStore::open(&path).unwrap();
-        store.set_merge_at(merge_at);
-        let job = open_job(&mut store);
-        queue(&mut store, job, 0..20);
-        assert_eq!(load(&mut store, job, 12), (0..12).collect::<Vec<_>>());
-        assert_eq!(finish(&mut store, job, 0..7), [true; 7]);
-        // The run is gone; the next opens the file and resumes the job.
-        drop(store);
-        let mut store = SqliteStore::open(&path).unwrap();
-        let info = store.find_job("keys").unwrap().unwrap();
-        store.lock_job(&info).unwrap();
-        let resumed = store.resume(info.id).unwrap();
-        assert_eq!(
-            resumed.queued.iter().map(|(_, n)| n).sum::<u64>(),
-            13,
-            "merge at {merge_at}: the 5 held rows without a result and the 8 never loaded"
-        );
-        assert_eq!(
-            load(&mut store, info.id, 20),
-            (7..20).collect::<Vec<_>>(),
-            "merge at {merge_at}"
-        );
-        drop(store);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
-
-#[test]
-fn a_version_5_file_names_its_done_rows_in_a_table() {
-    // What version 5 wrote: results found by an index of their rows, and
-    // queued rows with a result (finished without being loaded): here the
-    // first five.
-    let (dir, path) = older_file(
-        "v5",
-        "DROP TABLE done_urls; DROP TABLE done_upto;
-         CREATE INDEX results_url ON results (url);
-         UPDATE urls SET state = 0 WHERE id IN (SELECT url FROM results WHERE seq <= 5);
-         DELETE FROM loaded WHERE url IN (SELECT url FROM results WHERE seq <= 5);
-         UPDATE crawlkeeper_version SET version = 5;",
-    );
-    let mut store = SqliteStore::open(&path).unwrap();
-    assert_eq!(
-        count(&path, "SELECT max(version) FROM crawlkeeper_version"),
-        schema::SQLITE_VERSION
-    );
-    assert_eq!(
-        count(
-            &path,
-            "SELECT count(*) FROM sqlite_schema WHERE name = 'results_url'"
-        ),
-        0
-    );
-    assert_eq!(
-        count(
-            &path,
-            "SELECT count(*) FROM results r JOIN done_urls d ON d.url = r.url AND d.seq = r.seq"
-        ),
-        20
-    );
-    assert_eq!(count(&path, "SELECT seq FROM done_upto"), 20);
-    assert_eq!(
-        count(&path, "SELECT count(*) FROM urls WHERE state = 0"),
-        0,
-        "no queued row has a result"
-    );
     let info = store.find_job("keys").unwrap().unwrap();
     store.lock_job(&info).unwrap();
     let resumed = store.resume(info.id).unwrap();
-    assert_eq!(resumed.queued.iter().map(|(_, n)| n).sum::<u64>(), 30);
-    assert_eq!(load(&mut store, info.id, 50), (20..50).collect::<Vec<_>>());
     assert_eq!(
-        finish(&mut store, info.id, 0..25),
-        (0..25).map(|i| i >= 20).collect::<Vec<_>>()
+        resumed.queued.iter().map(|(_, n)| n).sum::<u64>(),
+        13,
+        "the 5 held rows without a result and the 8 never loaded"
+    );
+    assert_eq!(load(&mut store, info.id, 20), (7..20).collect::<Vec<_>>());
+    assert_eq!(
+        finish(&mut store, info.id, 0..20),
+        (0..20).map(|i| i >= 7).collect::<Vec<_>>(),
+        "the finished ones stay done"
     );
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
