@@ -176,6 +176,7 @@ fn timed(
 ) -> Result<Op> {
     let before = meter.read()?;
     let read_before = meter.disk_reads()?;
+    let cpu_before = crate::proc::own_cpu();
     let started = Instant::now();
     for b in batches.iter_mut() {
         store.apply(job, b)?;
@@ -185,12 +186,14 @@ fn timed(
     let took = started.elapsed().as_secs_f64();
     let written = meter.read()?.saturating_sub(before);
     let read = meter.disk_reads()?.saturating_sub(read_before);
+    let cpu = crate::proc::own_cpu().saturating_sub(cpu_before);
     Ok(Op {
         units,
         us: took * 1e6 / units.max(1) as f64,
         written: written as f64 / units.max(1) as f64,
         urls: 0.0,
         read: read as f64 / units.max(1) as f64,
+        cpu: cpu.as_secs_f64() * 1e6 / units.max(1) as f64,
     })
 }
 

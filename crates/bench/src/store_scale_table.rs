@@ -23,6 +23,11 @@ pub struct Op {
     /// `/proc/self/io`, page cache misses; PostgreSQL: not known, 0).
     #[serde(default)]
     pub read: f64,
+    /// This process's CPU (user and system, `getrusage`) per unit, in
+    /// microseconds: for SQLite the store's own work, the rest of `us`
+    /// waiting (on the disk, mostly); for PostgreSQL the client's alone.
+    #[serde(default)]
+    pub cpu: f64,
 }
 
 /// What the resuming process measured.
@@ -122,6 +127,7 @@ pub fn table(sizes: &[Figures]) -> String {
         ("admit a new URL, µs", |f| f.admit_new.us, 1),
         ("  … bytes written per URL", |f| f.admit_new.written, 0),
         ("  … bytes read from disk per URL", |f| f.admit_new.read, 0),
+        ("  … this process's CPU, µs per URL", |f| f.admit_new.cpu, 1),
         ("admit a known URL, µs", |f| f.admit_known.us, 1),
         ("  … bytes written per URL", |f| f.admit_known.written, 0),
         (
@@ -138,6 +144,7 @@ pub fn table(sizes: &[Figures]) -> String {
         ),
         ("  … bytes written per load", |f| f.load.written, 0),
         ("  … bytes read from disk per load", |f| f.load.read, 0),
+        ("  … this process's CPU, µs per load", |f| f.load.cpu, 1),
         (
             "finish a loaded page (record), in load order, µs",
             |f| f.finish_loaded.us,
@@ -150,12 +157,18 @@ pub fn table(sizes: &[Figures]) -> String {
             0,
         ),
         (
+            "  … this process's CPU, µs per page",
+            |f| f.finish_loaded.cpu,
+            1,
+        ),
+        (
             "finish a page (record), in admission order, µs",
             |f| f.finish.us,
             1,
         ),
         ("  … bytes written per page", |f| f.finish.written, 0),
         ("  … bytes read from disk per page", |f| f.finish.read, 0),
+        ("  … this process's CPU, µs per page", |f| f.finish.cpu, 1),
         (
             "finish a page, in random order, µs",
             |f| f.finish_random.us,
@@ -166,6 +179,11 @@ pub fn table(sizes: &[Figures]) -> String {
             "  … bytes read from disk per page",
             |f| f.finish_random.read,
             0,
+        ),
+        (
+            "  … this process's CPU, µs per page",
+            |f| f.finish_random.cpu,
+            1,
         ),
         ("open the store, s", |f| f.resume.open_s, 2),
         ("find the job (counts), s", |f| f.resume.find_s, 2),
@@ -307,5 +325,22 @@ mod tests {
         );
         // Figures a backend does not measure are left out.
         assert!(!text.contains("bytes read from disk"), "{text}");
+        assert!(!text.contains("this process's CPU"), "{text}");
+        let cpu = table(&[Figures {
+            admit_new: Op {
+                us: 10.0,
+                cpu: 4.0,
+                ..Op::default()
+            },
+            ..at(1_000_000, 10.0)
+        }]);
+        assert!(
+            cpu.contains("… this process's CPU, µs per URL | 4.0 |"),
+            "{cpu}"
+        );
+        // Figures saved before the CPU was measured still read.
+        let old: Op = serde_json::from_str(r#"{"units":1,"us":2.0,"written":3.0,"urls":0.0}"#)
+            .expect("an Op of an older build");
+        assert_eq!(old.cpu, 0.0);
     }
 }
