@@ -445,12 +445,7 @@ fn a_row_loaded_here_and_finished_by_another_connection_is_not_recorded_twice() 
     let job = open_job(&mut here);
     queue(&mut here, job, 0..4);
     // This connection loads the host's URLs (and remembers their rows).
-    let mut load = Batch {
-        load: vec![(entry(0).1, 4)],
-        ..Batch::default()
-    };
-    here.apply(job, &mut load).unwrap();
-    assert_eq!(load.loaded[0].len(), 4);
+    assert_eq!(load(&mut here, job, 4).len(), 4);
     // Another connection finishes one of them.
     let mut other = SqliteStore::open(&path).unwrap();
     assert_eq!(finish(&mut other, job, 0..1), [true]);
