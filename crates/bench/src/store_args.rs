@@ -86,7 +86,7 @@ pub struct ScaleOpts {
     /// keeps the pages it uses again and again on a machine with memory
     /// for them: PostgreSQL's table `urls` and its indexes
     /// (`pg_prewarm`), SQLite's `urls`, `urls_queued`, `url_keys` and
-    /// `results_url`; the results stay as the seed left them. Without
+    /// `done_bits`; the results stay as the seed left them. Without
     /// it the operations start from what the bulk load left in memory
     /// (at 50 million URLs, larger than this machine's memory, mostly
     /// what it wrote last).

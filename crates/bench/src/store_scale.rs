@@ -380,7 +380,7 @@ fn pg_warm(url: &str, schema: &str) -> Result<u64> {
 }
 
 /// [`pg_warm`] for SQLite: reads `urls`, its index `urls_queued`, the key
-/// table `url_keys` and `results_url` (which finds a row's result) whole;
+/// table `url_keys` and `done_bits` (which rows have a result) whole;
 /// returns the bytes read from the disk.
 fn sqlite_warm(path: &Path) -> Result<u64> {
     let before = self_io("read_bytes:")?;
@@ -389,7 +389,7 @@ fn sqlite_warm(path: &Path) -> Result<u64> {
         "SELECT sum(length(key)) FROM urls",
         "SELECT count(*) FROM urls INDEXED BY urls_queued WHERE state = 0",
         "SELECT count(*) FROM url_keys",
-        "SELECT count(*) FROM results INDEXED BY results_url WHERE url IS NOT NULL",
+        "SELECT sum(length(bits)) FROM done_bits",
     ] {
         c.query_row(sql, [], |_| Ok(()))
             .with_context(|| sql.to_owned())?;

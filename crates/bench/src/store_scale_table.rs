@@ -97,7 +97,8 @@ pub struct Figures {
     #[serde(default)]
     pub warm: bool,
     /// Whether the `urls` table was read into memory too (`--scale-warm`
-    /// since session 26; SQLite: its key table and `results_url` too).
+    /// since session 26; SQLite: its key table and `results_url` too, `done_bits` since
+    /// version 6).
     #[serde(default)]
     pub warm_rows: bool,
 }

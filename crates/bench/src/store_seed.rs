@@ -16,7 +16,8 @@
 //!   `urls_queued` is filled as the rows go in (a run of one host's URLs
 //!   at a random place, as admission fills it), and the results in a
 //!   fixed shuffle of their URLs (pages finish in another order than they
-//!   were admitted), so that `results_url` is filled at random too. An
+//!   were admitted), and the done rows' bits (`done_bits`) after them
+//!   (version 5's index `results_url` was filled at random too). An
 //!   index made after the load has its leaves full, and the first
 //!   insertion into each splits it, which a crawl's index, whose leaves
 //!   random insertions left partly empty, does not: at 10 M URLs,
@@ -38,6 +39,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use crawlkeeper_model::{CrawlRecord, shard_of};
+use crawlkeeper_store::sqlite::done::InOrder;
 use crawlkeeper_store::{PgStore, SqliteStore, schema};
 use rusqlite::params;
 
@@ -123,8 +125,7 @@ pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
         progress("sqlite urls", i, urls, started);
     }
     // Results in the order pages finish: another than their URLs' (a
-    // fixed shuffle), so that `results_url` is filled at random, as a
-    // crawl fills it.
+    // fixed shuffle), as a crawl stores them.
     let started = Instant::now();
     let mut seq = 0i64;
     let mut k = 0u64;
@@ -170,14 +171,21 @@ pub fn sqlite(path: &Path, urls: u64, u: &Urls) -> Result<i64> {
     )?;
     conn.execute(schema::SQLITE_ADD_COUNTS, params![job, urls as i64, seq, 0])?;
     let started = Instant::now();
-    for s in schema::sqlite()
-        .iter()
-        .map(String::as_str)
-        .chain(schema::SQLITE_INDEXES.iter().copied())
-    {
-        conn.execute(s, [])?;
+    for s in schema::sqlite() {
+        conn.execute(&s, [])?;
     }
-    eprintln!("  sqlite indexes: {:.0} s", started.elapsed().as_secs_f64());
+    // The done rows' bits.
+    let tx = conn.transaction()?;
+    let mut bits = InOrder::new(&tx, true);
+    for j in (0..urls).filter(|&j| is_done(j)) {
+        bits.push(j as i64 + 1)?;
+    }
+    bits.end()?;
+    tx.commit()?;
+    eprintln!(
+        "  sqlite indexes and bits: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     conn.pragma_update(None, "journal_mode", "WAL")?;
     Ok(job)
 }
@@ -411,14 +419,18 @@ mod tests {
             "SELECT count(*) FROM results a JOIN results b ON b.seq = a.seq + 1 WHERE b.url < a.url",
         );
         assert!(backwards > done / 4, "{backwards} of {done}");
-        // The indexes a crawl fills at random are there, and whole.
-        for index in ["urls_queued", "results_url"] {
+        // The index a crawl fills at random is there, and whole.
+        assert_eq!(
+            one("SELECT count(*) FROM sqlite_schema WHERE name = 'urls_queued'"),
+            1
+        );
+        // A bit per done row, and none other.
+        let mut bits = crawlkeeper_store::sqlite::done::DoneBits::default();
+        for j in 0..n + 3 {
             assert_eq!(
-                one(&format!(
-                    "SELECT count(*) FROM sqlite_schema WHERE name = '{index}'"
-                )),
-                1,
-                "{index}"
+                bits.get(&c, j as i64 + 1).unwrap(),
+                j < n && is_done(j),
+                "{j}"
             );
         }
         let check: String = c

@@ -10,13 +10,14 @@ use crawlkeeper_model::state::Batch;
 use rusqlite::{Connection, params};
 
 use super::admit::admit_urls;
+use super::done::DoneBits;
 use super::err;
 use super::finish::{Held, finish_urls};
 use super::keys::{Keys, RowIds};
 use super::rows::{AuthorityIds, authority_id, log_loaded};
 use crate::StoreError;
 use crate::codec::{chain_from, key_from};
-use crate::schema;
+use crate::schema::{self, state};
 use crate::tally::Tally;
 
 /// Runs a statement without parameters or rows, prepared once.
@@ -41,6 +42,8 @@ pub struct Memo {
     pub next_seq: HashMap<i64, (i64, i64)>,
     /// Per job: the rows this connection loaded and has not finished.
     pub held: HashMap<i64, Held>,
+    /// Which rows have a result, as far as read (every job's).
+    pub bits: DoneBits,
 }
 
 impl Memo {
@@ -50,6 +53,7 @@ impl Memo {
         self.keys.remove(&job);
         self.next_seq.remove(&job);
         self.held.remove(&job);
+        self.bits.forget();
     }
 }
 
@@ -81,6 +85,7 @@ pub fn apply_in(
         Entry::Vacant(e) => e.insert(Keys::load(tx, job, version, &ids)?),
     };
     let held = memo.held.entry(job).or_default().at(version);
+    let bits = memo.bits.at(version);
     let cache = &mut memo.authorities;
     let mut next = None;
     let mut tally = Tally::default();
@@ -92,7 +97,7 @@ pub fn apply_in(
             _ => None,
         };
         let seq = finish_urls(
-            tx, cache, keys, held, &mut ids, known, job, batch, &mut tally,
+            tx, cache, keys, held, bits, &mut ids, known, job, batch, &mut tally,
         )?;
         next = Some((seq, version));
     }
@@ -110,47 +115,7 @@ pub fn apply_in(
     keys.merge_if_due(tx, job, merge_at)?;
     for (authority, limit) in &batch.load {
         let auth = authority_id(tx, cache, job, authority)?;
-        let rows: Vec<(i64, FrontierEntry)> = {
-            let mut stmt = tx
-                .prepare_cached(
-                    // A queued row with a result (finished without being
-                    // loaded, as a skipped URL may be) is not loaded again.
-                    "SELECT id, key, url, depth, parent, chain FROM urls u
-                     WHERE job = ?1 AND auth = ?2 AND state = 0
-                       AND NOT EXISTS (SELECT 1 FROM results r WHERE r.url = u.id)
-                     ORDER BY depth LIMIT ?3",
-                )
-                .map_err(err)?;
-            let rows = stmt
-                .query_map(params![job, auth, *limit as i64], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, Vec<u8>>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, u32>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                    ))
-                })
-                .map_err(err)?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (id, key, url, depth, parent, chain) = row.map_err(err)?;
-                let (redirect_chain, known) = chain_from(chain)?;
-                out.push((
-                    id,
-                    FrontierEntry {
-                        key: key_from(&key)?,
-                        url,
-                        depth,
-                        parent,
-                        redirect_chain,
-                        known,
-                    },
-                ));
-            }
-            out
-        };
+        let rows = next_rows(tx, bits, job, auth, *limit)?;
         for (id, _) in &rows {
             tx.prepare_cached("UPDATE urls SET state = 1 WHERE id = ?1")
                 .map_err(err)?
@@ -178,5 +143,69 @@ pub fn apply_in(
             .execute(params![job, tally.seen, tally.done, tally.errors])
             .map_err(err)?;
     }
+    bits.write(tx)?;
     Ok(next)
+}
+
+/// A host's next `limit` queued rows, fewest hops first. A queued row
+/// with a result (finished without being loaded, as a skipped URL may
+/// be) is not loaded: it is marked done, and the rows are read again.
+fn next_rows(
+    tx: &Connection,
+    bits: &mut DoneBits,
+    job: i64,
+    auth: i64,
+    limit: usize,
+) -> Result<Vec<(i64, FrontierEntry)>, StoreError> {
+    loop {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT id, key, url, depth, parent, chain FROM urls
+                 WHERE job = ?1 AND auth = ?2 AND state = 0
+                 ORDER BY depth LIMIT ?3",
+            )
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![job, auth, limit as i64], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Vec<u8>>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, u32>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                ))
+            })
+            .map_err(err)?;
+        let mut out = Vec::new();
+        let mut done = Vec::new();
+        for row in rows {
+            let (id, key, url, depth, parent, chain) = row.map_err(err)?;
+            if bits.get(tx, id)? {
+                done.push(id);
+                continue;
+            }
+            let (redirect_chain, known) = chain_from(chain)?;
+            out.push((
+                id,
+                FrontierEntry {
+                    key: key_from(&key)?,
+                    url,
+                    depth,
+                    parent,
+                    redirect_chain,
+                    known,
+                },
+            ));
+        }
+        if done.is_empty() {
+            return Ok(out);
+        }
+        let mut mark = tx
+            .prepare_cached("UPDATE urls SET state = ?1 WHERE id = ?2")
+            .map_err(err)?;
+        for id in done {
+            mark.execute(params![state::DONE, id]).map_err(err)?;
+        }
+    }
 }

@@ -1,8 +1,9 @@
 //! Storing finished URLs: each finds its row of `urls` (through [`Held`]
-//! or [`Keys`], or makes one) and, unless a result names that row
-//! already, gets the next result position; the records, each naming its row, are then
-//! written [`CHUNK`](super::rows::CHUNK) to a statement. Rows of `urls` are left alone (see
-//! [`crate::schema`]).
+//! or [`Keys`], or makes one) and, unless its bit in [`DoneBits`] says a
+//! result names that row already, gets the next result position and its
+//! bit; the records, each naming its row, are then written
+//! [`CHUNK`](super::rows::CHUNK) to a statement. Rows of `urls` are left
+//! alone (see [`crate::schema`]).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -12,6 +13,7 @@ use crawlkeeper_model::state::Batch;
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::done::DoneBits;
 use super::err;
 use super::keys::{Keys, RowIds};
 use super::rows::{AuthorityIds, MultiRow, authority_id};
@@ -36,9 +38,8 @@ pub const HELD_CAP: usize = 1 << 20;
 /// connection gives it one (and takes the row out) while no other
 /// connection commits to the file; when one has (the file's
 /// `data_version` changed), the rows are forgotten. A page the crawler
-/// loaded thus finds its row without reading `url_keys` or
-/// `results_url`, two index pages at random in a job larger than the
-/// cache. A row loaded again after a failed transaction or a resume is
+/// loaded thus finds its row without reading `url_keys` (a page at
+/// random in a job larger than the cache) or its bit. A row loaded again after a failed transaction or a resume is
 /// still without a result; [`Memo::forget`](super::apply::Memo::forget)
 /// and a resume forget the rows anyway.
 #[derive(Debug, Default)]
@@ -72,6 +73,7 @@ pub fn finish_urls(
     cache: &mut AuthorityIds,
     keys: &mut Keys,
     held: &mut KeyMap<i64>,
+    bits: &mut DoneBits,
     ids: &mut RowIds,
     next_seq: Option<i64>,
     job: i64,
@@ -87,8 +89,10 @@ pub fn finish_urls(
             .map_err(err)?,
     };
     let first = *batch.first_position.get_or_insert(seq as u64) as i64;
-    let mut done = tx
-        .prepare_cached("SELECT seq FROM results WHERE url = ?1")
+    // The position of a row's result stored since `first`: by an attempt
+    // of this batch whose commit was not confirmed.
+    let mut this_batch = tx
+        .prepare_cached("SELECT seq FROM results WHERE job = ?1 AND seq >= ?2 AND url = ?3")
         .map_err(err)?;
     // Rows given a result by this batch (not written yet).
     let mut claimed = HashSet::new();
@@ -106,15 +110,16 @@ pub fn finish_urls(
                     // Given its result earlier in this batch.
                     Some(id) if claimed.contains(&id) => (None, true),
                     // Admitted: a result unless it has one.
-                    Some(id) => match done
-                        .query_row([id], |r| r.get::<_, i64>(0))
-                        .optional()
-                        .map_err(err)?
-                    {
-                        None => (Some(id), true),
-                        // Done already: by an attempt of this batch whose commit was not confirmed?
-                        Some(s) => (None, s >= first),
-                    },
+                    Some(id) if !bits.get(tx, id)? => (Some(id), true),
+                    // Done already: by an attempt of this batch whose
+                    // commit was not confirmed?
+                    Some(id) => {
+                        let again = this_batch
+                            .query_row(params![job, first, id], |_| Ok(()))
+                            .optional()
+                            .map_err(err)?;
+                        (None, again.is_some())
+                    }
                     // Never admitted (skipped with its authority): it gets a row.
                     None => {
                         let auth = authority_id(tx, cache, job, &f.record.authority)?;
@@ -144,6 +149,7 @@ pub fn finish_urls(
             };
         if let Some(id) = claim {
             claimed.insert(id);
+            bits.set(tx, id, true)?;
             records.push((seq, id, i64::from(f.record.error.is_some()), i));
             seq += 1;
         }

@@ -6,6 +6,7 @@
 
 mod admit;
 mod apply;
+pub mod done;
 mod finish;
 pub mod keys;
 mod rows;
@@ -171,6 +172,14 @@ impl SqliteStore {
                 if old < schema::SQLITE_REKEYED {
                     crate::rekey::sqlite(&tx).map_err(err)?;
                 }
+                if old < 6 {
+                    // The bits from the results, in row order (through
+                    // `results_url`, which goes after).
+                    done::set_rows(&tx, done::RESULT_ROWS, [], true)?;
+                    for s in schema::SQLITE_TO_V6 {
+                        tx.execute(s, []).map_err(err)?;
+                    }
+                }
                 tx.execute(
                     "UPDATE crawlkeeper_version SET version = ?1",
                     [schema::SQLITE_VERSION],
@@ -183,9 +192,6 @@ impl SqliteStore {
                 );
             }
             Some(_) => {}
-        }
-        for s in schema::SQLITE_INDEXES {
-            tx.execute(s, []).map_err(err)?;
         }
         tx.commit().map_err(err)
     }
@@ -355,6 +361,8 @@ impl Store for SqliteStore {
         };
         self.lock_job(&job)?;
         let tx = self.conn.transaction().map_err(err)?;
+        // Row ids may be given again: their bits go with the rows.
+        done::set_rows(&tx, done::JOB_RESULT_ROWS, [job.id.0], false)?;
         for table in [
             "urls",
             "url_keys",
@@ -405,13 +413,29 @@ impl Store for SqliteStore {
         // alone) or queued again.
         // Those rows are the job's in `loaded` (its log of loads since
         // the last resume), read and emptied.
-        tx.execute(
-            "UPDATE urls SET state = CASE
-                 WHEN EXISTS (SELECT 1 FROM results r WHERE r.url = urls.id) THEN ?1 ELSE ?2 END
-             WHERE id IN (SELECT url FROM loaded WHERE job = ?3) AND state = ?4",
-            params![state::DONE, state::QUEUED, job.0, state::LOADED],
-        )
-        .map_err(err)?;
+        // Done if its bit is set.
+        {
+            let version: i64 = tx
+                .query_row("PRAGMA data_version", [], |r| r.get(0))
+                .map_err(err)?;
+            let bits = self.memo.bits.at(version);
+            let mut read = tx
+                .prepare("SELECT DISTINCT url FROM loaded WHERE job = ?1 ORDER BY url")
+                .map_err(err)?;
+            let mut write = tx
+                .prepare("UPDATE urls SET state = ?1 WHERE id = ?2 AND state = ?3")
+                .map_err(err)?;
+            let mut rows = read.query([job.0]).map_err(err)?;
+            while let Some(row) = rows.next().map_err(err)? {
+                let id: i64 = row.get(0).map_err(err)?;
+                let to = if bits.get(&tx, id)? {
+                    state::DONE
+                } else {
+                    state::QUEUED
+                };
+                write.execute(params![to, id, state::LOADED]).map_err(err)?;
+            }
+        }
         tx.execute("DELETE FROM loaded WHERE job = ?1", [job.0])
             .map_err(err)?;
         let authorities = {
@@ -488,6 +512,7 @@ impl Store for SqliteStore {
                 params![state::QUEUED, job.id.0],
             )
             .map_err(err)?;
+        done::set_rows(&tx, done::JOB_RESULT_ROWS, [job.id.0], false)?;
         for table in ["results", "archives"] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;

@@ -204,8 +204,9 @@ fn newest_keys_are_merged_in_bulk_and_every_key_stays_known() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A file of an older version (`downgrade` makes it one): 50 URLs
-/// admitted as loaded (held by a crawler), 20 of them finished.
+/// A file of an older version (`downgrade` makes it one from version
+/// 5's layout): 50 URLs admitted as loaded (held by a crawler), 20 of
+/// them finished.
 fn older_file(name: &str, downgrade: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let (dir, path) = fresh(name);
     let mut store = SqliteStore::open(&path).unwrap();
@@ -213,11 +214,95 @@ fn older_file(name: &str, downgrade: &str) -> (std::path::PathBuf, std::path::Pa
     admit(&mut store, job, 0..50);
     finish(&mut store, job, 0..20);
     drop(store);
-    Connection::open(&path)
-        .unwrap()
-        .execute_batch(downgrade)
-        .unwrap();
+    let conn = Connection::open(&path).unwrap();
+    // Version 5: results found by their row through an index, no bits.
+    conn.execute_batch(
+        "DROP TABLE done_bits; CREATE INDEX results_url ON results (url);
+         UPDATE crawlkeeper_version SET version = 5;",
+    )
+    .unwrap();
+    conn.execute_batch(downgrade).unwrap();
     (dir, path)
+}
+
+#[test]
+fn a_version_5_file_gets_the_bits_of_its_finished_rows() {
+    let (dir, path) = older_file("v5", "");
+    let table = |name: &str| {
+        count(
+            &path,
+            &format!("SELECT count(*) FROM sqlite_master WHERE name = '{name}'"),
+        )
+    };
+    assert_eq!((table("done_bits"), table("results_url")), (0, 1));
+    let mut store = SqliteStore::open(&path).unwrap();
+    assert_eq!(
+        count(&path, "SELECT max(version) FROM crawlkeeper_version"),
+        schema::SQLITE_VERSION
+    );
+    assert_eq!((table("done_bits"), table("results_url")), (1, 0));
+    let job = open_job(&mut store);
+    // A new connection: the finished rows are known by their bits alone.
+    assert_eq!(
+        finish(&mut store, job, 15..25),
+        (15..25).map(|i| i >= 20).collect::<Vec<_>>()
+    );
+    let info = store.find_job("keys").unwrap().unwrap();
+    store.lock_job(&info).unwrap();
+    let resumed = store.resume(job).unwrap();
+    assert_eq!(resumed.queued.iter().map(|(_, n)| n).sum::<u64>(), 25);
+    assert_eq!(load(&mut store, job, 100), (25..50).collect::<Vec<_>>());
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_queued_row_finished_without_a_load_is_not_loaded() {
+    let (dir, path) = fresh("queued_done");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let job = open_job(&mut store);
+    queue(&mut store, job, 0..10);
+    assert_eq!(finish(&mut store, job, 2..5), [true; 3]);
+    assert_eq!(
+        load(&mut store, job, 4),
+        [0, 1, 5, 6],
+        "the finished rows are passed over, and the limit still filled"
+    );
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM urls WHERE state = 2"),
+        3,
+        "and marked done"
+    );
+    assert_eq!(load(&mut store, job, 10), [7, 8, 9]);
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_deleted_or_recrawled_job_leaves_no_row_done() {
+    let (dir, path) = fresh("bits_cleared");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let job = open_job(&mut store);
+    queue(&mut store, job, 0..5);
+    assert_eq!(finish(&mut store, job, 0..5), [true; 5]);
+    assert!(store.delete_job("keys").unwrap());
+    assert_eq!(count(&path, "SELECT count(*) FROM urls"), 0);
+    // The new job's rows take the ids the deleted ones had.
+    let job = open_job(&mut store);
+    queue(&mut store, job, 0..5);
+    assert_eq!(
+        count(&path, "SELECT min(id) FROM urls"),
+        1,
+        "an id given again"
+    );
+    assert_eq!(load(&mut store, job, 10), (0..5).collect::<Vec<_>>());
+    assert_eq!(finish(&mut store, job, 0..5), [true; 5]);
+    let info = store.find_job("keys").unwrap().unwrap();
+    assert_eq!(store.recrawl(&info).unwrap(), 5);
+    assert_eq!(load(&mut store, job, 10), (0..5).collect::<Vec<_>>());
+    assert_eq!(finish(&mut store, job, 0..5), [true; 5]);
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
