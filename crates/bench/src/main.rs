@@ -32,6 +32,7 @@ mod store_scale;
 mod store_scale_explain;
 mod store_scale_table;
 mod store_seed;
+mod store_warm;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

@@ -84,9 +84,13 @@ pub struct ScaleOpts {
     /// Before the operations, reads the job's frontier and seen set into
     /// the operating system's cache, as a crawl that has run a while
     /// keeps the pages it uses again and again on a machine with memory
-    /// for them: PostgreSQL's table `urls` and its indexes
-    /// (`pg_prewarm`), SQLite's `urls`, `urls_queued`, `url_keys` and
-    /// `done_bits`; the results stay as the seed left them. Without
+    /// for them: PostgreSQL's tables `urls` and `authorities` and their
+    /// indexes (`pg_prewarm`), SQLite's `urls`, `urls_queued`,
+    /// `url_keys`, `done_bits` and `authorities` (the hosts, since
+    /// session 28). A crawl never reads its results back: PostgreSQL's
+    /// (table, TOAST, indexes) are dropped from the cache first, where
+    /// the server's files are readable (since session 28); SQLite's share
+    /// the file and stay as the seed left them. Without
     /// it the operations start from what the bulk load left in memory
     /// (at 50 million URLs, larger than this machine's memory, mostly
     /// what it wrote last).

@@ -29,6 +29,7 @@ use crate::store_args::{ScaleOpts, StoreArgs};
 use crate::store_data::{Urls, authority, record, shuffled};
 use crate::store_scale_table::{Figures, Op, Resume};
 use crate::store_seed::{self, is_done};
+use crate::store_warm;
 
 /// Options of the hidden `store-resume` subcommand.
 #[derive(Args, Debug)]
@@ -115,7 +116,7 @@ fn resume_in_child(backend: &str, location: &str, schema: Option<&str>) -> Resul
 }
 
 /// A field of `/proc/self/io`.
-fn self_io(field: &str) -> Result<u64> {
+pub(crate) fn self_io(field: &str) -> Result<u64> {
     let io = std::fs::read_to_string("/proc/self/io")?;
     io.lines()
         .find_map(|l| l.strip_prefix(field))
@@ -357,46 +358,6 @@ fn pg_sizes(url: &str, sql: &str, schema: &str) -> Result<Vec<(String, u64)>> {
         .collect())
 }
 
-/// Reads the job's frontier and seen set in `schema` (the table `urls`
-/// and its indexes) into the operating system's cache (`pg_prewarm`'s
-/// `read` mode: past the server's shared buffers, which hold 128 MB by
-/// default); returns the bytes read.
-fn pg_warm(url: &str, schema: &str) -> Result<u64> {
-    let mut c = postgres::Client::connect(url, postgres::NoTls)?;
-    c.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")?;
-    let blocks: i64 = c
-        .query_one(
-            "SELECT CAST(coalesce(sum(pg_prewarm(r.oid, 'read')), 0) AS BIGINT) FROM (
-                 SELECT i.indexrelid AS oid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
-                 JOIN pg_namespace n ON n.oid = t.relnamespace
-                 WHERE n.nspname = $1 AND t.relname = 'urls'
-                 UNION ALL
-                 SELECT t.oid FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
-                 WHERE n.nspname = $1 AND t.relname = 'urls') AS r",
-            &[&schema],
-        )?
-        .get(0);
-    Ok(blocks as u64 * 8192)
-}
-
-/// [`pg_warm`] for SQLite: reads `urls`, its index `urls_queued`, the key
-/// table `url_keys` and `done_bits` (which rows have a result) whole;
-/// returns the bytes read from the disk.
-fn sqlite_warm(path: &Path) -> Result<u64> {
-    let before = self_io("read_bytes:")?;
-    let c = rusqlite::Connection::open(path)?;
-    for sql in [
-        "SELECT sum(length(key)) FROM urls",
-        "SELECT count(*) FROM urls INDEXED BY urls_queued WHERE state = 0",
-        "SELECT count(*) FROM url_keys",
-        "SELECT sum(length(bits)) FROM done_bits",
-    ] {
-        c.query_row(sql, [], |_| Ok(()))
-            .with_context(|| sql.to_owned())?;
-    }
-    Ok(self_io("read_bytes:")?.saturating_sub(before))
-}
-
 /// Removes a size's store when dropped, however the size ended.
 enum Cleanup {
     Dir(PathBuf),
@@ -502,8 +463,8 @@ fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
     if o.warm {
         let started = Instant::now();
         let bytes = match backend {
-            "sqlite" => sqlite_warm(Path::new(&location))?,
-            _ => pg_warm(&args.postgres, schema.as_deref().unwrap_or_default())?,
+            "sqlite" => store_warm::sqlite(Path::new(&location))?,
+            _ => store_warm::pg(&args.postgres, schema.as_deref().unwrap_or_default())?,
         };
         f.warm = true;
         f.warm_rows = true;
