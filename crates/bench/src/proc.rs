@@ -88,3 +88,12 @@ pub fn own_cpu() -> Duration {
     };
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
+
+/// A field of `/proc/self/io`.
+pub(crate) fn self_io(field: &str) -> Result<u64> {
+    let io = std::fs::read_to_string("/proc/self/io")?;
+    io.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().parse().ok())
+        .with_context(|| format!("no {field} in /proc/self/io"))
+}

@@ -25,6 +25,7 @@ use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FinishedUrl, FrontierEntry};
 use crawlkeeper_store::{PgStore, SqliteStore, Store};
 
+use crate::proc::self_io;
 use crate::store_args::{ScaleOpts, StoreArgs};
 use crate::store_data::{Urls, authority, record, shuffled};
 use crate::store_scale_table::{Figures, Op, Resume};
@@ -113,15 +114,6 @@ fn resume_in_child(backend: &str, location: &str, schema: Option<&str>) -> Resul
         .last()
         .context("store-resume printed nothing")?;
     Ok(serde_json::from_str(line)?)
-}
-
-/// A field of `/proc/self/io`.
-pub(crate) fn self_io(field: &str) -> Result<u64> {
-    let io = std::fs::read_to_string("/proc/self/io")?;
-    io.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().parse().ok())
-        .with_context(|| format!("no {field} in /proc/self/io"))
 }
 
 /// Counts bytes written (and read from the disk) while operations run.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::store_scale::self_io;
+use crate::proc::self_io;
 
 /// Reads the job's frontier and seen set in `schema` (the tables `urls`
 /// and `authorities` and their indexes) into the operating system's cache (`pg_prewarm`'s
