@@ -67,9 +67,6 @@ fn drop_results(c: &mut postgres::Client, schema: &str) -> Result<Option<u64>> {
     let mut bytes = 0;
     for file in &files {
         let first = Path::new(&dir).join(file);
-        if std::fs::File::open(&first).is_err() {
-            return Ok(None);
-        }
         // A relation is files of 1 GB: `path`, `path.1`, `path.2`, …
         for segment in 0.. {
             let path = match segment {
@@ -77,6 +74,10 @@ fn drop_results(c: &mut postgres::Client, schema: &str) -> Result<Option<u64>> {
                 n => PathBuf::from(format!("{}.{n}", first.display())),
             };
             let Ok(f) = std::fs::File::open(&path) else {
+                if segment == 0 {
+                    // Not readable from here (or not made yet).
+                    return Ok(None);
+                }
                 break;
             };
             bytes += f.metadata()?.len();

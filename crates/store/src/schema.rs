@@ -374,6 +374,10 @@ const SQLITE_TABLES: &[&str] = &[
 /// its bit's page is one of a few thousand at that size.
 pub const SQLITE_TO_V6: &[&str] = &["DROP INDEX IF EXISTS results_url"];
 
+/// SQLite's version of [`SQLITE_TO_V6`]: the bits are filled from the
+/// results before the index goes.
+pub const SQLITE_DONE_BITS: i64 = 6;
+
 /// Turns a SQLite file of version 1 (the PostgreSQL layout) into version
 /// 2, after [`sqlite`] created the new tables.
 pub const SQLITE_FROM_V1: &[&str] = &[

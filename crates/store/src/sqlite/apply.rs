@@ -29,6 +29,14 @@ pub fn run_cached(conn: &Connection, sql: &str) -> Result<(), StoreError> {
         .map_err(err)
 }
 
+/// The file's data version: it changes when another connection commits.
+pub fn data_version(tx: &Connection) -> Result<i64, StoreError> {
+    tx.prepare_cached("PRAGMA data_version")
+        .map_err(err)?
+        .query_row([], |r| r.get(0))
+        .map_err(err)
+}
+
 /// What a connection remembers between its batches.
 #[derive(Debug, Default)]
 pub struct Memo {
@@ -70,11 +78,7 @@ pub fn apply_in(
     batch.recorded.clear();
     batch.admitted.clear();
     batch.loaded.clear();
-    let version: i64 = tx
-        .prepare_cached("PRAGMA data_version")
-        .map_err(err)?
-        .query_row([], |r| r.get(0))
-        .map_err(err)?;
+    let version = data_version(tx)?;
     let mut ids = RowIds::read(tx)?;
     let keys = match memo.keys.entry(job) {
         Entry::Occupied(e) => {

@@ -16,8 +16,8 @@
 //! no other connection commits to the file, and writes the ones it
 //! changed at the end of each transaction.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, Params, params};
 
@@ -37,21 +37,16 @@ fn place(id: i64) -> (i64, usize, u8) {
     (id.div_euclid(CHUNK_IDS), bit / 8, 1 << (bit % 8))
 }
 
-/// A chunk read from the file.
-#[derive(Debug)]
-struct Chunk {
-    bits: Box<[u8]>,
-    /// Changed since it was read or last written.
-    dirty: bool,
-}
-
 /// The chunks of `done_bits` a connection read, valid while the file's
 /// data version is the one noted.
 #[derive(Debug, Default)]
 pub struct DoneBits {
     /// The file's data version when `chunks` was last valid.
     version: i64,
-    chunks: HashMap<i64, Chunk>,
+    chunks: HashMap<i64, Box<[u8]>>,
+    /// The chunks changed since the last write: a write costs what the
+    /// transaction changed, not what the connection has read.
+    dirty: BTreeSet<i64>,
 }
 
 impl DoneBits {
@@ -70,9 +65,10 @@ impl DoneBits {
     /// they may hold).
     pub fn forget(&mut self) {
         self.chunks.clear();
+        self.dirty.clear();
     }
 
-    fn chunk(&mut self, tx: &Connection, chunk: i64) -> Result<&mut Chunk, StoreError> {
+    fn chunk(&mut self, tx: &Connection, chunk: i64) -> Result<&mut [u8], StoreError> {
         match self.chunks.entry(chunk) {
             Entry::Occupied(e) => Ok(e.into_mut()),
             Entry::Vacant(e) => {
@@ -86,10 +82,7 @@ impl DoneBits {
                 // A chunk of another length (none is written) reads as
                 // zeros past its end.
                 bits.resize(CHUNK_BYTES, 0);
-                Ok(e.insert(Chunk {
-                    bits: bits.into_boxed_slice(),
-                    dirty: false,
-                }))
+                Ok(e.insert(bits.into_boxed_slice()))
             }
         }
     }
@@ -97,33 +90,35 @@ impl DoneBits {
     /// Whether row `id` has a result.
     pub fn get(&mut self, tx: &Connection, id: i64) -> Result<bool, StoreError> {
         let (chunk, byte, mask) = place(id);
-        Ok(self.chunk(tx, chunk)?.bits[byte] & mask != 0)
+        Ok(self.chunk(tx, chunk)?[byte] & mask != 0)
     }
 
     /// Sets (`done`) or clears row `id`'s bit, in memory until [`write`](Self::write).
     pub fn set(&mut self, tx: &Connection, id: i64, done: bool) -> Result<(), StoreError> {
         let (chunk, byte, mask) = place(id);
-        let c = self.chunk(tx, chunk)?;
-        let before = c.bits[byte];
-        c.bits[byte] = if done { before | mask } else { before & !mask };
-        c.dirty |= c.bits[byte] != before;
+        let bits = self.chunk(tx, chunk)?;
+        let before = bits[byte];
+        bits[byte] = if done { before | mask } else { before & !mask };
+        if bits[byte] != before {
+            self.dirty.insert(chunk);
+        }
         Ok(())
     }
 
     /// Writes the chunks changed since the last write, inside `tx`.
     pub fn write(&mut self, tx: &Connection) -> Result<(), StoreError> {
-        let mut dirty: Vec<(&i64, &mut Chunk)> =
-            self.chunks.iter_mut().filter(|(_, c)| c.dirty).collect();
-        if dirty.is_empty() {
+        if self.dirty.is_empty() {
             return Ok(());
         }
-        dirty.sort_unstable_by_key(|(n, _)| **n);
         let mut stmt = tx
             .prepare_cached("INSERT OR REPLACE INTO done_bits (chunk, bits) VALUES (?1, ?2)")
             .map_err(err)?;
-        for (n, c) in dirty {
-            stmt.execute(params![n, &c.bits[..]]).map_err(err)?;
-            c.dirty = false;
+        // A changed chunk is held until written: `at` is called between
+        // transactions, and `forget` drops both.
+        for chunk in std::mem::take(&mut self.dirty) {
+            if let Some(bits) = self.chunks.get(&chunk) {
+                stmt.execute(params![chunk, &bits[..]]).map_err(err)?;
+            }
         }
         Ok(())
     }

@@ -39,9 +39,10 @@ pub const HELD_CAP: usize = 1 << 20;
 /// connection commits to the file; when one has (the file's
 /// `data_version` changed), the rows are forgotten. A page the crawler
 /// loaded thus finds its row without reading `url_keys` (a page at
-/// random in a job larger than the cache) or its bit. A row loaded again after a failed transaction or a resume is
-/// still without a result; [`Memo::forget`](super::apply::Memo::forget)
-/// and a resume forget the rows anyway.
+/// random in a job larger than the cache) or its bit. A row loaded again
+/// after a failed transaction or a resume is still without a result;
+/// [`Memo::forget`](super::apply::Memo::forget) and a resume forget the
+/// rows anyway.
 #[derive(Debug, Default)]
 pub struct Held {
     /// The file's data version when `rows` was last valid.
@@ -89,10 +90,10 @@ pub fn finish_urls(
             .map_err(err)?,
     };
     let first = *batch.first_position.get_or_insert(seq as u64) as i64;
-    // The position of a row's result stored since `first`: by an attempt
-    // of this batch whose commit was not confirmed.
+    // Whether a row's result was stored since `first`: by an attempt of
+    // this batch whose commit was not confirmed.
     let mut this_batch = tx
-        .prepare_cached("SELECT seq FROM results WHERE job = ?1 AND seq >= ?2 AND url = ?3")
+        .prepare_cached("SELECT 1 FROM results WHERE job = ?1 AND seq >= ?2 AND url = ?3")
         .map_err(err)?;
     // Rows given a result by this batch (not written yet).
     let mut claimed = HashSet::new();

@@ -24,7 +24,7 @@ use crawlkeeper_model::state::{Batch, Resumed};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use tracing::info;
 
-use self::apply::{Memo, apply_in, run_cached};
+use self::apply::{Memo, apply_in, data_version, run_cached};
 use self::keys::DEFAULT_MERGE_AT;
 use crate::checkpoint::{Checkpointer, Thresholds};
 use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
@@ -172,7 +172,7 @@ impl SqliteStore {
                 if old < schema::SQLITE_REKEYED {
                     crate::rekey::sqlite(&tx).map_err(err)?;
                 }
-                if old < 6 {
+                if old < schema::SQLITE_DONE_BITS {
                     // The bits from the results, in row order (through
                     // `results_url`, which goes after).
                     done::set_rows(&tx, done::RESULT_ROWS, [], true)?;
@@ -415,10 +415,7 @@ impl Store for SqliteStore {
         // the last resume), read and emptied.
         // Done if its bit is set.
         {
-            let version: i64 = tx
-                .query_row("PRAGMA data_version", [], |r| r.get(0))
-                .map_err(err)?;
-            let bits = self.memo.bits.at(version);
+            let bits = self.memo.bits.at(data_version(&tx)?);
             let mut read = tx
                 .prepare("SELECT DISTINCT url FROM loaded WHERE job = ?1 ORDER BY url")
                 .map_err(err)?;
