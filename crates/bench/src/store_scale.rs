@@ -135,6 +135,21 @@ impl Meter {
         }
     }
 
+    /// The server's checkpoints so far (0 for SQLite, which the
+    /// operations checkpoint themselves: [`Self::settle`]).
+    fn checkpoints(&mut self) -> Result<u64> {
+        match self {
+            Self::Wal(c) => {
+                let row = c.query_one(
+                    "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter",
+                    &[],
+                )?;
+                Ok(row.get::<_, i64>(0) as u64)
+            }
+            Self::Io(_) => Ok(0),
+        }
+    }
+
     /// Bytes read from the disk so far, where known.
     fn disk_reads(&self) -> Result<u64> {
         match self {
@@ -168,6 +183,7 @@ fn timed(
     mut check: impl FnMut(&Batch) -> Result<()>,
 ) -> Result<Op> {
     let before = meter.read()?;
+    let checkpoints_before = meter.checkpoints()?;
     let read_before = meter.disk_reads()?;
     let cpu_before = crate::proc::own_cpu();
     let started = Instant::now();
@@ -187,6 +203,7 @@ fn timed(
         urls: 0.0,
         read: read as f64 / units.max(1) as f64,
         cpu: cpu.as_secs_f64() * 1e6 / units.max(1) as f64,
+        checkpoints: meter.checkpoints()?.saturating_sub(checkpoints_before),
     })
 }
 
@@ -316,6 +333,17 @@ fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// The server's settings that decide how much of a large job stays in
+/// its memory and how often it checkpoints.
+fn pg_settings(c: &mut postgres::Client) -> Result<Vec<(String, String)>> {
+    let rows = c.query(
+        "SELECT n, current_setting(n) FROM unnest(ARRAY['shared_buffers', 'max_wal_size',
+             'checkpoint_timeout']) WITH ORDINALITY AS s(n, o) ORDER BY o",
+        &[],
+    )?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 /// Bytes per table of `schema` (tables, indexes, TOAST).
 fn pg_tables(url: &str, schema: &str) -> Result<Vec<(String, u64)>> {
     pg_sizes(
@@ -422,7 +450,8 @@ fn one_size(backend: &str, n: u64, args: &StoreArgs) -> Result<Figures> {
             f.tables = pg_tables(&args.postgres, &schema)?;
             f.indexes = pg_indexes(&args.postgres, &schema)?;
             f.disk_seed = f.tables.iter().map(|(_, b)| b).sum();
-            let c = postgres::Client::connect(&args.postgres, postgres::NoTls)?;
+            let mut c = postgres::Client::connect(&args.postgres, postgres::NoTls)?;
+            f.server = pg_settings(&mut c)?;
             (
                 args.postgres.clone(),
                 Some(schema),

@@ -28,6 +28,11 @@ pub struct Op {
     /// waiting (on the disk, mostly); for PostgreSQL the client's alone.
     #[serde(default)]
     pub cpu: f64,
+    /// PostgreSQL's checkpoints while it ran (`pg_stat_bgwriter`, which
+    /// counts each as it ends): the first change of a page after each
+    /// writes the whole page to the WAL.
+    #[serde(default)]
+    pub checkpoints: u64,
 }
 
 /// What the resuming process measured.
@@ -101,6 +106,12 @@ pub struct Figures {
     /// version 6).
     #[serde(default)]
     pub warm_rows: bool,
+    /// The PostgreSQL server's settings that decide how much of a large
+    /// job stays in its memory and how often it checkpoints
+    /// (`shared_buffers`, `max_wal_size`, `checkpoint_timeout`), as the
+    /// server names them; empty for SQLite and before session 29.
+    #[serde(default)]
+    pub server: Vec<(String, String)>,
 }
 
 /// A size as a column head: 1 M, 10 M, 50 M.
@@ -129,6 +140,11 @@ pub fn table(sizes: &[Figures]) -> String {
         ("  … bytes written per URL", |f| f.admit_new.written, 0),
         ("  … bytes read from disk per URL", |f| f.admit_new.read, 0),
         ("  … this process's CPU, µs per URL", |f| f.admit_new.cpu, 1),
+        (
+            "  … checkpoints while it ran",
+            |f| f.admit_new.checkpoints as f64,
+            0,
+        ),
         ("admit a known URL, µs", |f| f.admit_known.us, 1),
         ("  … bytes written per URL", |f| f.admit_known.written, 0),
         (
@@ -147,6 +163,11 @@ pub fn table(sizes: &[Figures]) -> String {
         ("  … bytes read from disk per load", |f| f.load.read, 0),
         ("  … this process's CPU, µs per load", |f| f.load.cpu, 1),
         (
+            "  … checkpoints while it ran",
+            |f| f.load.checkpoints as f64,
+            0,
+        ),
+        (
             "finish a loaded page (record), in load order, µs",
             |f| f.finish_loaded.us,
             1,
@@ -163,6 +184,11 @@ pub fn table(sizes: &[Figures]) -> String {
             1,
         ),
         (
+            "  … checkpoints while it ran",
+            |f| f.finish_loaded.checkpoints as f64,
+            0,
+        ),
+        (
             "finish a page (record), in admission order, µs",
             |f| f.finish.us,
             1,
@@ -170,6 +196,11 @@ pub fn table(sizes: &[Figures]) -> String {
         ("  … bytes written per page", |f| f.finish.written, 0),
         ("  … bytes read from disk per page", |f| f.finish.read, 0),
         ("  … this process's CPU, µs per page", |f| f.finish.cpu, 1),
+        (
+            "  … checkpoints while it ran",
+            |f| f.finish.checkpoints as f64,
+            0,
+        ),
         (
             "finish a page, in random order, µs",
             |f| f.finish_random.us,
@@ -185,6 +216,11 @@ pub fn table(sizes: &[Figures]) -> String {
             "  … this process's CPU, µs per page",
             |f| f.finish_random.cpu,
             1,
+        ),
+        (
+            "  … checkpoints while it ran",
+            |f| f.finish_random.checkpoints as f64,
+            0,
         ),
         ("open the store, s", |f| f.resume.open_s, 2),
         ("find the job (counts), s", |f| f.resume.find_s, 2),
@@ -246,6 +282,7 @@ pub fn table(sizes: &[Figures]) -> String {
         };
         out += &format!(" {ratio} |\n");
     }
+    out += &server(sizes);
     out += &per_url("\nPostgreSQL tables", &last.tables, last.urls, 0);
     out += &per_url(
         "PostgreSQL's indexes of `urls`",
@@ -254,6 +291,30 @@ pub fn table(sizes: &[Figures]) -> String {
         1,
     );
     out
+}
+
+/// A line naming the PostgreSQL server's settings, where the sizes were
+/// measured with the same (each size's, where they differ).
+fn server(sizes: &[Figures]) -> String {
+    let named: Vec<(u64, String)> = sizes
+        .iter()
+        .filter(|f| !f.server.is_empty())
+        .map(|f| {
+            let each: Vec<String> = f.server.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            (f.urls, each.join(", "))
+        })
+        .collect();
+    let Some((_, first)) = named.first() else {
+        return String::new();
+    };
+    if named.iter().all(|(_, line)| line == first) {
+        return format!("\nPostgreSQL server: {first}\n");
+    }
+    let each: Vec<String> = named
+        .iter()
+        .map(|(n, line)| format!("at {}: {line}", size(*n)))
+        .collect();
+    format!("\nPostgreSQL server: {}\n", each.join("; "))
 }
 
 /// A line naming each of `sizes` (relations and their bytes) with its
@@ -343,5 +404,47 @@ mod tests {
         let old: Op = serde_json::from_str(r#"{"units":1,"us":2.0,"written":3.0,"urls":0.0}"#)
             .expect("an Op of an older build");
         assert_eq!(old.cpu, 0.0);
+    }
+
+    #[test]
+    fn the_server_and_its_checkpoints_are_named() {
+        let at = |urls: u64, wal: &str| Figures {
+            backend: "postgres".into(),
+            urls,
+            server: vec![
+                ("shared_buffers".into(), "128MB".into()),
+                ("max_wal_size".into(), wal.into()),
+            ],
+            finish_loaded: Op {
+                us: 10.0,
+                checkpoints: urls / 10_000_000,
+                ..Op::default()
+            },
+            ..Figures::default()
+        };
+        let same = table(&[at(1_000_000, "1GB"), at(50_000_000, "1GB")]);
+        assert!(
+            same.contains("\nPostgreSQL server: shared_buffers 128MB, max_wal_size 1GB\n"),
+            "{same}"
+        );
+        assert!(
+            same.contains("… checkpoints while it ran | 0 | 5 | – |"),
+            "{same}"
+        );
+        let differ = table(&[at(1_000_000, "1GB"), at(50_000_000, "16GB")]);
+        assert!(
+            differ.contains(
+                "PostgreSQL server: at 1 M: shared_buffers 128MB, max_wal_size 1GB; \
+                 at 50 M: shared_buffers 128MB, max_wal_size 16GB\n"
+            ),
+            "{differ}"
+        );
+        let sqlite = table(&[Figures {
+            backend: "sqlite".into(),
+            urls: 1_000_000,
+            ..Figures::default()
+        }]);
+        assert!(!sqlite.contains("PostgreSQL server"), "{sqlite}");
+        assert!(!sqlite.contains("checkpoints"), "{sqlite}");
     }
 }
