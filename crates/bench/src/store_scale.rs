@@ -191,7 +191,9 @@ fn timed(
         store.apply(job, b)?;
         check(b)?;
     }
+    let settling = Instant::now();
     meter.settle()?;
+    let settle = settling.elapsed().as_secs_f64();
     let took = started.elapsed().as_secs_f64();
     let written = meter.read()?.saturating_sub(before);
     let read = meter.disk_reads()?.saturating_sub(read_before);
@@ -204,6 +206,7 @@ fn timed(
         read: read as f64 / units.max(1) as f64,
         cpu: cpu.as_secs_f64() * 1e6 / units.max(1) as f64,
         checkpoints: meter.checkpoints()?.saturating_sub(checkpoints_before),
+        settle_us: settle * 1e6 / units.max(1) as f64,
     })
 }
 
