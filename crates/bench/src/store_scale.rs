@@ -548,14 +548,18 @@ fn one_size_in_child(backend: &str, n: u64) -> Result<Figures> {
     figures.with_context(|| format!("measuring {backend} at {n} URLs printed no figures"))
 }
 
+/// The backend and size [`ONE_SIZE`] names (`backend:urls`).
+fn one_size_of(value: &str) -> Option<(&str, u64)> {
+    let (backend, n) = value.split_once(':')?;
+    Some((backend, n.parse().ok()?))
+}
+
 /// Runs `store --scale`.
 pub fn run(args: &StoreArgs) -> Result<()> {
     let o = &args.scale_opts;
     if let Ok(one) = std::env::var(ONE_SIZE) {
-        let (backend, n) = one
-            .split_once(':')
-            .and_then(|(b, n)| Some((b, n.parse::<u64>().ok()?)))
-            .with_context(|| format!("{ONE_SIZE}={one}: not backend:urls"))?;
+        let (backend, n) =
+            one_size_of(&one).with_context(|| format!("{ONE_SIZE}={one}: not backend:urls"))?;
         let f = one_size(backend, n, args)?;
         println!("{FIGURES_LINE}{}", serde_json::to_string(&f)?);
         return Ok(());
@@ -617,4 +621,20 @@ pub fn run(args: &StoreArgs) -> Result<()> {
         print!("{}", crate::store_scale_table::table(&done));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod one_size_tests {
+    use super::one_size_of;
+
+    #[test]
+    fn the_child_is_told_its_backend_and_size() {
+        assert_eq!(one_size_of("sqlite:50000000"), Some(("sqlite", 50_000_000)));
+        assert_eq!(
+            one_size_of("postgres:1000000"),
+            Some(("postgres", 1_000_000))
+        );
+        assert_eq!(one_size_of("sqlite"), None);
+        assert_eq!(one_size_of("sqlite:many"), None);
+    }
 }
