@@ -15,6 +15,15 @@
 //! itself: once the log holds [`RESTART_FRAMES`] pages, the writer
 //! checkpoints inline (copying the few pages the thread has not, then
 //! syncing), which lets the next transaction start the log over.
+//!
+//! SQLite syncs the database file only at the end of a checkpoint that
+//! copied the log to its very end, which the thread's, racing the
+//! writer, seldom do: the writer's inline checkpoint then wrote to the
+//! disk every page the thread had copied since the log began (170–200 ms
+//! per 40 MB of log at 50 million URLs, where those pages are scattered
+//! over a 22 GB file). So the thread syncs the file itself after each
+//! checkpoint that copied pages, and the writer's sync finds only what
+//! was copied since. A sync more changes nothing a commit made durable.
 
 use std::ffi::c_int;
 use std::path::Path;
@@ -57,6 +66,8 @@ impl Default for Thresholds {
 struct Signal {
     wanted: bool,
     stop: bool,
+    /// Syncs of the database file the thread has made.
+    syncs: u64,
 }
 
 type Shared = Arc<(Mutex<Signal>, Condvar)>;
@@ -140,14 +151,66 @@ impl Drop for Checkpointer {
     }
 }
 
+/// Syncs the database file of `conn` through SQLite's own handle on it.
+/// Not through a handle of ours: closing any descriptor of a file drops
+/// every POSIX lock the process holds on it, SQLite's included.
+fn sync_database_file(conn: &Connection) -> Result<(), String> {
+    use rusqlite::ffi;
+    let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
+    // SAFETY: `conn` is open and used by this thread alone; the file
+    // control writes one pointer to `file`, which outlives the call.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_FILE_POINTER,
+            (&raw mut file).cast(),
+        )
+    };
+    if rc != ffi::SQLITE_OK || file.is_null() {
+        return Err(format!("no database file (code {rc})"));
+    }
+    // SAFETY: SQLite returned the connection's open file, whose methods
+    // stay valid while the connection is open; `xSync` is the VFS's sync,
+    // called on the thread that owns the connection, outside any
+    // transaction of it.
+    let rc = unsafe {
+        match (*file).pMethods.as_ref().and_then(|m| m.xSync) {
+            Some(sync) => sync(file, ffi::SQLITE_SYNC_NORMAL),
+            None => return Err("the database file is not open".into()),
+        }
+    };
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(format!("sync failed (code {rc})"))
+    }
+}
+
+impl Checkpointer {
+    /// Syncs of the database file the thread has made.
+    #[cfg(test)]
+    fn syncs(&self) -> u64 {
+        self.shared
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .syncs
+    }
+}
+
 fn wake(shared: &Shared) {
     let (lock, cv) = &**shared;
     lock.lock().unwrap_or_else(PoisonError::into_inner).wanted = true;
     cv.notify_one();
 }
 
+/// Checkpoints whenever woken, until told to stop, syncing the database
+/// file after each checkpoint that copied pages.
 fn run(conn: &Connection, shared: &Shared) {
     let (lock, cv) = &**shared;
+    // Log pages copied when the file was last synced.
+    let mut synced: c_int = 0;
     loop {
         {
             let mut s = lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -160,7 +223,20 @@ fn run(conn: &Connection, shared: &Shared) {
             s.wanted = false;
         }
         match conn.wal_checkpoint_v2(Some(MAIN_DB), CheckpointMode::PASSIVE) {
-            Ok((log, copied)) => debug!(log, copied, "checkpoint"),
+            Ok((log, copied)) => {
+                debug!(log, copied, "checkpoint");
+                // `copied` counts from the log's start, which restarts.
+                if copied != synced {
+                    synced = copied;
+                    match sync_database_file(conn) {
+                        Ok(()) => {
+                            lock.lock().unwrap_or_else(PoisonError::into_inner).syncs += 1;
+                        }
+                        // The writer's own checkpoint syncs the file again.
+                        Err(e) => debug!(error = %e, "sync after checkpoint failed"),
+                    }
+                }
+            }
             // The file stays correct; the next wake tries again.
             Err(e) => debug!(error = %e, "checkpoint failed"),
         }
@@ -210,6 +286,8 @@ mod tests {
         // 2,000 pages were logged; the log restarted well before that (the
         // margin covers commits made while the thread held the checkpoint).
         assert!(largest < 1000, "the log grew to {largest} pages");
+        // The thread wrote back what it copied, off the commit path.
+        assert!(ckpt.syncs() > 0, "the thread never synced the file");
         drop(ckpt);
         let n: i64 = Connection::open(&db)
             .unwrap()
