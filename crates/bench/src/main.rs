@@ -75,6 +75,15 @@ enum Command {
 }
 
 fn main() -> Result<()> {
+    // The libraries' own events, when asked for (`RUST_LOG`): e.g.
+    // `RUST_LOG=crawlkeeper_store::checkpoint=debug` times each of the
+    // SQLite store's checkpoints during `store --scale`.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     match Cli::parse().command {
         Command::Engine(a) => engine::run(a),
         Command::Shards(a) => shards::run(a),

@@ -113,8 +113,12 @@ impl Checkpointer {
                     if frames >= at.restart {
                         // Busy when the thread is checkpointing: the next commit
                         // tries again. An error here would fail the commit.
-                        if let Err(e) = wal.checkpoint_v2(CheckpointMode::PASSIVE) {
-                            debug!(error = %e, "inline checkpoint deferred");
+                        let started = std::time::Instant::now();
+                        match wal.checkpoint_v2(CheckpointMode::PASSIVE) {
+                            Ok((log, copied)) => {
+                                debug!(log, copied, took = ?started.elapsed(), "inline checkpoint");
+                            }
+                            Err(e) => debug!(error = %e, "inline checkpoint deferred"),
                         }
                         last = 0;
                     } else {
@@ -222,13 +226,17 @@ fn run(conn: &Connection, shared: &Shared) {
             }
             s.wanted = false;
         }
+        let started = std::time::Instant::now();
         match conn.wal_checkpoint_v2(Some(MAIN_DB), CheckpointMode::PASSIVE) {
             Ok((log, copied)) => {
-                debug!(log, copied, "checkpoint");
+                debug!(log, copied, took = ?started.elapsed(), "checkpoint");
                 // `copied` counts from the log's start, which restarts.
                 if copied != synced {
                     synced = copied;
-                    match sync_database_file(conn) {
+                    let started = std::time::Instant::now();
+                    let synced_in = sync_database_file(conn);
+                    debug!(took = ?started.elapsed(), "database file synced");
+                    match synced_in {
                         Ok(()) => {
                             lock.lock().unwrap_or_else(PoisonError::into_inner).syncs += 1;
                         }
