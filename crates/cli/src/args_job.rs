@@ -45,9 +45,15 @@ pub struct JobArgs {
     pub sitemaps: bool,
     /// Fetch what each fetched HTML page needs to render: its images,
     /// scripts, stylesheets (and their fonts, images and imports), frames
-    /// and media, whatever its depth; `--max-pages` counts pages only.
+    /// and media, whatever its depth, at most 500 for a page's whole tree;
+    /// `--max-pages` counts pages and frames only.
     #[arg(long)]
     pub requisites: bool,
+    /// The most requisites (frames aside) the whole crawl fetches
+    /// (default: 100 per page of --max-pages when that is given, else no
+    /// bound).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_requisites: Option<u64>,
     /// Which hosts requisites may come from: any (a CDN; the SSRF guard
     /// still applies) or only the page's own.
     #[arg(long, value_enum, value_name = "SCOPE")]
@@ -79,9 +85,19 @@ pub struct JobArgs {
     #[arg(long, value_name = "S")]
     pub user_agent: Option<String>,
     /// A header sent with every request, robots.txt and sitemaps included
-    /// (repeatable; its value is never shown).
+    /// (repeatable; its value is never shown). Authorization, Cookie and
+    /// Proxy-Authorization go only to the seeds' hosts and --header-host's.
     #[arg(long = "header", value_name = "'NAME: VALUE'")]
     pub headers: Vec<String>,
+    /// A host that the credential-bearing --header values (Authorization,
+    /// Cookie, Proxy-Authorization) also go to, besides the seeds' hosts
+    /// (repeatable).
+    #[arg(long = "header-host", value_name = "HOST")]
+    pub header_hosts: Vec<String>,
+    /// Send the credential-bearing --header values to every host
+    /// (requisites on a CDN, redirects and links to other hosts).
+    #[arg(long, conflicts_with = "header_hosts")]
+    pub header_everywhere: bool,
     /// Send requests through this proxy (http://, https://, socks5://,
     /// socks5h://, with user:password@ if needed) instead of the
     /// environment's (http_proxy, HTTPS_PROXY, ALL_PROXY).
@@ -350,6 +366,15 @@ impl JobArgs {
         if self.max_text.is_some() && !self.text {
             return Err("--max-text sets the cap of --text: give --text too".to_owned());
         }
+        if self.max_requisites.is_some() && !self.requisites {
+            return Err("--max-requisites bounds --requisites: give --requisites too".to_owned());
+        }
+        if (!self.header_hosts.is_empty() || self.header_everywhere) && self.headers.is_empty() {
+            return Err(
+                "--header-host and --header-everywhere say where --header values go: give --header too"
+                    .to_owned(),
+            );
+        }
         if self.requisites_scope.is_some() && !self.requisites {
             return Err(
                 "--requisites-scope says where requisites may come from: give --requisites too"
@@ -372,6 +397,7 @@ impl JobArgs {
         c.fetch.capture = self.store_bodies;
         c.scope.max_depth = self.depth;
         c.scope.max_pages = self.max_pages;
+        c.scope.max_requisites = self.max_requisites;
         c.scope.hosts = match self.scope {
             ScopeArg::SameHost => HostScope::SameHost,
             ScopeArg::SameDomain => HostScope::SameDomain,
@@ -396,6 +422,8 @@ impl JobArgs {
         c.fetch.ca_certs = self.ca_certs.clone();
         // Checked by `check` first: what fails here is left out.
         c.fetch.headers = extra_headers(&self.headers).unwrap_or_default();
+        c.fetch.header_hosts = self.header_hosts.clone();
+        c.fetch.header_everywhere = self.header_everywhere;
         if let Ok(Some(proxy)) = proxy_url(self.proxy.as_deref()) {
             c.fetch.proxy = ProxyConfig::all(proxy);
         }

@@ -24,7 +24,7 @@ use crate::serve::{Bound, CrawlSource};
 use crate::signals::Shutdown;
 use crate::state::location;
 use crate::warc_out::{archiver, warc_options};
-use crawlkeeper_job::seeds::{read_seeds, seed_files, stdin};
+use crawlkeeper_job::seeds::{read_seeds, seed_files, stdin, take_credentials};
 
 /// Runs `crawlkeeper crawl`: the job's state is kept in the store, so the
 /// same command run again resumes it. Everything the user gave is checked
@@ -35,12 +35,13 @@ pub async fn run(
     mut registry: crawlkeeper_crawl::Registry,
 ) -> Result<Outcome, CliError> {
     args.job.check().map_err(CliError::Usage)?;
-    let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
+    let mut seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     if !args.no_state {
         crate::state::check_location(&args.store)?;
     }
     let bound = Bound::bind(&args.view.serve)?;
     let mut config = args.to_config();
+    take_credentials(&mut seeds, &mut config).map_err(|e| CliError::Usage(e.0))?;
     args.job
         .proxy_from_env(&mut config, |name| std::env::var(name).ok())
         .map_err(CliError::Usage)?;

@@ -18,13 +18,14 @@ use crate::args_cluster::SubmitArgs;
 use crate::cluster::{check_store, connect_zk, open_store};
 use crate::crawl_cmd::engine_error;
 use crate::exit::{CliError, Outcome};
-use crawlkeeper_job::seeds::{read_seeds, stdin};
+use crawlkeeper_job::seeds::{read_seeds, stdin, take_credentials};
 
 /// Runs `crawlkeeper submit`.
 pub async fn run(args: SubmitArgs, registry: &Registry) -> Result<Outcome, CliError> {
     args.job.check().map_err(CliError::Usage)?;
-    let seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
-    let config = args.job.to_config();
+    let mut seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
+    let mut config = args.job.to_config();
+    take_credentials(&mut seeds, &mut config).map_err(|e| CliError::Usage(e.0))?;
     // The nodes say what a processor name runs: here only the names are
     // checked (spelling, twice), and below that a live Runner runs them.
     let mut checked = config.clone();

@@ -25,7 +25,8 @@ pub fn warc_info(config: &CrawlConfig) -> Vec<(String, String)> {
     let host = process
         .rsplit_once(':')
         .map_or(process.as_str(), |(h, _)| h);
-    let options = serde_json::to_string(config).unwrap_or_default();
+    // An archive is made to be shared: its options carry no secret.
+    let options = serde_json::to_string(&config.redacted()).unwrap_or_default();
     [
         (
             "software",

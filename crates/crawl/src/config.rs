@@ -53,6 +53,9 @@ pub const DEFAULT_RETRIES: u32 = 3;
 pub const DEFAULT_RETRY_BASE: Duration = Duration::from_secs(1);
 /// Default consecutive failures after which an authority is abandoned.
 pub const DEFAULT_MAX_HOST_ERRORS: u32 = 20;
+/// Requisites allowed per page of `--max-pages` when `--max-requisites`
+/// is not given (a page needs tens: the median page loads about 70).
+pub const DEFAULT_REQUISITES_PER_PAGE: u64 = 100;
 /// Default cap of a page's text (`--text`): 1 MiB.
 pub const DEFAULT_MAX_TEXT: u64 = 1024 * 1024;
 /// The names of the fields `--extract-meta`, `--extract-jsonld` and
@@ -181,6 +184,22 @@ pub struct FetchConfig {
     /// (`--header`): their values are secrets, never shown.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<crate::fetch::headers::ExtraHeader>,
+    /// Hosts besides the seeds' that the `--header`s carrying credentials
+    /// (`Authorization`, `Cookie`, `Proxy-Authorization`) go to
+    /// (`--header-host`); other headers go everywhere. Left out of the
+    /// serialized configuration when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub header_hosts: Vec<String>,
+    /// `--header-everywhere`: the credential-bearing `--header`s go to every
+    /// host. Default false (left out when false).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub header_everywhere: bool,
+    /// The users and passwords the seed URLs carried
+    /// (`http://user:pw@host/`), taken out of them: each is sent as basic
+    /// authentication to its own host only. Secrets, stored with the job
+    /// and never shown.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub site_credentials: Vec<crate::fetch::credentials::SiteCredential>,
     /// Forward proxies (`--proxy`, `--no-proxy`, the environment).
     #[serde(skip_serializing_if = "crate::fetch::proxy::ProxyConfig::is_unset")]
     pub proxy: crate::fetch::proxy::ProxyConfig,
@@ -313,6 +332,23 @@ pub struct ScopeConfig {
     /// identity when none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requisites: Option<RequisitesScope>,
+    /// `--max-requisites`: the most requisites (frames aside, which count
+    /// as pages) the whole crawl requests. Default none, or
+    /// [`DEFAULT_REQUISITES_PER_PAGE`] per page when `max_pages` is set
+    /// ([`ScopeConfig::requisite_limit`]). Left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_requisites: Option<u64>,
+}
+
+impl ScopeConfig {
+    /// The most requisites the crawl requests: `max_requisites`, else
+    /// [`DEFAULT_REQUISITES_PER_PAGE`] times `max_pages` when that is set.
+    pub fn requisite_limit(&self) -> Option<u64> {
+        self.max_requisites.or_else(|| {
+            self.max_pages
+                .map(|p| p.saturating_mul(DEFAULT_REQUISITES_PER_PAGE))
+        })
+    }
 }
 
 /// Which hosts a page's requisites may be fetched from (`--requisites-scope`).
@@ -419,6 +455,9 @@ impl Default for FetchConfig {
             local_address: None,
             capture: false,
             headers: Vec::new(),
+            header_hosts: Vec::new(),
+            header_everywhere: false,
+            site_credentials: Vec::new(),
             proxy: crate::fetch::proxy::ProxyConfig::default(),
             cookies: CookieConfig::default(),
             http_version: HttpVersion::default(),
@@ -438,6 +477,7 @@ impl Default for ScopeConfig {
             exclude: Vec::new(),
             max_url_length: DEFAULT_MAX_URL_LENGTH,
             max_pages: None,
+            max_requisites: None,
             strip_params: DEFAULT_STRIP_PARAMS.map(str::to_owned).to_vec(),
             respect_robots: true,
             requisites: None,
@@ -560,6 +600,9 @@ impl CrawlConfig {
         }
         if self.scope.max_pages == Some(0) {
             problems.push("max_pages must be at least 1".to_owned());
+        }
+        if self.scope.max_requisites.is_some() && self.scope.requisites.is_none() {
+            problems.push("max_requisites bounds --requisites, which is off".to_owned());
         }
         if !(1..=100).contains(&self.politeness.max_load) {
             problems.push(format!(

@@ -49,6 +49,7 @@ pub mod normalize;
 pub mod pipeline;
 pub mod politeness;
 pub mod process;
+pub mod redact;
 pub mod registry;
 pub mod requisites;
 pub mod robots;

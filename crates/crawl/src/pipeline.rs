@@ -50,9 +50,18 @@ impl Request {
     }
 
     /// True for a page requisite (an image, script, stylesheet, font or
-    /// frame a page needs), which `--max-pages` does not count.
+    /// frame a page needs).
     pub fn is_requisite(&self) -> bool {
         self.embed_hops().is_some()
+    }
+
+    /// True for a page and a frame, which `--max-pages` counts; false for
+    /// the other requisites.
+    pub fn counts_as_page(&self) -> bool {
+        !self
+            .known
+            .as_deref()
+            .is_some_and(Known::is_uncounted_requisite)
     }
 
     /// A seed request at depth 0.
@@ -317,7 +326,7 @@ impl Pipeline {
                 }
             }
             Ok(response) => {
-                let mut processed = self.interpret(request, record, &response);
+                let (mut processed, nofollow) = self.interpret(request, record, &response);
                 if let Some(level) = request.sitemap_level()
                     && (200..300).contains(&response.status)
                 {
@@ -327,7 +336,7 @@ impl Pipeline {
                     && (!request.is_requisite() || response.is_html())
                 {
                     // An image or a script is not a page to process.
-                    self.run_processors(request, &response, &mut processed)
+                    self.run_processors(request, &response, nofollow, &mut processed)
                         .await;
                 }
                 // Made even for a response that may be retried: the last
@@ -348,11 +357,14 @@ impl Pipeline {
     /// Runs the processors in order on a 2xx page: each sees the record
     /// as the ones before left it. A processor that fails the page leaves
     /// it as it was, with the error kind `processor` (unless the page had
-    /// an error already); the others still run.
+    /// an error already); the others still run. On a page marked
+    /// `nofollow` (meta robots), the links processors add are not followed
+    /// either, as the page's own are not.
     async fn run_processors(
         &self,
         request: &Request,
         response: &FetchResponse,
+        nofollow: bool,
         processed: &mut Processed,
     ) {
         for processor in &self.processors {
@@ -364,7 +376,7 @@ impl Pipeline {
                 })
                 .await;
             match outcome {
-                Ok(addition) => self.add(request, addition, processed),
+                Ok(addition) => self.add(request, addition, nofollow, processed),
                 Err(e) => {
                     tracing::debug!(url = %request.url, error = %e, "processor failed a page");
                     if processed.record.error.is_none() {
@@ -376,8 +388,15 @@ impl Pipeline {
         }
     }
 
-    /// Adds what a processor answered to the page's record and links.
-    fn add(&self, request: &Request, addition: Addition, processed: &mut Processed) {
+    /// Adds what a processor answered to the page's record and links (not
+    /// its links when the page is `nofollow`).
+    fn add(
+        &self,
+        request: &Request,
+        addition: Addition,
+        nofollow: bool,
+        processed: &mut Processed,
+    ) {
         let Addition {
             fields,
             links,
@@ -393,7 +412,7 @@ impl Pipeline {
         if drop_links {
             processed.discovered.clear();
         }
-        if links.is_empty() {
+        if links.is_empty() || nofollow {
             return;
         }
         let depth = request.depth + 1;
@@ -434,12 +453,14 @@ impl Pipeline {
         on_page.insert(key).then_some((key, url))
     }
 
+    /// The record and discoveries of response `r`, and whether the page
+    /// asked robots not to follow its links.
     fn interpret(
         &self,
         request: &Request,
         mut record: CrawlRecord,
         r: &FetchResponse,
-    ) -> Processed {
+    ) -> (Processed, bool) {
         record.fetched_at = rfc3339(r.started_at);
         record.response_ms = Some(millis(r.elapsed));
         record.status = Some(r.status);
@@ -456,6 +477,7 @@ impl Pipeline {
         record.last_modified = header_validator(r, http::header::LAST_MODIFIED);
         let mut discovered = Vec::new();
         let mut retry = None;
+        let mut nofollow = false;
         match r.status {
             304 if let Some(known) = request.known.as_deref().filter(|k| k.validates()) => {
                 // The earlier copy is current: its validators stay unless
@@ -477,7 +499,7 @@ impl Pipeline {
             300..=399 => self.redirect(request, r, &mut record, &mut discovered),
             // A sitemap file is read by `read_sitemap`, not as a page.
             200..=299 if request.sitemap_level().is_some() => {}
-            200..=299 => self.links(request, r, &mut record, &mut discovered),
+            200..=299 => nofollow = self.links(request, r, &mut record, &mut discovered),
             429 | 500..=599 => {
                 let after = r
                     .headers
@@ -488,12 +510,13 @@ impl Pipeline {
             }
             _ => {}
         }
-        Processed {
+        let processed = Processed {
             record,
             discovered,
             retry,
             archive: Vec::new(),
-        }
+        };
+        (processed, nofollow)
     }
 
     fn redirect(
@@ -562,22 +585,29 @@ impl Pipeline {
                 attempts: 0,
                 // A sitemap file that moved is still a sitemap file, a
                 // requisite still a requisite.
-                known: match (request.sitemap_level(), request.embed_hops()) {
+                known: match (request.sitemap_level(), request.known.as_deref()) {
                     (Some(level), _) => Some(Arc::new(Known::sitemap(level))),
-                    (None, Some(hops)) => Some(Arc::new(Known::embed(hops))),
-                    (None, None) => None,
+                    (None, Some(k)) if k.embed.is_some() => Some(Arc::new(Known {
+                        embed: k.embed,
+                        frame: k.frame,
+                        embed_budget: k.embed_budget,
+                        ..Known::default()
+                    })),
+                    _ => None,
                 },
             },
         });
     }
 
+    /// Reads the links (and fields, title, requisites) of 2xx page `r`;
+    /// true when the page is marked `nofollow`.
     fn links(
         &self,
         request: &Request,
         r: &FetchResponse,
         record: &mut CrawlRecord,
         discovered: &mut Vec<Discovered>,
-    ) {
+    ) -> bool {
         let page = Page {
             url: &request.url,
             response: r,
@@ -623,7 +653,7 @@ impl Pipeline {
             ));
         }
         if found.hrefs.is_empty() && found.requisites.is_empty() && found.dropped_requisites == 0 {
-            return;
+            return found.nofollow;
         }
         let base = found.base_url(&request.url);
         let mut on_page = KeySet::with_capacity_and_hasher(found.hrefs.len(), Default::default());
@@ -642,6 +672,7 @@ impl Pipeline {
             }
         }
         record.links = u32::try_from(on_page.len() - requisites).unwrap_or(u32::MAX);
+        found.nofollow
     }
 }
 

@@ -27,6 +27,10 @@ use crate::pipeline::{Discovered, Pipeline, Request, url_key};
 /// The most embeds a requisite may be from its page: the page's
 /// stylesheet (1) imports a stylesheet (2) that loads a font (3).
 pub const MAX_EMBED_HOPS: u8 = 3;
+/// The most requisites one page causes, its stylesheets' and frames' own
+/// included, over every hop: each requisite taken gets an equal share of
+/// what its page's tree has left, so the tree never grows past this.
+pub const MAX_REQUISITE_TREE: usize = crate::extract::MAX_REQUISITES;
 
 impl Pipeline {
     /// Turns the requisites `found` names (relative to `base`) into
@@ -48,17 +52,30 @@ impl Pipeline {
             return;
         };
         let named = std::mem::take(&mut found.requisites);
+        let frames = std::mem::take(&mut found.frames);
         let mut dropped = u64::from(found.dropped_requisites);
         let hops = request.embed_hops().unwrap_or(0).saturating_add(1);
-        if hops > MAX_EMBED_HOPS {
+        // What this page's tree may still take: a page's whole tree takes
+        // at most MAX_REQUISITE_TREE, whatever its hops.
+        let budget = match request.known.as_deref() {
+            Some(k) if k.embed.is_some() => k
+                .embed_budget
+                .map_or(MAX_REQUISITE_TREE, |b| (b as usize).min(MAX_REQUISITE_TREE)),
+            _ => MAX_REQUISITE_TREE,
+        };
+        if hops > MAX_EMBED_HOPS || budget == 0 {
             dropped += named.len() as u64;
             record.requisites_dropped = saturate(dropped);
             return;
         }
-        let known = Arc::new(Known::embed(hops));
         let parent: Arc<str> = Arc::from(request.url.as_str());
-        let mut taken = 0u64;
+        let mut taken: Vec<Discovered> = Vec::new();
+        let mut is_frame = Vec::new();
         for href in &named {
+            if taken.len() >= budget {
+                dropped += 1;
+                continue;
+            }
             let Some(url) = self
                 .normalizer
                 .resolve(base, href)
@@ -72,8 +89,8 @@ impl Pipeline {
             if !on_page.insert(key) {
                 continue;
             }
-            taken += 1;
-            discovered.push(Discovered {
+            is_frame.push(frames.iter().any(|f| f == href));
+            taken.push(Discovered {
                 key,
                 request: Request {
                     url,
@@ -81,12 +98,25 @@ impl Pipeline {
                     parent: Some(parent.clone()),
                     redirect_chain: Vec::new(),
                     attempts: 0,
-                    known: Some(known.clone()),
+                    known: None,
                 },
             });
         }
-        record.requisites = saturate(taken);
+        // What is left is shared by the requisites taken: a stylesheet or
+        // a frame may add that many below itself.
+        let share = u32::try_from((budget - taken.len()) / taken.len().max(1)).unwrap_or(u32::MAX);
+        let plain = Arc::new(Known::embed_within(hops, false, share));
+        let frame = Arc::new(Known::embed_within(hops, true, share));
+        record.requisites = saturate(taken.len() as u64);
         record.requisites_dropped = saturate(dropped);
+        for (mut d, is_frame) in taken.into_iter().zip(is_frame) {
+            d.request.known = Some(if is_frame {
+                frame.clone()
+            } else {
+                plain.clone()
+            });
+            discovered.push(d);
+        }
     }
 
     /// True when `response` to requisite `request` is a stylesheet whose

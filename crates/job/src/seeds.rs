@@ -163,10 +163,45 @@ pub fn stdin() -> impl Read {
     io::stdin()
 }
 
+/// Takes the users and passwords out of the seed URLs
+/// (`http://user:pw@host/`) into `config`: the URLs are stored and shown
+/// without them (records, status, a cluster's task nodes), and each is
+/// sent as basic authentication to its own host only
+/// ([`crawlkeeper_crawl::fetch::credentials`]).
+pub fn take_credentials(
+    seeds: &mut [Url],
+    config: &mut crawlkeeper_crawl::CrawlConfig,
+) -> Result<(), SeedError> {
+    let taken = crawlkeeper_crawl::fetch::credentials::take_from_seeds(seeds)
+        .map_err(|e| SeedError(e.to_string()))?;
+    config.fetch.site_credentials = taken;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn credentials_leave_the_seeds_for_the_config() {
+        let mut seeds = read_seeds(&["http://u:S3cret@127.0.0.1:9/a".into()], io::empty()).unwrap();
+        let mut config = crawlkeeper_crawl::CrawlConfig::default();
+        take_credentials(&mut seeds, &mut config).unwrap();
+        assert_eq!(seeds[0].as_str(), "http://127.0.0.1:9/a");
+        let c = &config.fetch.site_credentials;
+        assert_eq!(
+            (c[0].host.as_str(), c[0].password.as_deref()),
+            ("127.0.0.1", Some("S3cret"))
+        );
+        let mut two = read_seeds(
+            &["http://u:1@h.test/".into(), "http://u:2@h.test/".into()],
+            io::empty(),
+        )
+        .unwrap();
+        let e = take_credentials(&mut two, &mut config).unwrap_err();
+        assert!(e.0.contains("h.test") && !e.0.contains('2'), "{e}");
+    }
 
     #[test]
     fn urls_files_and_stdin() {

@@ -35,6 +35,15 @@ pub struct Known {
     /// the page loads; …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embed: Option<u8>,
+    /// The requisite is a frame (`<iframe>`, `<frame>`): read as a page,
+    /// and counted as one against `--max-pages`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub frame: bool,
+    /// The most requisites the requisite's own (a stylesheet's, a frame's)
+    /// may still add below it: its share of what its page's tree had left.
+    /// Absent: as many as a page's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_budget: Option<u32>,
 }
 
 impl Known {
@@ -52,6 +61,22 @@ impl Known {
             embed: Some(hops),
             ..Self::default()
         }
+    }
+
+    /// A requisite `hops` embeds from its page, a frame or not, whose own
+    /// requisites may number at most `budget`.
+    pub fn embed_within(hops: u8, frame: bool, budget: u32) -> Self {
+        Self {
+            embed: Some(hops),
+            frame,
+            embed_budget: Some(budget),
+            ..Self::default()
+        }
+    }
+
+    /// True for a requisite `--max-pages` does not count (a frame counts).
+    pub fn is_uncounted_requisite(&self) -> bool {
+        self.embed.is_some() && !self.frame
     }
 
     /// What a sitemap said of a URL, if it said anything.

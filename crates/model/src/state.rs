@@ -24,9 +24,12 @@ pub struct FrontierEntry {
 }
 
 impl FrontierEntry {
-    /// Whether the URL is a page requisite (`--requisites`), not a page.
+    /// Whether the URL is a page requisite (`--requisites`) that
+    /// `--max-pages` does not count (a frame counts as a page).
     pub fn is_requisite(&self) -> bool {
-        self.known.as_ref().is_some_and(|k| k.embed.is_some())
+        self.known
+            .as_ref()
+            .is_some_and(|k| k.is_uncounted_requisite())
     }
 }
 
@@ -173,6 +176,9 @@ pub struct Batch {
     /// Out (with `poll`, when the store counts it): pages (not requisites)
     /// admitted to the whole job so far.
     pub job_seen: Option<u64>,
+    /// Out (with `poll`, when the store counts it): requisites (frames
+    /// aside) admitted to the whole job so far.
+    pub job_requisites: Option<u64>,
 }
 
 impl Batch {

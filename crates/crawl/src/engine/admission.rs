@@ -45,8 +45,10 @@ impl Frontier {
         if self.is_known(&d) {
             return Disposition::Duplicate;
         }
-        // A page's requisites are part of it: `--max-pages` counts pages.
-        if !d.request.is_requisite() && self.at_page_limit() {
+        // A page's requisites are part of it: `--max-pages` counts pages
+        // (and frames); `--max-requisites` counts the others.
+        let page = d.request.counts_as_page();
+        if (page && self.at_page_limit()) || (!page && self.at_requisite_limit()) {
             return Disposition::OverLimit;
         }
         let Ok(authority) = Authority::of(&d.request.url) else {
@@ -90,7 +92,7 @@ impl Frontier {
         loaded: bool,
         now: Instant,
     ) {
-        self.answered(new, loaded, request.is_requisite());
+        self.answered(new, loaded, !request.counts_as_page());
         let depth = request.depth;
         if !new {
             self.count(slot, depth, false);

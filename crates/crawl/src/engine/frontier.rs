@@ -58,6 +58,8 @@ pub struct FrontierLimits {
     pub per_host: usize,
     /// Most URLs admitted in the crawl.
     pub max_pages: Option<u64>,
+    /// Most requisites (frames aside) admitted in the crawl.
+    pub max_requisites: Option<u64>,
     /// Fetch robots.txt first.
     pub respect_robots: bool,
     /// Most keys remembered in memory to skip store lookups.
@@ -91,6 +93,9 @@ pub struct Frontier {
     queued: usize,
     /// URLs of the job admitted (by every process, as last heard).
     admitted: u64,
+    /// Requisites (frames aside) of the job admitted (by every process,
+    /// as last heard).
+    admitted_requisites: u64,
     /// URLs offered to the store and not yet answered.
     admitting: u64,
     /// Of those, the page requisites (`--max-pages` counts pages only).
@@ -128,6 +133,7 @@ impl Frontier {
             queued_depth: DepthMap::default(),
             queued: 0,
             admitted: 0,
+            admitted_requisites: 0,
             admitting: 0,
             admitting_requisites: 0,
             admitting_loaded: 0,
@@ -422,9 +428,15 @@ impl Frontier {
         self.admitted = self.admitted.max(seen);
     }
 
+    /// Requisites admitted to the whole job, as the store counts them.
+    pub fn job_admitted_requisites(&mut self, requisites: u64) {
+        self.admitted_requisites = self.admitted_requisites.max(requisites);
+    }
+
     /// Takes back what earlier runs of the job left.
     pub fn restore(&mut self, resumed: &Resumed) {
         self.admitted = resumed.counts.pages();
+        self.admitted_requisites = resumed.counts.requisites;
         self.restore_authorities(resumed);
     }
 
@@ -512,6 +524,14 @@ impl Frontier {
             .is_some_and(|max| self.admitted + self.admitting - self.admitting_requisites >= max)
     }
 
+    /// Whether the requisite limit is reached, requisites offered to the
+    /// store and not yet answered counted in.
+    pub(super) fn at_requisite_limit(&self) -> bool {
+        self.limits
+            .max_requisites
+            .is_some_and(|max| self.admitted_requisites + self.admitting_requisites >= max)
+    }
+
     /// Remembers the key of a URL of `slot` met at `depth`, while there is
     /// room for it.
     pub(super) fn remember(&mut self, slot: Slot, key: u128, depth: u32) {
@@ -535,7 +555,7 @@ impl Frontier {
     pub(super) fn offer(&mut self, slot: Slot, key: u128, request: Request, owner: Option<u64>) {
         self.slots[slot].count(request.depth, true);
         self.admitting += 1;
-        if request.is_requisite() {
+        if !request.counts_as_page() {
             self.admitting_requisites += 1;
         }
         self.outbox.push((slot, key, request, owner));
@@ -573,6 +593,9 @@ impl Frontier {
         }
         if requisite {
             self.admitting_requisites -= 1;
+            if new {
+                self.admitted_requisites += 1;
+            }
         } else if new {
             self.admitted += 1;
         }

@@ -171,6 +171,7 @@ impl Engine {
             FrontierLimits {
                 per_host: config.engine.per_host,
                 max_pages: config.scope.max_pages,
+                max_requisites: config.scope.requisite_limit(),
                 respect_robots: config.scope.respect_robots,
                 seen_cache: config.engine.seen_cache,
                 max_queued: config.engine.max_queued,

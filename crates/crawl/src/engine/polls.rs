@@ -49,6 +49,9 @@ impl Engine {
         if let Some(seen) = polled.job_seen {
             self.frontier.job_admitted(seen);
         }
+        if let Some(requisites) = polled.job_requisites {
+            self.frontier.job_admitted_requisites(requisites);
+        }
         if news || polled.open != Some(false) {
             // Work here again, or elsewhere: the next idle moment asks again.
             if news {

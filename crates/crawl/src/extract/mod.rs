@@ -109,6 +109,9 @@ pub struct Extracted {
     /// stylesheets, fonts, frames) as written in the page (unresolved,
     /// relative to the same base as the links).
     pub requisites: Vec<String>,
+    /// Of the requisites, the frames (`<iframe src>`, `<frame src>`): read
+    /// as pages, and counted as pages.
+    pub frames: Vec<String>,
     /// Requisites not kept because the page had more than
     /// [`MAX_REQUISITES`].
     pub dropped_requisites: u32,

@@ -158,6 +158,17 @@ impl Found {
         }
     }
 
+    /// Keeps frame source `raw` as a URL, marked a frame.
+    fn frame(&mut self, raw: Option<String>) {
+        let before = self.out.requisites.len();
+        self.attr(raw);
+        if self.out.requisites.len() > before
+            && let Some(url) = self.out.requisites.last()
+        {
+            self.out.frames.push(url.clone());
+        }
+    }
+
     /// Scans the `<style>` text read so far and starts afresh.
     fn end_style(&mut self) {
         let text = std::mem::take(&mut self.style);
@@ -254,9 +265,10 @@ impl Requisites {
                     srcset(&decode(&set), &mut f.out);
                 }
             }
-            "script" | "audio" | "track" | "embed" | "iframe" | "frame" => {
+            "script" | "audio" | "track" | "embed" => {
                 f.attr(el.get_attribute("src"));
             }
+            "iframe" | "frame" => f.frame(el.get_attribute("src")),
             "video" => {
                 f.attr(el.get_attribute("src"));
                 f.attr(el.get_attribute("poster"));
@@ -308,6 +320,7 @@ impl Requisites {
         for url in f.out.requisites {
             out.push_requisite(url);
         }
+        out.frames.extend(f.out.frames);
         out.dropped_requisites = out
             .dropped_requisites
             .saturating_add(f.out.dropped_requisites);

@@ -90,6 +90,16 @@ impl FromStr for ExtraHeader {
     }
 }
 
+impl ExtraHeader {
+    /// This header with its value shown as `***`.
+    pub fn redacted(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            value: HeaderValue::from_static(crate::redact::HIDDEN),
+        }
+    }
+}
+
 impl fmt::Debug for ExtraHeader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: <redacted>", self.name)

@@ -21,6 +21,7 @@ use http::header::{
 };
 
 use super::connect::{ConnectTimeout, Connector, Tcp};
+use super::credentials::{CREDENTIAL_HEADERS, CredentialHosts, SiteCredential};
 use super::decode::{Coding, DecodeError, Decoder};
 use super::tls::{TlsConfigError, client_configs};
 use super::{CookieJar, FetchError, FetchResponse, Fetcher, ProxyConfig, WireCapture};
@@ -44,6 +45,13 @@ pub struct HttpFetcher {
     capture: bool,
     /// The headers every request carries (the host aside).
     headers: HeaderMap,
+    /// The same less the user's credential-bearing ones, for hosts
+    /// credentials do not go to.
+    open_headers: HeaderMap,
+    /// Where the user's credential-bearing headers go.
+    credential_hosts: CredentialHosts,
+    /// The seeds' own users and passwords, for their hosts.
+    site_credentials: Vec<SiteCredential>,
     /// Which requests go through a proxy.
     proxy: ProxyConfig,
     /// The crawl's cookies, unless the jar is off.
@@ -108,6 +116,14 @@ impl HttpFetcher {
         let trusted = proxies.iter().filter_map(|p| p.as_ref()?.host_name());
         let guard = GuardedResolver::trusting(policy, overrides, seeds, trusted);
         let headers = request_headers(config)?;
+        let mut open_headers = headers.clone();
+        for name in &CREDENTIAL_HEADERS {
+            if config.headers.iter().any(|h| h.name == *name) {
+                open_headers.remove(name);
+            }
+        }
+        let credential_hosts =
+            CredentialHosts::new(seeds, &config.header_hosts, config.header_everywhere);
         let mut tcp = Tcp::new_with_resolver(guard.clone());
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
@@ -146,6 +162,9 @@ impl HttpFetcher {
             guard,
             capture: config.capture,
             headers,
+            open_headers,
+            credential_hosts,
+            site_credentials: config.site_credentials.clone(),
             proxy: config.proxy.clone(),
         })
     }
@@ -215,14 +234,36 @@ impl HttpFetcher {
         })
     }
 
-    /// The headers of a request: the client's, less those `extra` (the
-    /// conditions and cookies of this request) replaces, then `extra`.
-    fn headers_with(&self, extra: HeaderMap) -> HeaderMap {
-        if extra.is_empty() {
-            return self.headers.clone();
+    /// The client's headers for a request to `url`: the user's
+    /// credential-bearing ones only where they may go.
+    fn headers_for(&self, url: &Url) -> &HeaderMap {
+        if self.credential_hosts.allows(url) {
+            &self.headers
+        } else {
+            &self.open_headers
         }
-        let mut all = HeaderMap::with_capacity(self.headers.len() + extra.len());
-        for (name, value) in &self.headers {
+    }
+
+    /// The `Authorization` of a request to `url` without one from the
+    /// user: the URL's own user and password, else its host's seed's.
+    fn authorization(&self, url: &Url) -> Option<HeaderValue> {
+        super::auth::of_url(url).or_else(|| {
+            let host = url.host_str()?;
+            self.site_credentials
+                .iter()
+                .find(|c| c.host.eq_ignore_ascii_case(host))
+                .map(SiteCredential::authorization)
+        })
+    }
+
+    /// The headers of a request: `base` (the client's), less those `extra`
+    /// (the conditions and cookies of this request) replaces, then `extra`.
+    fn headers_with(base: &HeaderMap, extra: HeaderMap) -> HeaderMap {
+        if extra.is_empty() {
+            return base.clone();
+        }
+        let mut all = HeaderMap::with_capacity(base.len() + extra.len());
+        for (name, value) in base {
             if !extra.contains_key(name) {
                 all.append(name, value.clone());
             }
@@ -241,12 +282,12 @@ impl HttpFetcher {
     }
 
     /// Puts the jar's cookies for `url` into `extra`, after the user's own
-    /// `Cookie` header if they gave one (a request carries one).
-    fn add_cookies(&self, jar: &CookieJar, url: &Url, extra: &mut HeaderMap) {
+    /// `Cookie` header in `base` if it has one (a request carries one).
+    fn add_cookies(jar: &CookieJar, url: &Url, base: &HeaderMap, extra: &mut HeaderMap) {
         let Some(from_jar) = jar.cookies(url) else {
             return;
         };
-        let value = match self.headers.get(COOKIE) {
+        let value = match base.get(COOKIE) {
             Some(given) => {
                 let mut both = given.as_bytes().to_vec();
                 both.extend_from_slice(b"; ");
@@ -386,17 +427,18 @@ impl Fetcher for HttpFetcher {
             .parse()
             .map_err(|e| failed(ErrorKind::InvalidUrl, format!("cannot request {url}: {e}")))?;
         let mut extra = conditions(known);
-        if let Some(auth) = super::auth::of_url(url)
-            && !self.headers.contains_key(AUTHORIZATION)
+        let base = self.headers_for(url);
+        if !base.contains_key(AUTHORIZATION)
+            && let Some(auth) = self.authorization(url)
         {
             extra.insert(AUTHORIZATION, auth);
         }
         if let Some(jar) = &self.jar {
-            self.add_cookies(jar, url, &mut extra);
+            Self::add_cookies(jar, url, base, &mut extra);
         }
         let mut request = http::Request::new(Empty::new());
         *request.uri_mut() = uri;
-        *request.headers_mut() = self.headers_with(extra);
+        *request.headers_mut() = Self::headers_with(base, extra);
         let sent = self.capture.then(|| request.headers().clone());
         if let Some(auth) = self.connector.proxy_authorization(url) {
             request

@@ -7,6 +7,7 @@
 mod auth;
 mod connect;
 pub mod cookies;
+pub mod credentials;
 mod decode;
 pub(crate) mod headers;
 mod http;

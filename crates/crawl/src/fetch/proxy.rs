@@ -42,6 +42,15 @@ impl ProxyUrl {
         &self.0
     }
 
+    /// This proxy with its password, if any, shown as `***`.
+    pub fn redacted(&self) -> Self {
+        let mut shown = self.0.clone();
+        if shown.password().is_some() {
+            let _ = shown.set_password(Some(crate::redact::HIDDEN));
+        }
+        Self(shown)
+    }
+
     /// The proxy's host name, when it is a name (not an address).
     pub fn host_name(&self) -> Option<&str> {
         match self.0.host() {
@@ -88,11 +97,7 @@ fn redact_text(text: &str) -> String {
 
 impl fmt::Display for ProxyUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut shown = self.0.clone();
-        if shown.password().is_some() {
-            let _ = shown.set_password(Some("***"));
-        }
-        write!(f, "{shown}")
+        write!(f, "{}", self.redacted().0)
     }
 }
 

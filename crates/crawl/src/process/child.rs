@@ -279,19 +279,39 @@ async fn read_line(r: &mut BufReader<ChildStdout>, max: usize) -> std::io::Resul
 }
 
 /// Why a child stopped talking: its exit status if it ends at once (it
-/// closed its pipes to exit), else `io`.
+/// closed its pipes to exit; what it started is killed with its group
+/// before it is reaped), else `io`.
 async fn exited(child: &mut Child, io: &str) -> String {
-    match tokio::time::timeout(Duration::from_millis(200), child.wait()).await {
-        Ok(Ok(status)) => format!("the process ended ({status})"),
-        _ => format!("the process stopped talking ({io})"),
+    if exits_within(child, Duration::from_millis(200)).await {
+        kill_group(child);
+        if let Ok(status) = child.wait().await {
+            return format!("the process ended ({status})");
+        }
     }
+    format!("the process stopped talking ({io})")
+}
+
+/// Kills `child`'s process group: the child and whatever it started (a
+/// wrapper script's worker, say), which would otherwise live on, hung and
+/// reparented. Called while the child is not yet waited for, so its
+/// process id (the group's) cannot have been taken by another process.
+fn kill_group(child: &mut Child) {
+    if let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
+        // SAFETY: killpg only sends a signal; the group is the child's own
+        // (it was started with `process_group(0)`).
+        unsafe {
+            libc::killpg(pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.start_kill();
 }
 
 impl Worker {
-    /// Kills the child (out of step or hung) and sets when it may start again.
+    /// Kills the child (out of step or hung) and its process group, and
+    /// sets when it may start again.
     fn fail(&mut self) {
         if let Some(mut r) = self.running.take() {
-            let _ = r.child.start_kill();
+            kill_group(&mut r.child);
             tokio::spawn(async move {
                 let _ = r.child.wait().await;
             });
@@ -346,7 +366,8 @@ impl Processor for ChildProcessor {
 
 impl Drop for ChildProcessor {
     /// Ends the children: their stdin closes (a processor's cue to end),
-    /// and any still running after [`EXIT_GRACE`] is killed.
+    /// and any still running after [`EXIT_GRACE`] is killed; then what is
+    /// left of each child's process group is killed.
     fn drop(&mut self) {
         let workers = std::mem::take(&mut *lock(&self.idle));
         let children: Vec<Child> = workers
@@ -360,18 +381,55 @@ impl Drop for ChildProcessor {
         if children.is_empty() {
             return;
         }
-        // Without a runtime, dropping the children kills them.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let name = self.name().to_owned();
-            handle.spawn(async move {
-                for mut child in children {
-                    if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
-                        tracing::warn!(processor = %name, "processor did not end when its input closed: killed");
-                        let _ = child.kill().await;
-                    }
+        // Without a runtime, the groups are killed at once.
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            for mut child in children {
+                kill_group(&mut child);
+            }
+            return;
+        };
+        let name = self.name().to_owned();
+        handle.spawn(async move {
+            for mut child in children {
+                if !exits_within(&mut child, EXIT_GRACE).await {
+                    tracing::warn!(processor = %name, "processor did not end when its input closed: killed");
                 }
-            });
+                kill_group(&mut child);
+                let _ = child.wait().await;
+            }
+        });
+    }
+}
+
+/// Waits up to `grace` for `child` to exit, without reaping it (so that
+/// its process id still names its group): true when it did.
+async fn exits_within(child: &mut Child, grace: Duration) -> bool {
+    let Some(pid) = child.id().and_then(|p| libc::id_t::try_from(p).ok()) else {
+        return true;
+    };
+    let deadline = Instant::now() + grace;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        // SAFETY: waitid with WNOWAIT only reads the child's state into
+        // `info`, a zeroed siginfo_t owned here; the child stays waitable.
+        let exited = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            ) == 0
+                && info.si_pid() != 0
+        };
+        if exited {
+            return true;
         }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 

@@ -19,15 +19,19 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use crawlkeeper_model::text::cut_at;
+use serde::de::{self, Deserializer as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use super::{Addition, ProcessorPage};
 
 /// The protocol version in every request (`"v"`).
 pub const VERSION: u32 = 1;
 /// The most bytes of one answer line; a longer one fails the page and the
-/// child is restarted (it can no longer be read in step).
-pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+/// child is restarted (it can no longer be read in step). Room for the
+/// fields ([`MAX_ANSWER_FIELD_BYTES`]) and thousands of links, and small
+/// enough that a worker answering at the bound costs a few megabytes.
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// The most bytes an answer's fields may hold, serialized.
 pub const MAX_ANSWER_FIELD_BYTES: usize = 1024 * 1024;
 /// The most links one answer may add.
@@ -91,17 +95,20 @@ pub fn request(id: &str, page: &ProcessorPage<'_>, max_body: u64) -> Vec<u8> {
     line
 }
 
+/// An answer as it is first read: each part a slice of the line, so
+/// that nothing is built before its bound is checked.
 #[derive(Deserialize)]
-struct Answer {
-    id: serde_json::Value,
-    #[serde(default)]
-    fields: Option<serde_json::Map<String, serde_json::Value>>,
-    #[serde(default)]
-    links: Option<Vec<String>>,
+struct Answer<'a> {
+    #[serde(borrow)]
+    id: &'a RawValue,
+    #[serde(default, borrow)]
+    fields: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    links: Option<&'a RawValue>,
     #[serde(default)]
     drop_links: Option<bool>,
-    #[serde(default)]
-    error: Option<serde_json::Value>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
 }
 
 /// What an answer line says.
@@ -144,44 +151,100 @@ impl AnswerError {
     }
 }
 
-/// Reads answer `line` (without its newline) to request `id`.
+/// Reads answer `line` (without its newline) to request `id`. Each part
+/// is checked against its bound before it is built: an answer of a few
+/// megabytes costs a few megabytes, whatever it holds.
 pub fn answer(id: &str, line: &[u8]) -> Result<Answered, AnswerError> {
-    let a: Answer =
-        serde_json::from_slice(line).map_err(|e| AnswerError::Garbage(e.to_string()))?;
-    let got = match &a.id {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+    let a: Answer<'_> = serde_json::from_slice(line)
+        .map_err(|e| AnswerError::Garbage(cut_at(&e.to_string(), 200).to_owned()))?;
+    let got = short_text(a.id, 64);
     if got != id {
         return Err(AnswerError::OtherId {
             wanted: id.to_owned(),
-            got: cut_at(&got, 64).to_owned(),
+            got,
         });
     }
-    if let Some(e) = a.error.filter(|e| !e.is_null()) {
-        let text = match e {
-            serde_json::Value::String(s) => s,
-            other => other.to_string(),
-        };
-        return Ok(Answered::Failed(cut_at(&text, MAX_ERROR_TEXT).to_owned()));
+    if let Some(e) = a.error.filter(|e| e.get() != "null") {
+        return Ok(Answered::Failed(short_text(e, MAX_ERROR_TEXT)));
     }
-    let fields: BTreeMap<String, serde_json::Value> =
-        a.fields.unwrap_or_default().into_iter().collect();
-    let size = serde_json::to_vec(&fields)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
-    if size > MAX_ANSWER_FIELD_BYTES {
-        return Err(AnswerError::FieldsTooLarge(size));
-    }
-    let links = a.links.unwrap_or_default();
-    if links.len() > MAX_ANSWER_LINKS {
-        return Err(AnswerError::TooManyLinks(links.len()));
-    }
+    let fields = match a.fields {
+        None => BTreeMap::new(),
+        Some(raw) if raw.get().len() > MAX_ANSWER_FIELD_BYTES => {
+            return Err(AnswerError::FieldsTooLarge(raw.get().len()));
+        }
+        Some(raw) => {
+            serde_json::from_str::<Option<serde_json::Map<String, serde_json::Value>>>(raw.get())
+                .map_err(|e| AnswerError::Garbage(format!("fields: {e}")))?
+                .unwrap_or_default()
+                .into_iter()
+                .collect()
+        }
+    };
+    let links = match a.links {
+        None => Vec::new(),
+        Some(raw) => links(raw)?,
+    };
     Ok(Answered::Done(Addition {
         fields,
         links,
         drop_links: a.drop_links.unwrap_or(false),
     }))
+}
+
+/// The text of a JSON value, for a message: a string's content, anything
+/// else as written, at most `max` bytes (a long string is not decoded
+/// whole).
+fn short_text(raw: &RawValue, max: usize) -> String {
+    let text = raw.get();
+    if text.len() <= max.saturating_mul(8) + 2
+        && let Ok(s) = serde_json::from_str::<String>(text)
+    {
+        return cut_at(&s, max).to_owned();
+    }
+    let text = text.strip_prefix('"').unwrap_or(text);
+    cut_at(text, max).to_owned()
+}
+
+/// The links of an answer, refused past [`MAX_ANSWER_LINKS`] without
+/// keeping more (the rest are only counted, for the message).
+fn links(raw: &RawValue) -> Result<Vec<String>, AnswerError> {
+    struct Links;
+    impl<'de> Visitor<'de> for Links {
+        type Value = Result<Vec<String>, usize>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of links (strings), or null")
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Ok(Vec::new()))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while out.len() < MAX_ANSWER_LINKS {
+                match seq.next_element::<String>()? {
+                    Some(link) => out.push(link),
+                    None => return Ok(Ok(out)),
+                }
+            }
+            let mut more = 0usize;
+            while seq.next_element::<de::IgnoredAny>()?.is_some() {
+                more = more.saturating_add(1);
+            }
+            Ok(if more == 0 {
+                Ok(out)
+            } else {
+                Err(out.len().saturating_add(more))
+            })
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    match de.deserialize_any(Links) {
+        Ok(Ok(links)) => Ok(links),
+        Ok(Err(count)) => Err(AnswerError::TooManyLinks(count)),
+        Err(e) => Err(AnswerError::Garbage(format!("links: {e}"))),
+    }
 }
 
 #[cfg(test)]

@@ -89,6 +89,8 @@ pub struct Polled {
     pub open: Option<bool>,
     /// URLs admitted to the whole job, when the state counts them.
     pub job_seen: Option<u64>,
+    /// Requisites admitted to the whole job, when the state counts them.
+    pub job_requisites: Option<u64>,
 }
 
 /// What the state worker answers.
@@ -433,6 +435,7 @@ fn run(
                 news: std::mem::take(&mut batch.news),
                 open: batch.open,
                 job_seen: batch.job_seen,
+                job_requisites: batch.job_requisites,
             }));
         }
         let written = batch

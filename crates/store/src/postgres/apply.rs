@@ -36,6 +36,7 @@ pub fn apply_in(
     batch.news.clear();
     batch.open = None;
     batch.job_seen = None;
+    batch.job_requisites = None;
     if let Some(lease) = lease {
         fence(tx, cache, job, lease)?;
     }
@@ -707,12 +708,14 @@ fn poll(
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state = 0)
                     OR EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state = 1),
-                    (SELECT admitted FROM jobs WHERE id = $1)",
+                    (SELECT admitted FROM jobs WHERE id = $1),
+                    (SELECT requisites FROM jobs WHERE id = $1)",
             &[&job],
         )
         .map_err(err)?;
     batch.open = Some(row.get(0));
     batch.job_seen = row.get::<_, Option<i64>>(1).map(|n| n as u64);
+    batch.job_requisites = row.get::<_, Option<i64>>(2).map(|n| n as u64);
     if batch.open == Some(false) {
         // Complete: the processes waiting for it need not wait for their poll.
         notify(tx, job)?;

@@ -20,6 +20,7 @@ fn limits(per_host: usize, max_pages: Option<u64>, robots: bool) -> FrontierLimi
     FrontierLimits {
         per_host,
         max_pages,
+        max_requisites: None,
         respect_robots: robots,
         seen_cache: 1000,
         max_queued: 1000,
