@@ -234,12 +234,16 @@ async fn a_processor_sees_the_page_and_adds_or_drops_links() {
 
 /// What a misbehaving processor must leave: the crawl complete, every
 /// page recorded once, each product page failed with the error kind
-/// `processor` saying `says`.
+/// `processor` saying `says`, and no process it started still running.
+/// `mode` may carry the processor's third argument after a space.
 async fn misbehaving(mode: &str, says: &str) {
     let site = TestSite::start(SiteConfig::showcase()).await.unwrap();
-    let d = dir(mode);
+    let d = dir(&mode.replace(' ', "-"));
     let pid_file = d.join("pids");
-    let p = behave(mode, &pid_file);
+    let p = match mode.split_once(' ') {
+        Some((mode, arg)) => format!("{} {arg}", behave(mode, &pid_file)),
+        None => behave(mode, &pid_file),
+    };
     let mut args = vec![
         "crawl",
         "--no-state",
@@ -284,6 +288,123 @@ async fn misbehaving(mode: &str, says: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_processor_that_never_answers_fails_its_pages_at_the_deadline() {
     misbehaving("silent", "did not answer within 2s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_processor_s_own_workers_are_killed_with_it() {
+    // Each child starts a worker of its own (a wrapper script's, say) in
+    // its process group: the deadline kills the group, not the child only.
+    misbehaving("orphan silent", "did not answer within 2s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_processor_s_own_workers_end_with_the_crawl() {
+    let site = TestSite::start(SiteConfig::showcase()).await.unwrap();
+    let d = dir("orphan-ok");
+    let pid_file = d.join("pids");
+    let p = behave("orphan", &pid_file) + " ok";
+    let mut args = vec!["crawl", "--no-state", "--processor", &p, "--use", "p"];
+    args.extend(["--processor-workers", "2", "--per-host", "2"]);
+    let urls = product_urls(&site);
+    args.extend(urls.iter().map(String::as_str));
+    let r = run_in(&d, &args, None).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(records(&r.stdout).len(), urls.len(), "{}", r.stdout);
+    let started = pids(&pid_file);
+    assert!(
+        started.len() >= 2,
+        "children and their workers: {started:?}"
+    );
+    ended(&started, Duration::from_secs(10)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_a_processor_adds_on_a_nofollow_page_are_not_followed() {
+    let site = TestSite::start(SiteConfig::showcase()).await.unwrap();
+    let d = dir("nofollow");
+    let p = behave("nofollow", &d.join("pids"));
+    for (page, followed) in [("/meta-nofollow", false), ("/product/1", true)] {
+        let seed = site.url(0, page);
+        let args = ["crawl", "--no-state", "--follow", "--depth", "1"];
+        let mut args = args.to_vec();
+        args.extend(["--processor", &p, "--use", "p", &seed]);
+        let r = run_in(&d, &args, None).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let recs = records(&r.stdout);
+        let third = site.url(0, "/product/3");
+        assert_eq!(
+            recs.iter().any(|r| r.url == third),
+            followed,
+            "{page}: {}",
+            r.stdout
+        );
+    }
+}
+
+/// The peak resident memory, in MiB, of `crawlkeeper ARGS` run in `dir`.
+async fn peak_rss_mib(dir: &std::path::Path, args: &[String]) -> u64 {
+    let log = dir.join("stderr.txt");
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
+    c.current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let child = c.spawn().unwrap();
+    let pid = child.id() as libc::pid_t;
+    let wait = tokio::task::spawn_blocking(move || {
+        let mut status = 0;
+        // SAFETY: `usage` is a zeroed rusage owned here, which wait4 fills
+        // for our own child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        assert_eq!(got, pid, "wait4");
+        let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            // 1: every page failed (the hostile answers' pages do).
+            libc::WIFEXITED(status) && matches!(libc::WEXITSTATUS(status), 0 | 1),
+            "{status}: {stderr}"
+        );
+        usage.ru_maxrss as u64 / 1024
+    });
+    tokio::time::timeout(Duration::from_secs(120), wait)
+        .await
+        .expect("the crawl ends in time")
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_at_the_line_cap_cost_little_memory() {
+    let site = TestSite::start(SiteConfig::showcase()).await.unwrap();
+    let d = dir("near-cap");
+    let pid_file = d.join("pids");
+    let cap = crawlkeeper_crawl::process::wire::MAX_ANSWER_BYTES;
+    let mut urls = product_urls(&site);
+    urls.extend(["/", "/only-in-sitemap", "/base/page", "/refresh"].map(|p| site.url(0, p)));
+    let run = |p: String| {
+        let mut args: Vec<String> = ["crawl", "--no-state", "--processor", &p, "--use", "p"]
+            .map(String::from)
+            .to_vec();
+        for a in [
+            "--processor-workers",
+            "4",
+            "--per-host",
+            "4",
+            "--max-workers",
+            "4",
+        ] {
+            args.push(a.to_owned());
+        }
+        args.extend(urls.iter().cloned());
+        args
+    };
+    let plain = peak_rss_mib(&d, &run(behave("echo", &pid_file))).await;
+    let hostile = run(format!("{} {}", behave("near-cap", &pid_file), cap - 16));
+    let hostile = peak_rss_mib(&d, &hostile).await;
+    eprintln!("peak RSS: {plain} MiB with plain answers, {hostile} MiB with {cap}-byte ones");
+    assert!(
+        hostile <= plain + 100,
+        "answers of {cap} bytes: peak {hostile} MiB, {plain} MiB with plain answers"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

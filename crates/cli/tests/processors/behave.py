@@ -3,7 +3,10 @@
 
 Writes its pid, one per line, to the file PIDS (argv[2]) when it starts.
 Modes: echo, links, silent, garbage, other-id, huge, crash, hang-start,
-stderr-flood, refuse, slow (argv[3] seconds before each answer).
+stderr-flood, refuse, slow (argv[3] seconds before each answer), nofollow
+(adds a link on every page), near-cap (answers a line of argv[3] bytes,
+fields of zeros), orphan (starts a worker of its own that sleeps, in its
+process group, then answers as argv[3] says: silent or ok).
 """
 
 import base64
@@ -17,6 +20,14 @@ with open(sys.argv[2], "a") as pids:
 
 if mode == "hang-start":
     time.sleep(3600)
+
+if mode == "orphan":
+    worker = __import__('os').fork()
+    if worker == 0:
+        with open(sys.argv[2], "a") as pids:
+            pids.write(f"{__import__('os').getpid()}\n")
+        time.sleep(3600)
+        sys.exit(0)
 
 
 def answer(obj):
@@ -64,6 +75,16 @@ for line in sys.stdin:
         answer({"id": rid, "fields": {"ok": True}})
     elif mode == "refuse":
         answer({"id": rid, "error": "no price on " + url})
+    elif mode == "nofollow":
+        answer({"id": rid, "links": ["/product/3"]})
+    elif mode == "near-cap":
+        head = '{"id": "' + rid + '", "fields": {"a": ['
+        n = (int(sys.argv[3]) - len(head) - 4) // 2
+        sys.stdout.write(head + "0," * (n - 1) + "0]}}\n")
+        sys.stdout.flush()
+    elif mode == "orphan":
+        if sys.argv[3] == "ok":
+            answer({"id": rid, "fields": {"ok": True}})
     elif mode == "slow":
         time.sleep(float(sys.argv[3]))
         answer({"id": rid, "fields": {"slow": True}})

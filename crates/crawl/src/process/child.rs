@@ -365,12 +365,15 @@ impl Processor for ChildProcessor {
 }
 
 impl Drop for ChildProcessor {
-    /// Ends the children: their stdin closes (a processor's cue to end),
-    /// and any still running after [`EXIT_GRACE`] is killed; then what is
-    /// left of each child's process group is killed.
+    /// Ends the children: their stdin closes (a processor's cue to end);
+    /// any still running after [`EXIT_GRACE`] is killed; then what is left
+    /// of each child's process group (workers it started) is killed. Done
+    /// here, not in a task: at the end of a crawl the process exits next,
+    /// and a task would never run. A processor ends in milliseconds once
+    /// its input closes; only a hung one holds this for the grace.
     fn drop(&mut self) {
         let workers = std::mem::take(&mut *lock(&self.idle));
-        let children: Vec<Child> = workers
+        let mut children: Vec<Child> = workers
             .into_iter()
             .filter_map(|w| w.running)
             .map(|r| {
@@ -378,51 +381,48 @@ impl Drop for ChildProcessor {
                 r.child
             })
             .collect();
-        if children.is_empty() {
-            return;
+        let deadline = std::time::Instant::now() + EXIT_GRACE;
+        let mut pause = Duration::from_millis(1);
+        while !children.iter().all(has_exited) && std::time::Instant::now() < deadline {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(50));
         }
-        // Without a runtime, the groups are killed at once.
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            for mut child in children {
-                kill_group(&mut child);
+        for child in &mut children {
+            if !has_exited(child) {
+                tracing::warn!(processor = %self.name(), "processor did not end when its input closed: killed");
             }
-            return;
-        };
-        let name = self.name().to_owned();
-        handle.spawn(async move {
-            for mut child in children {
-                if !exits_within(&mut child, EXIT_GRACE).await {
-                    tracing::warn!(processor = %name, "processor did not end when its input closed: killed");
-                }
-                kill_group(&mut child);
-                let _ = child.wait().await;
-            }
-        });
+            kill_group(child);
+        }
     }
 }
 
-/// Waits up to `grace` for `child` to exit, without reaping it (so that
-/// its process id still names its group): true when it did.
-async fn exits_within(child: &mut Child, grace: Duration) -> bool {
+/// Whether `child` has exited, without reaping it (so that its process id
+/// still names its group).
+fn has_exited(child: &Child) -> bool {
     let Some(pid) = child.id().and_then(|p| libc::id_t::try_from(p).ok()) else {
         return true;
     };
+    // SAFETY: waitid with WNOWAIT only reads the child's state into
+    // `info`, a zeroed siginfo_t owned here; the child stays waitable.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PID,
+            pid,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        ) == 0
+            && info.si_pid() != 0
+    }
+}
+
+/// Waits up to `grace` for `child` to exit, without reaping it: true when
+/// it did.
+async fn exits_within(child: &mut Child, grace: Duration) -> bool {
     let deadline = Instant::now() + grace;
     let mut pause = Duration::from_millis(1);
     loop {
-        // SAFETY: waitid with WNOWAIT only reads the child's state into
-        // `info`, a zeroed siginfo_t owned here; the child stays waitable.
-        let exited = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(
-                libc::P_PID,
-                pid,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            ) == 0
-                && info.si_pid() != 0
-        };
-        if exited {
+        if has_exited(child) {
             return true;
         }
         if Instant::now() >= deadline {
