@@ -349,6 +349,8 @@ async fn peak_rss_mib(dir: &std::path::Path, args: &[String]) -> u64 {
         .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());
+    // Waited for with wait4 below (for its rusage), not with `wait`.
+    #[allow(clippy::zombie_processes)]
     let child = c.spawn().unwrap();
     let pid = child.id() as libc::pid_t;
     let wait = tokio::task::spawn_blocking(move || {
