@@ -2,9 +2,10 @@
 //! real Runners on ZooKeeper and PostgreSQL. Every request reaches the
 //! sites through the proxy (tinyproxy, asking for a password) with the
 //! header and the cookie file's cookie for its host; a cookie a site sets
-//! goes back to that host only; and no secret shows in `submit`'s or
-//! `status --json`'s output, the nodes' logs (at debug level), a node's
-//! metrics and status API, or `results`.
+//! goes back to that host only; a seed's own password goes to its host
+//! only (#51); and no secret shows in `submit`'s or `status --json`'s
+//! output, the nodes' logs (at debug level), a node's metrics and status
+//! API, `results`, or any node of the group in ZooKeeper.
 
 mod common;
 
@@ -20,15 +21,38 @@ const HEADER_SECRET: &str = "Hdr-S3cret-91c4";
 const PROXY_SECRET: &str = "Prx-S3cret-5d0e";
 /// The cookie file's cookie for each host.
 const COOKIE_SECRETS: [&str; 2] = ["Ck0-S3cret-a1f7", "Ck1-S3cret-b2e8"];
+/// The password in the first host's seed URL.
+const SEED_SECRET: &str = "Sd-S3cret-77aa";
 
 /// Every secret of the job.
-fn secrets() -> [&'static str; 4] {
+fn secrets() -> [&'static str; 5] {
     [
         HEADER_SECRET,
         PROXY_SECRET,
         COOKIE_SECRETS[0],
         COOKIE_SECRETS[1],
+        SEED_SECRET,
     ]
+}
+
+/// The value of every node under `path` in ZooKeeper, as text.
+async fn zookeeper_tree(zookeeper: &str, path: &str) -> String {
+    use crawlkeeper_cluster::Coordinator as _;
+    let zk = crawlkeeper_cluster::zk::ZkCoordinator::connect(zookeeper, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let mut todo = vec![path.to_owned()];
+    while let Some(p) = todo.pop() {
+        if let Ok((value, _)) = zk.get(&p).await {
+            text.push_str(&format!("{p}: {}\n", String::from_utf8_lossy(&value)));
+        }
+        for child in zk.children(&p).await.unwrap_or_default() {
+            todo.push(format!("{}/{child}", p.trim_end_matches('/')));
+        }
+    }
+    let _ = zk.close().await;
+    text
 }
 
 /// Fails if `text` (what `what` showed) holds a secret.
@@ -111,7 +135,8 @@ async fn a_cluster_job_s_header_cookies_and_proxy_are_used_and_never_shown() {
 
     let api_key = format!("X-Api-Key: {HEADER_SECRET}");
     let proxy_url = proxy.url(Some(auth));
-    let seeds: Vec<String> = hosts.iter().map(|h| h.url("/")).collect();
+    let mut seeds: Vec<String> = hosts.iter().map(|h| h.url("/")).collect();
+    seeds[0] = seeds[0].replace("http://", &format!("http://crawler:{SEED_SECRET}@"));
     let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
     let (code, out, err) = c
         .submit_job(
@@ -155,6 +180,10 @@ async fn a_cluster_job_s_header_cookies_and_proxy_are_used_and_never_shown() {
             );
             // The proxy's credentials are the proxy's: never the site's.
             assert!(!head.contains(PROXY_SECRET), "{head}");
+            // The seed's password goes to its host only.
+            let basic = "Basic Y3Jhd2xlcjpTZC1TM2NyZXQtNzdhYQ=="; // crawler:Sd-S3cret-77aa
+            let want = (i == 0).then_some(basic);
+            assert_eq!(header(&head, "authorization"), want, "host {i}: {head}");
         }
     }
 
@@ -192,6 +221,14 @@ async fn a_cluster_job_s_header_cookies_and_proxy_are_used_and_never_shown() {
     assert_no_secret("the metrics", &text);
     let api = wait_for(status, "/api/status", limit, |t| t.contains("crawler_1")).await;
     assert_no_secret("the status API", &api);
+    let group = crawlkeeper_cluster::Layout::new(&c.group).unwrap();
+    let tree = zookeeper_tree(&c.zookeeper, group.root()).await;
+    // The task items name the first seed: without its password.
+    assert!(
+        tree.contains(&hosts[0].url("/")),
+        "the group's nodes: {tree}"
+    );
+    assert_no_secret("ZooKeeper", &tree);
     for i in 1..=2 {
         let log = c.node_log(i);
         assert!(log.contains("DEBUG"), "node {i} logs at debug level: {log}");

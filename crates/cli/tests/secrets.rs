@@ -173,7 +173,6 @@ async fn a_seed_s_password_goes_to_its_host_only_and_is_shown_nowhere() {
     assert!(!again.contains(SEED_PW), "{again}");
     for args in [
         &["jobs", "--state", "state.db"][..],
-        &["status", "--state", "state.db"][..],
         &["results", "--state", "state.db"][..],
     ] {
         let mut c = command_in(&d, args);
