@@ -366,6 +366,14 @@ impl JobArgs {
         if self.max_text.is_some() && !self.text {
             return Err("--max-text sets the cap of --text: give --text too".to_owned());
         }
+        for host in &self.header_hosts {
+            if url::Host::parse(host).is_err() {
+                return Err(format!(
+                    "--header-host '{}' is not a host (a name or an IP address, without a port)",
+                    crawlkeeper_job::seeds::shown(host)
+                ));
+            }
+        }
         if self.max_requisites.is_some() && !self.requisites {
             return Err("--max-requisites bounds --requisites: give --requisites too".to_owned());
         }

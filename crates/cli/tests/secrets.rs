@@ -260,3 +260,45 @@ async fn archives_carry_the_options_without_their_secrets() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_header_options_are_refused_before_anything_is_written() {
+    let d = fresh_dir("secrets", "refused");
+    let auth = format!("Authorization: {TOKEN}");
+    for (args, says) in [
+        (
+            vec!["--header", &auth, "--header-host", "h.test:80"],
+            "is not a host",
+        ),
+        (
+            vec!["--header", &auth, "--header-host", "a/b"],
+            "is not a host",
+        ),
+        (vec!["--header-everywhere"], "give --header too"),
+        (vec!["--max-requisites", "5"], "give --requisites too"),
+    ] {
+        let o = crawl_in(&d, "http://127.0.0.1:9/", &args)
+            .output()
+            .await
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("T0ken"), "{err}");
+        assert!(!d.join("state.db").exists() && !d.join("out.jsonl").exists());
+    }
+    let two = "http://u:1@127.0.0.1:9/ http://u:2@127.0.0.1:9/x";
+    let mut c = command_in(&d, &["crawl", "--out", "out.jsonl", "--state", "state.db"]);
+    c.args(two.split(' '));
+    let o = c.output().await.unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("two different users or passwords for host 127.0.0.1"),
+        "{err}"
+    );
+    assert!(!d.join("state.db").exists() && !d.join("out.jsonl").exists());
+}
