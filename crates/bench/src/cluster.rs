@@ -57,7 +57,7 @@ pub struct ClusterArgs {
     /// The nodes' ZooKeeper session timeout (default: 4s with fast
     /// heartbeats, 10s with the seed's: longer than the heartbeat's death
     /// time, so that the heartbeat is what is measured).
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = crawlkeeper_model::parse_duration)]
     session_timeout: Option<Duration>,
     /// Hosts of the fail-over site (their pages link to the next host's).
     #[arg(long, default_value_t = 12)]
@@ -136,11 +136,6 @@ pub enum HeartbeatChoice {
     Seed,
     /// Both, fast first.
     Both,
-}
-
-/// Parses a duration as the CLI does (`500ms`, `4s`).
-fn duration(s: &str) -> Result<Duration, String> {
-    crawlkeeper_model::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// The job options of every part: the whole site, one request per host.

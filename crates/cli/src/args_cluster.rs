@@ -7,9 +7,9 @@ use clap::Args;
 use crawlkeeper_cluster::GroupName;
 use crawlkeeper_crawl::config::DEFAULT_MAX_WORKERS;
 use crawlkeeper_model::cluster::NodeName;
-use crawlkeeper_model::parse_duration;
 
-use crate::args_job::{JobArgs, positive_usize};
+use crate::args_job::JobArgs;
+use crate::values::{duration, positive_usize};
 
 /// Where the cluster is: its coordinator, its store, its group.
 #[derive(Args, Debug, Clone)]
@@ -113,8 +113,4 @@ pub struct StatusArgs {
     /// Hearts and rates are judged over this long.
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = duration)]
     pub window: Duration,
-}
-
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
 }

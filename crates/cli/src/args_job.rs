@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::values::{duration, positive_usize};
 use clap::{Args, ValueEnum};
 use crawlkeeper_crawl::FieldSpec;
 use crawlkeeper_crawl::config::{
@@ -11,7 +12,6 @@ use crawlkeeper_crawl::config::{
 };
 use crawlkeeper_crawl::fetch::{ExtraHeader, ProxyConfig, ProxyUrl, split_list};
 use crawlkeeper_crawl::guard::Cidr;
-use crawlkeeper_model::parse_duration;
 
 /// Where links may lead.
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -273,22 +273,9 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
     }
 }
 
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
 fn cidr(s: &str) -> Result<Cidr, String> {
     s.parse()
         .map_err(|e: crawlkeeper_crawl::guard::CidrError| e.to_string())
-}
-
-/// A count of at least 1 (a `value_parser`).
-pub fn positive_usize(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".to_owned()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 /// The `--header` options, checked (never repeating a value: it may be a

@@ -10,7 +10,7 @@ use crawlkeeper_crawl::process::{
     ChildSettings, DEFAULT_PROCESSOR_MAX_BODY, DEFAULT_PROCESSOR_WORKERS, ProcessorCommand,
 };
 
-use crate::args_job::positive_usize;
+use crate::values::{positive_duration, positive_usize};
 
 /// `--processor NAME=COMMAND` and its settings.
 #[derive(Args, Debug, Clone)]
@@ -28,7 +28,7 @@ pub struct ProcessorArgs {
     /// A page's deadline with one processor (a free child awaited
     /// included); past it the page is recorded with the error kind
     /// processor and the child is started again.
-    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = duration)]
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = positive_duration)]
     pub processor_timeout: Duration,
     /// Body bytes sent to a processor; a longer body is cut
     /// (body_truncated in the request).
@@ -61,12 +61,4 @@ impl ProcessorArgs {
 fn processor_command(s: &str) -> Result<ProcessorCommand, String> {
     s.parse()
         .map_err(|e: crawlkeeper_crawl::process::CommandError| e.to_string())
-}
-
-fn duration(s: &str) -> Result<Duration, String> {
-    let d = crawlkeeper_model::parse_duration(s).map_err(|e| e.to_string())?;
-    if d.is_zero() {
-        return Err("must be longer than zero".to_owned());
-    }
-    Ok(d)
 }

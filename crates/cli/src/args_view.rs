@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use crate::values::{duration, positive_duration};
 use clap::Args;
-use crawlkeeper_model::parse_duration;
 
 use crate::progress::ProgressMode;
 
@@ -16,18 +16,11 @@ pub struct ViewArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
     pub progress: ProgressMode,
     /// How often `--progress plain` prints its line.
-    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = duration)]
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = positive_duration)]
     pub progress_every: Duration,
     /// Metrics and the status page.
     #[command(flatten)]
     pub serve: ServeArgs,
-}
-
-fn duration(s: &str) -> Result<Duration, String> {
-    match parse_duration(s) {
-        Ok(d) if d.is_zero() => Err("must be more than zero".to_owned()),
-        other => other.map_err(|e| e.to_string()),
-    }
 }
 
 /// Where the metrics and the status page are served (`crawl` and `node`).
@@ -58,6 +51,6 @@ pub struct ServeArgs {
     /// Keep serving the final figures this long after the crawl ends, for
     /// a last scrape (Ctrl-C ends it early).
     #[arg(long, default_value = "0s", value_name = "DURATION",
-          value_parser = |s: &str| parse_duration(s).map_err(|e| e.to_string()))]
+          value_parser = duration)]
     pub linger: Duration,
 }

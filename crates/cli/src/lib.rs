@@ -48,6 +48,7 @@ mod signals;
 mod state;
 mod status_cmd;
 mod submit_cmd;
+mod values;
 mod warc_out;
 
 use std::process::ExitCode;

@@ -605,7 +605,7 @@ async fn an_unknown_or_bad_processor_is_refused_before_anything_is_written() {
         ),
         (
             vec!["crawl", "--processor-timeout", "0s", seed],
-            "longer than zero",
+            "must be more than zero",
         ),
     ] {
         let r = run_in(&d, &args, None).await;

@@ -31,6 +31,17 @@ pub enum DurationError {
     /// The value is longer than [`MAX_DURATION`].
     #[error("duration '{0}' is too large (the most is 365d)")]
     Overflow(String),
+    /// Zero where a duration must be more ([`parse_positive_duration`]).
+    #[error("duration '{0}' must be more than zero")]
+    Zero(String),
+}
+
+/// Parses a duration as [`parse_duration`] does, refusing zero.
+pub fn parse_positive_duration(input: &str) -> Result<Duration, DurationError> {
+    match parse_duration(input)? {
+        d if d.is_zero() => Err(DurationError::Zero(input.trim().to_owned())),
+        d => Ok(d),
+    }
 }
 
 /// Parses `500ms`, `2s`, `0.5s`, `1m`, `6h`, `1h30m`, `2d`.

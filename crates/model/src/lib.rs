@@ -30,7 +30,9 @@ pub mod state;
 pub mod text;
 
 pub use authority::Authority;
-pub use duration::{DurationError, MAX_DURATION, format_duration, parse_duration};
+pub use duration::{
+    DurationError, MAX_DURATION, format_duration, parse_duration, parse_positive_duration,
+};
 pub use known::Known;
 pub use record::{CrawlRecord, ErrorKind, RecordError, Via};
 pub use shard::{Partition, shard_of};
