@@ -16,7 +16,7 @@ pub enum CliError {
     Fatal(#[from] anyhow::Error),
     /// Another process took over this process's shard of the job: exit 3.
     #[error("{0}; stopping")]
-    Fenced(String),
+    Fenced(crawlkeeper_model::Fence),
 }
 
 /// How a run that did its job ended.
@@ -90,7 +90,9 @@ impl From<JobError> for CliError {
                  pass replaces; export them first (results --format warc), then add --overwrite"
             )),
             JobError::Output(e) => e.into(),
-            JobError::Fenced { .. } => CliError::Fenced(e.to_string()),
+            JobError::Fenced { job, shard, by } => {
+                CliError::Fenced(crawlkeeper_model::Fence { job, shard, by })
+            }
             JobError::Unusable { .. }
             | JobError::Locked(_)
             | JobError::Missing(_)

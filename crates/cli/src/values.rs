@@ -37,7 +37,11 @@ mod tests {
             positive_duration(" 0ms"),
             Err("duration '0ms' must be more than zero".to_owned())
         );
-        assert!(duration("2pc").unwrap_err().contains("unknown unit"), "{:?}", duration("2pc"));
+        assert!(
+            duration("2pc").unwrap_err().contains("unknown unit"),
+            "{:?}",
+            duration("2pc")
+        );
         assert_eq!(positive_usize("0"), Err("must be at least 1".to_owned()));
         assert_eq!(positive_usize("3"), Ok(3));
     }

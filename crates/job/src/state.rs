@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crawlkeeper_crawl::state::{Batch, CrawlState, Resumed, Sharing, StateError};
+use crawlkeeper_model::Fence;
 use crawlkeeper_store::{Claim, Holder, JobId, JobInfo, Store, StoreError};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -104,7 +105,7 @@ impl StoreState {
 /// stops the crawl at once.
 pub fn state_error(e: StoreError) -> StateError {
     match e {
-        StoreError::Fenced { .. } => StateError::Fenced(e.to_string()),
+        StoreError::Fenced { job, shard, by } => StateError::Fenced(Fence { job, shard, by }),
         e if e.is_retryable() => StateError::Unavailable(e.to_string()),
         e => StateError::Fatal(e.to_string()),
     }

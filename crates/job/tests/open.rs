@@ -242,8 +242,8 @@ fn a_live_holder_is_refused_and_taken_over_once_its_lease_gate_is_shut() {
             ..Batch::default()
         };
         match first.state.apply(&mut batch) {
-            Err(StateError::Fenced(why)) => {
-                assert!(why.contains("second"), "{why}");
+            Err(StateError::Fenced(fence)) => {
+                assert!(fence.by.contains("second"), "{fence}");
                 fenced = true;
                 break;
             }

@@ -36,4 +36,4 @@ pub use duration::{
 pub use known::Known;
 pub use record::{CrawlRecord, ErrorKind, RecordError, Via};
 pub use shard::{Partition, shard_of};
-pub use state::{AuthorityState, FinishedUrl, FrontierEntry, JobCounts, RobotsSnapshot};
+pub use state::{AuthorityState, Fence, FinishedUrl, FrontierEntry, JobCounts, RobotsSnapshot};

@@ -33,6 +33,19 @@ impl FrontierEntry {
     }
 }
 
+/// The store's fence: a shard this process held was taken over by
+/// another process, which must stop writing and fetching at once.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("shard {shard} of job '{job}' was taken over by {by}")]
+pub struct Fence {
+    /// The job's name.
+    pub job: String,
+    /// The shard.
+    pub shard: u32,
+    /// Who holds it now.
+    pub by: String,
+}
+
 /// A finished URL: its record, stored once per job and key.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FinishedUrl {

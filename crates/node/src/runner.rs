@@ -19,6 +19,7 @@ use crawlkeeper_crawl::state::StateError;
 use crawlkeeper_crawl::{Control, Engine, EngineError, Registry, StopReason};
 use crawlkeeper_job::open::{Outputs, Start, Wanted};
 use crawlkeeper_job::{JobError, Location, Opening, open};
+use crawlkeeper_model::Fence;
 use crawlkeeper_model::cluster::RunningContent;
 use crawlkeeper_store::Holder;
 use crawlkeeper_store::location::scrub;
@@ -52,7 +53,7 @@ enum Ended {
     /// Stopped before the end (its items were halted or dropped).
     Stopped,
     /// Another node took its shards over: it must stop.
-    Fenced(String),
+    Fenced(Fence),
     /// It cannot go on (a bad job, the store refused, a timeout).
     Failed(String),
     /// This node cannot crawl the job (it lacks a processor the job
@@ -65,7 +66,6 @@ impl Ended {
     /// it ended goes to the log, the task in ZooKeeper and status pages.
     fn scrubbed(self, location: &str) -> Self {
         match self {
-            Self::Fenced(why) => Self::Fenced(scrub(&why, location)),
             Self::Failed(why) => Self::Failed(scrub(&why, location)),
             Self::Refused(why) => Self::Refused(scrub(&why, location)),
             other => other,
@@ -76,7 +76,7 @@ impl Ended {
 impl From<JobError> for Ended {
     fn from(e: JobError) -> Self {
         match e {
-            JobError::Fenced { .. } => Self::Fenced(format!("fenced: {e}")),
+            JobError::Fenced { job, shard, by } => Self::Fenced(Fence { job, shard, by }),
             JobError::LacksProcessors { .. } => Self::Refused(e.to_string()),
             e => Self::Failed(e.to_string()),
         }
@@ -246,7 +246,8 @@ impl TaskRunner for CrawlRunner {
                         error: None,
                     };
                 }
-                Ended::Failed(why) | Ended::Fenced(why) => return failed(why),
+                Ended::Failed(why) => return failed(why),
+                Ended::Fenced(fence) => return failed(format!("fenced: {fence}")),
                 // The shard stays this node's task, unclaimed, until the
                 // node stops: then a Runner that runs the processor takes
                 // it over (`status` names what is lacking meanwhile).
@@ -363,9 +364,9 @@ impl Drive {
         match &outcome {
             Ended::Complete => tracing::info!(job = %self.job, "job complete"),
             Ended::Stopped => tracing::info!(job = %self.job, "stopped crawling the job"),
-            Ended::Fenced(why) => {
+            Ended::Fenced(fence) => {
                 self.view.fenced.fetch_add(1, Relaxed);
-                tracing::warn!(job = %self.job, %why, "job failed here");
+                tracing::warn!(job = %self.job, why = %format_args!("fenced: {fence}"), "job failed here");
             }
             Ended::Failed(why) => {
                 self.view.failed.fetch_add(1, Relaxed);
@@ -385,7 +386,7 @@ impl Drive {
 
 fn engine_failure(e: EngineError) -> Ended {
     match e {
-        EngineError::State(StateError::Fenced(why)) => Ended::Fenced(format!("fenced: {why}")),
+        EngineError::State(StateError::Fenced(fence)) => Ended::Fenced(fence),
         e => Ended::Failed(e.to_string()),
     }
 }

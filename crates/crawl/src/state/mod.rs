@@ -121,5 +121,5 @@ pub enum StateError {
     /// A shard this process held was taken over by another process: it
     /// must stop at once, writing and fetching nothing more.
     #[error("{0}")]
-    Fenced(String),
+    Fenced(crawlkeeper_model::Fence),
 }
