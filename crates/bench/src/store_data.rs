@@ -106,30 +106,15 @@ pub(crate) fn entry(i: u64, authorities: u64) -> (FrontierEntry, Authority) {
 
 pub(crate) fn record(e: &FrontierEntry, authority: &Authority) -> CrawlRecord {
     CrawlRecord {
-        url: e.url.clone(),
-        final_url: e.url.clone(),
         status: Some(200),
-        depth: e.depth,
         parent: e.parent.clone(),
-        authority: authority.clone(),
         fetched_at: "2026-11-21T12:00:00.000Z".into(),
         response_ms: Some(42),
         content_type: Some("text/html; charset=utf-8".into()),
         bytes: 30_000,
         title: Some("A page of a benchmark site".into()),
-        fields: None,
-        fields_cut: None,
         links: 23,
-        links_dropped: 0,
-        requisites: 0,
-        requisites_dropped: 0,
-        truncated: false,
-        error: None,
-        etag: None,
-        last_modified: None,
-        lastmod: None,
-        unchanged_since: None,
-        via: None,
+        ..CrawlRecord::blank(e.url.clone(), authority.clone(), e.depth)
     }
 }
 

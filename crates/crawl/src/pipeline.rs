@@ -699,36 +699,18 @@ fn header_validator(r: &FetchResponse, name: http::header::HeaderName) -> Option
 
 /// The record of `request` before anything is known of its response.
 pub(crate) fn blank_record(request: &Request) -> CrawlRecord {
+    // Jobs only hold http(s) URLs with a host, which always have an authority.
+    let authority = Authority::of(&request.url).expect("job URLs have an authority");
     CrawlRecord {
-        url: request.url.to_string(),
-        final_url: request.url.to_string(),
-        status: None,
-        depth: request.depth,
         parent: request.parent.as_deref().map(str::to_owned),
-        // Jobs only hold http(s) URLs with a host, which always have an authority.
-        authority: Authority::of(&request.url).expect("job URLs have an authority"),
         fetched_at: rfc3339(std::time::SystemTime::now()),
-        response_ms: None,
-        content_type: None,
-        bytes: 0,
-        title: None,
-        fields: None,
-        fields_cut: None,
-        links: 0,
-        links_dropped: 0,
-        requisites: 0,
-        requisites_dropped: 0,
-        truncated: false,
-        error: None,
-        etag: None,
-        last_modified: None,
         lastmod: request.known.as_deref().and_then(|k| k.lastmod.clone()),
-        unchanged_since: None,
         via: match (request.sitemap_level(), request.embed_hops()) {
             (Some(_), _) => Some(crawlkeeper_model::Via::Sitemap),
             (None, Some(_)) => Some(crawlkeeper_model::Via::Embed),
             (None, None) => None,
         },
+        ..CrawlRecord::blank(request.url.as_str(), authority, request.depth)
     }
 }
 

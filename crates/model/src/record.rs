@@ -172,6 +172,40 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl CrawlRecord {
+    /// The record of `url` (of `authority`, at `depth`) before anything
+    /// happened to it: no status, no parent, nothing counted, no time.
+    /// Name only what differs: `CrawlRecord { status: Some(200),
+    /// ..CrawlRecord::blank(url, authority, 0) }`.
+    pub fn blank(url: impl Into<String>, authority: Authority, depth: u32) -> Self {
+        let url = url.into();
+        Self {
+            final_url: url.clone(),
+            url,
+            status: None,
+            depth,
+            parent: None,
+            authority,
+            fetched_at: String::new(),
+            response_ms: None,
+            content_type: None,
+            bytes: 0,
+            title: None,
+            fields: None,
+            fields_cut: None,
+            links: 0,
+            links_dropped: 0,
+            requisites: 0,
+            requisites_dropped: 0,
+            truncated: false,
+            error: None,
+            etag: None,
+            last_modified: None,
+            lastmod: None,
+            unchanged_since: None,
+            via: None,
+        }
+    }
+
     /// The record as one line of JSON.
     pub fn to_json(&self) -> String {
         // Written into a buffer of about the record's size: grown from
@@ -228,30 +262,15 @@ mod tests {
     #[test]
     fn record_serialises_with_the_documented_field_names() {
         let record = CrawlRecord {
-            url: "http://a.test:80/x".into(),
-            final_url: "http://a.test:80/x".into(),
-            status: None,
-            depth: 2,
             parent: Some("http://a.test/".into()),
-            authority: "http://a.test:80".to_owned().try_into().unwrap(),
             fetched_at: "2026-11-21T00:00:00.000Z".into(),
             response_ms: Some(12),
-            content_type: None,
-            bytes: 0,
-            title: None,
-            fields: None,
-            fields_cut: None,
-            links: 0,
-            links_dropped: 0,
-            requisites: 0,
-            requisites_dropped: 0,
-            truncated: false,
             error: Some(RecordError::new(ErrorKind::RedirectLoop, "x -> y -> x")),
-            etag: None,
-            last_modified: None,
-            lastmod: None,
-            unchanged_since: None,
-            via: None,
+            ..CrawlRecord::blank(
+                "http://a.test:80/x",
+                "http://a.test:80".to_owned().try_into().unwrap(),
+                2,
+            )
         };
         let json = serde_json::to_value(&record).unwrap();
         for field in [

@@ -46,33 +46,18 @@ pub fn entry(host: &str, path: &str, depth: u32) -> (FrontierEntry, Authority) {
 }
 
 pub fn record(e: &FrontierEntry, error: bool) -> CrawlRecord {
+    let authority = Authority::of(&url::Url::parse(&e.url).unwrap()).unwrap();
     CrawlRecord {
-        url: e.url.clone(),
-        final_url: e.url.clone(),
         status: Some(200),
-        depth: e.depth,
         parent: e.parent.clone(),
-        authority: Authority::of(&url::Url::parse(&e.url).unwrap()).unwrap(),
         fetched_at: "2026-11-21T00:00:00.000Z".into(),
         response_ms: Some(3),
         content_type: Some("text/html".into()),
         bytes: 10,
-        title: None,
-        fields: None,
-        fields_cut: None,
-        links: 0,
-        links_dropped: 0,
-        requisites: 0,
-        requisites_dropped: 0,
-        truncated: false,
         error: error.then(|| {
             crawlkeeper_model::RecordError::new(crawlkeeper_model::ErrorKind::Timeout, "t")
         }),
-        etag: None,
-        last_modified: None,
-        lastmod: None,
-        unchanged_since: None,
-        via: None,
+        ..CrawlRecord::blank(e.url.clone(), authority, e.depth)
     }
 }
 
