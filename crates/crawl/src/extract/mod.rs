@@ -6,6 +6,8 @@
 //! deadline), so no page costs more than a bounded amount of memory and CPU.
 
 pub mod css;
+#[cfg(test)]
+mod differential;
 mod entities;
 mod extras;
 mod fast;
