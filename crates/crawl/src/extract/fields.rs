@@ -6,6 +6,8 @@ use std::ops::Range;
 
 use crawlkeeper_model::text::cut_at;
 
+use super::entities::{decode_attribute, decode_text};
+
 use crate::field_spec::{
     FieldSpec, FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES, Take,
 };
@@ -192,14 +194,13 @@ impl Collector {
     }
 
     /// Adds the fields' values to `out`: `body` is the page (for inner
-    /// HTML), `decode` decodes character references, `resolve` turns a URL
+    /// HTML), `resolve` turns a URL
     /// attribute's value into an absolute URL. Returns the bytes the
     /// fields kept, of the page's [`MAX_PAGE_FIELD_BYTES`].
     pub(crate) fn finish_page<'a>(
         mut self,
         specs: impl Iterator<Item = &'a FieldSpec>,
         body: &[u8],
-        decode: impl Fn(&str) -> String,
         resolve: impl Fn(&str) -> String,
         out: &mut super::Extracted,
     ) -> usize {
@@ -213,12 +214,12 @@ impl Collector {
             }
             let url = spec.is_url();
             let mut values = f.values.into_iter().map(|raw| match raw {
-                Raw::Text(t) => collapse(&decode(&t)),
+                Raw::Text(t) => collapse(&decode_text(&t)),
                 Raw::Html(r) => {
                     String::from_utf8_lossy(body.get(r).unwrap_or_default()).into_owned()
                 }
                 Raw::Attr(a) => {
-                    let a = decode(a.trim());
+                    let a = decode_attribute(a.trim()).into_owned();
                     if url { resolve(&a) } else { a }
                 }
             });

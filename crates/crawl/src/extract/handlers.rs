@@ -3,7 +3,7 @@
 //! ([`super::html`]) and the scanner's ([`super::fast`]), so both find
 //! the same.
 
-use super::entities::decode;
+use super::entities::{decode_attribute, decode_text};
 use super::{Extracted, PageLimits};
 
 /// The most of a title kept, in bytes.
@@ -58,7 +58,7 @@ impl State {
 /// The title decoded and its whitespace collapsed (unless an extractor
 /// set one), and no links if the page asked robots not to follow them.
 pub(super) fn finish(found: &mut Extracted, title: &str) {
-    let title = collapse_whitespace(&decode(title));
+    let title = collapse_whitespace(&decode_text(title));
     if !title.is_empty() && found.title.is_none() {
         found.title = Some(title);
     }
@@ -87,7 +87,7 @@ pub(super) fn link(get: impl Fn(&str) -> Option<String>, out: &mut Extracted, li
 /// A `<base href>`: the first one is the page's base.
 pub(super) fn base(get: impl Fn(&str) -> Option<String>, out: &mut Extracted) {
     if out.base.is_none() {
-        out.base = get("href").map(|h| decode(h.trim()).into_owned());
+        out.base = get("href").map(|h| decode_attribute(h.trim()).into_owned());
     }
 }
 
@@ -115,11 +115,14 @@ pub(super) fn meta(get: impl Fn(&str) -> Option<String>, out: &mut Extracted, li
 }
 
 fn push_href(out: &mut Extracted, raw: &str, limits: &PageLimits) {
-    let href = raw.trim();
+    // Trimmed as the URL parser trims (C0 controls and spaces), after
+    // decoding: a `&nbsp;` at the end is part of the URL.
+    let decoded = decode_attribute(raw);
+    let href = decoded.trim_matches(|c: char| c <= ' ');
     if href.is_empty() || href.starts_with('#') {
         return;
     }
-    out.push_href(decode(href).into_owned(), limits);
+    out.push_href(href.to_owned(), limits);
 }
 
 /// The URL of a meta refresh `content` such as `5; url='/next'`.
@@ -138,8 +141,10 @@ fn refresh_target(content: &str) -> Option<&str> {
     (!target.is_empty()).then_some(target)
 }
 
+/// `s` with ASCII whitespace stripped and collapsed, as `document.title`
+/// is (a no-break space, `&nbsp;`, is kept).
 fn collapse_whitespace(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    s.split_ascii_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

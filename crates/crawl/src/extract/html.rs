@@ -11,7 +11,6 @@ use lol_html::html_content::{Element, EndTag, TextChunk, TextType};
 use lol_html::{ElementContentHandlers, HtmlRewriter, MemorySettings, Selector, Settings};
 use tracing::debug;
 
-use super::entities::decode;
 use super::extras::{ExtraSelectors, Extras};
 use super::fast;
 use super::fields::Collector;
@@ -312,7 +311,6 @@ impl Extractor for HtmlExtractor {
             used = collector.into_inner().finish_page(
                 self.fields.iter().map(|f| &f.spec),
                 &page.response.body,
-                |s| decode(s).into_owned(),
                 resolve,
                 &mut found,
             );

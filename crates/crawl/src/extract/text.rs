@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use super::entities::decode;
+use super::entities::{MAX_NAMED_REFERENCE, decode_text as decode};
 use super::markup::{
     Lower, after_gt, attributes, is_raw_text, is_void, raw_text_end, tag_name_end,
 };
@@ -59,7 +59,7 @@ pub(crate) fn kind(tag: &str, hidden: bool) -> Kind {
 
 /// The longest character reference [`decode`] decodes, `&` and `;` included:
 /// a text chunk ending in an unfinished one keeps it for the next chunk.
-const MAX_REFERENCE: usize = 13;
+const MAX_REFERENCE: usize = MAX_NAMED_REFERENCE;
 
 /// The text of one page, read by a scanner of its own that walks the page
 /// once, in step with the parser's chunks ([`Text::advance`]): it finds
@@ -616,7 +616,13 @@ mod tests {
         one.on_text("a &am", true, false);
         one.on_text("p; b &", true, false);
         one.on_text("#233", true, true);
-        assert_eq!(one.finish(true).0, "a & b &#233");
+        assert_eq!(one.finish(true).0, "a & b é", "no `;` needed");
+        let mut legacy = Text::new(100, bytes::Bytes::new());
+        legacy.on_text("&no", true, false);
+        legacy.on_text("tin; &CounterClockwiseContour", true, false);
+        legacy.on_text("Integral; &copy", true, false);
+        legacy.on_text("x", true, true);
+        assert_eq!(legacy.finish(true).0, "\u{2209} \u{2233} ©x");
     }
 
     #[test]

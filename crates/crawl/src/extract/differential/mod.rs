@@ -1,6 +1,6 @@
 //! The extraction against an independent parser (html5ever): on every page
 //! of a generated [`corpus`], the links, the title, the `--text` words and
-//! the `<li>` field values must be what html5ever's tree gives, but for
+//! the values of fields of `li`, `p`, `dt`, `dd`, `option`, `tr`, `td` and `th` must be what html5ever's tree gives, but for
 //! the differences listed in [`KNOWN`], each with its reason.
 
 mod corpus;
@@ -16,7 +16,7 @@ use super::tests_support::{extract_page, extractor};
 use super::{Extracted, FieldValue};
 
 /// What is compared on each page.
-const ASPECTS: [&str; 4] = ["links", "title", "text", "items"];
+const ASPECTS: [&str; 4] = ["links", "title", "text", "fields"];
 
 /// The pages where the extraction and html5ever are known to differ, by
 /// aspect and page name, with the reason.
@@ -27,14 +27,19 @@ struct Ours {
     links: Vec<String>,
     title: Option<String>,
     words: Vec<String>,
-    items: Vec<String>,
+    fields: Vec<Vec<String>>,
 }
 
 fn ours(html: &str, page: &Url) -> Ours {
     let time = Duration::from_secs(60);
+    let specs: Vec<String> = reference::FIELDS
+        .iter()
+        .map(|(n, s)| format!("{n}[]={s}"))
+        .collect();
+    let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
     let default = extract_page(&HtmlExtractor::new(), html.as_bytes(), time);
     let with_text = extract_page(
-        &extractor(&["items[]=li"], false, false, Some(1 << 20)),
+        &extractor(&specs, false, false, Some(1 << 20)),
         html.as_bytes(),
         time,
     );
@@ -52,12 +57,15 @@ fn ours(html: &str, page: &Url) -> Ours {
             Some(FieldValue::One(t)) => reference::words(t),
             _ => Vec::new(),
         },
-        items: items(&with_text),
+        fields: reference::FIELDS
+            .iter()
+            .map(|(n, _)| values(&with_text, n))
+            .collect(),
     }
 }
 
-fn items(out: &Extracted) -> Vec<String> {
-    match out.fields.get("items") {
+fn values(out: &Extracted, name: &str) -> Vec<String> {
+    match out.fields.get(name) {
         Some(FieldValue::Many(v)) => v.iter().map(|s| reference::words(s).join(" ")).collect(),
         _ => Vec::new(),
     }
@@ -77,7 +85,7 @@ fn extraction_agrees_with_html5ever() {
             ours.links == theirs.links,
             ours.title == theirs.title,
             ours.words == theirs.words,
-            ours.items == theirs.items,
+            ours.fields == theirs.fields,
         ];
         for (i, aspect) in ASPECTS.iter().enumerate() {
             if same[i] {
@@ -91,7 +99,7 @@ fn extraction_agrees_with_html5ever() {
                     0 => (format!("{:?}", ours.links), format!("{:?}", theirs.links)),
                     1 => (format!("{:?}", ours.title), format!("{:?}", theirs.title)),
                     2 => (format!("{:?}", ours.words), format!("{:?}", theirs.words)),
-                    _ => (format!("{:?}", ours.items), format!("{:?}", theirs.items)),
+                    _ => (format!("{:?}", ours.fields), format!("{:?}", theirs.fields)),
                 };
                 println!("{aspect} differ on {name}: {html}\n  ours:      {o}\n  html5ever: {t}");
             }

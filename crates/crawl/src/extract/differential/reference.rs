@@ -8,6 +8,18 @@ use scraper::{Html, Node};
 use url::Url;
 
 const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
+/// The `--extract` fields compared: name and selector (each `NAME[]=SEL`).
+pub(super) const FIELDS: [(&str, &str); 9] = [
+    ("li", "li"),
+    ("li2", "li:nth-child(2)"),
+    ("p", "p"),
+    ("dt", "dt"),
+    ("dd", "dd"),
+    ("option", "option"),
+    ("tr", "tr"),
+    ("td", "td"),
+    ("th", "th"),
+];
 const SVG_NS: &str = "http://www.w3.org/2000/svg";
 
 /// What the reference finds in one page.
@@ -19,9 +31,8 @@ pub(super) struct Found {
     pub(super) title: Option<String>,
     /// The page's text split into words.
     pub(super) words: Vec<String>,
-    /// The text of each `<li>` (descendants' text, words joined by one
-    /// space), in order.
-    pub(super) items: Vec<String>,
+    /// The values of each of [`FIELDS`] (words joined by one space).
+    pub(super) fields: Vec<Vec<String>>,
 }
 
 /// Reads `html` as if fetched from `page`.
@@ -47,7 +58,7 @@ pub(super) fn read(html: &str, page: &Url) -> Found {
                 || (ns == SVG_NS && e.name() == "a")
         })
         .filter_map(|(_, e)| {
-            let href = e.attr("href")?.trim();
+            let href = e.attr("href")?.trim_matches(|c: char| c <= ' ');
             let rel = e.attr("rel").unwrap_or_default().to_ascii_lowercase();
             let skip = rel
                 .split_ascii_whitespace()
@@ -70,23 +81,22 @@ pub(super) fn read(html: &str, page: &Url) -> Found {
         .filter(|t| !t.is_empty());
     let mut text = String::new();
     walk_text(doc.tree.root(), &mut text);
-    let items = elements()
-        .filter(|(_, e)| ns(e) == HTML_NS && e.name() == "li")
-        .map(|(n, _)| {
-            let mut s = String::new();
-            for d in n.descendants() {
-                if let Node::Text(t) = d.value() {
-                    s.push_str(t);
-                }
-            }
-            words(&s).join(" ")
+    let fields = FIELDS
+        .iter()
+        .map(|(_, selector)| {
+            let selector = scraper::Selector::parse(selector).expect("valid selector");
+            elements()
+                .filter_map(|(n, _)| scraper::ElementRef::wrap(n))
+                .filter(|e| selector.matches(e))
+                .map(|e| field_text(e, &selector))
+                .collect()
         })
         .collect();
     Found {
         links,
         title,
         words: words(&text),
-        items,
+        fields,
     }
 }
 
@@ -133,4 +143,33 @@ fn walk_text(n: ego_tree::NodeRef<'_, Node>, out: &mut String) {
 /// The namespace of `e`.
 fn ns(e: &scraper::node::Element) -> &str {
     &e.name.ns
+}
+
+/// The text of field match `e` by the fields' documented rule: the text of
+/// its descendants (not of raw-text elements) up to where another match of
+/// the same selector inside it begins, words joined by one space.
+fn field_text(e: scraper::ElementRef<'_>, selector: &scraper::Selector) -> String {
+    let mut s = String::new();
+    for d in e.descendants().skip(1) {
+        if let Some(inner) = scraper::ElementRef::wrap(d)
+            && selector.matches(&inner)
+        {
+            break;
+        }
+        if let Node::Text(t) = d.value() {
+            let raw = d
+                .parent()
+                .and_then(scraper::ElementRef::wrap)
+                .is_some_and(|p| {
+                    matches!(
+                        p.value().name(),
+                        "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "noscript"
+                    )
+                });
+            if !raw {
+                s.push_str(t);
+            }
+        }
+    }
+    words(&s).join(" ")
 }
