@@ -14,7 +14,22 @@ pub(super) const MAX_TITLE: usize = 4096;
 pub(super) struct State {
     pub(super) out: Extracted,
     title: String,
-    pub(super) titles_seen: u32,
+    /// The page's title was chosen (its text may still be read).
+    title_chosen: bool,
+    /// What is done with the text of the `<title>` being read.
+    reading: Reading,
+}
+
+/// What becomes of the text of the `<title>` being read.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Ignored: a title in foreign content, or after the page's title.
+    #[default]
+    Ignored,
+    /// An HTML title while none was chosen: its first text decides.
+    Pending,
+    /// The page's title.
+    Kept,
 }
 
 impl State {
@@ -26,10 +41,37 @@ impl State {
         }
     }
 
-    /// A piece of a title's raw text: kept for the first title, up to
-    /// [`MAX_TITLE`] bytes.
-    pub(super) fn title_text(&mut self, text: &str) {
-        if self.titles_seen == 1 {
+    /// A `<title>` starts: an HTML one (`html`) may be the page's title,
+    /// one inside `<math>` is not, as `document.title` reads the first
+    /// HTML title only.
+    pub(super) fn title_start(&mut self, html: bool) {
+        self.reading = if html && !self.title_chosen {
+            Reading::Pending
+        } else {
+            Reading::Ignored
+        };
+    }
+
+    /// True when text of the `<title>` being read would be kept.
+    pub(super) fn takes_title_text(&self) -> bool {
+        self.reading != Reading::Ignored
+    }
+
+    /// A piece of a title's raw text; `rcdata` when read as a title's
+    /// text (RCDATA), not as markup (a `<title>` in `<svg>`). The first
+    /// HTML title with text is the page's: its text is kept, up to
+    /// [`MAX_TITLE`] bytes. (A title without text is not chosen: lol_html
+    /// reports no text for it, and the scanner does the same.)
+    pub(super) fn title_text(&mut self, text: &str, rcdata: bool) {
+        if self.reading == Reading::Pending && !text.is_empty() {
+            self.reading = if rcdata {
+                self.title_chosen = true;
+                Reading::Kept
+            } else {
+                Reading::Ignored
+            };
+        }
+        if self.reading == Reading::Kept {
             let room = MAX_TITLE.saturating_sub(self.title.len());
             let text = crawlkeeper_model::text::cut_at(text, room);
             self.title.push_str(text);

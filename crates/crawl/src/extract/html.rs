@@ -28,6 +28,9 @@ const CHUNK: usize = 64 * 1024;
 /// attributes; the body itself is apart).
 const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
 
+/// The namespace lol_html gives HTML elements (not those inside `<svg>`
+/// or `<math>`).
+const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 /// The selector of `<base href>`.
 const BASE: &str = "base[href]";
 /// The selector of the meta tags read for every page (refresh, robots).
@@ -199,12 +202,20 @@ impl Extractor for HtmlExtractor {
             );
             Ok(())
         };
-        let on_title_start = |_: &mut Element<'_, '_>| {
-            state.borrow_mut().titles_seen += 1;
+        let on_title_start = |el: &mut Element<'_, '_>| {
+            // lol_html follows foreign content: a `<title>` in `<math>` is
+            // not the page's (one in `<svg>` is told by its text).
+            state
+                .borrow_mut()
+                .title_start(el.namespace_uri() == HTML_NAMESPACE);
             Ok(())
         };
         let on_title_text = |t: &mut TextChunk<'_>| {
-            state.borrow_mut().title_text(t.as_str());
+            // lol_html gives an `<svg>`'s `<title>` (an HTML integration
+            // point) the HTML namespace, but reads its text as markup, not
+            // as a title's RCDATA.
+            let rcdata = t.text_type() == TextType::RCData;
+            state.borrow_mut().title_text(t.as_str(), rcdata);
             Ok(())
         };
         let collector = (!self.fields.is_empty()).then(|| {
@@ -665,6 +676,48 @@ mod tests {
         assert!(out.hrefs.len() <= 1);
         let out = extract("<title>first</title><svg><title>second</title></svg>");
         assert_eq!(out.title.as_deref(), Some("first"));
+    }
+
+    #[test]
+    fn the_title_is_the_first_html_title_not_one_in_svg_or_math() {
+        for (html, title) in [
+            (
+                "<svg><title>Icon</title></svg><title>Page</title>",
+                Some("Page"),
+            ),
+            ("<body><svg><title>Icon</title></svg><p>x", None),
+            (
+                "<math><title>M</title></math><title>Page</title>",
+                Some("Page"),
+            ),
+            (
+                "<svg><title>Icon <b>x</b></svg><p>y</p><title>Page</title>",
+                Some("Page"),
+            ),
+            (
+                "<title>Page</title><svg><title>Icon</title></svg>",
+                Some("Page"),
+            ),
+            (
+                "<svg><title>I</title></svg><p>x<title>T &amp; U</title>",
+                Some("T & U"),
+            ),
+            ("<svg><title></title></svg><title>P</title>", Some("P")),
+            // No text, no title chosen (lol_html reports no text there).
+            ("<title></title><title>B</title>", Some("B")),
+        ] {
+            for scanner in [true, false] {
+                let x = HtmlExtractor::new().with_scanner(scanner);
+                let out = run(
+                    &x,
+                    "text/html",
+                    html.as_bytes(),
+                    100,
+                    Duration::from_secs(60),
+                );
+                assert_eq!(out.title.as_deref(), title, "{html} (scanner {scanner})");
+            }
+        }
     }
 
     #[test]

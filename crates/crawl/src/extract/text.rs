@@ -57,6 +57,57 @@ pub(crate) fn kind(tag: &str, hidden: bool) -> Kind {
     }
 }
 
+/// True for the HTML start tags that end foreign content (`<svg><p>`
+/// leaves the `<svg>`), as the tree builder's rules for them say.
+fn breaks_out_of_foreign(tag: &str) -> bool {
+    matches!(
+        tag,
+        "b" | "big"
+            | "blockquote"
+            | "body"
+            | "br"
+            | "center"
+            | "code"
+            | "dd"
+            | "div"
+            | "dl"
+            | "dt"
+            | "em"
+            | "embed"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "head"
+            | "hr"
+            | "i"
+            | "img"
+            | "li"
+            | "listing"
+            | "menu"
+            | "meta"
+            | "nobr"
+            | "ol"
+            | "p"
+            | "pre"
+            | "ruby"
+            | "s"
+            | "small"
+            | "span"
+            | "strong"
+            | "strike"
+            | "sub"
+            | "sup"
+            | "table"
+            | "tt"
+            | "u"
+            | "ul"
+            | "var"
+    )
+}
+
 /// The longest character reference [`decode`] decodes, `&` and `;` included:
 /// a text chunk ending in an unfinished one keeps it for the next chunk.
 const MAX_REFERENCE: usize = MAX_NAMED_REFERENCE;
@@ -84,6 +135,12 @@ pub(crate) struct Text {
     /// case), and how many elements of that name are open in it, itself
     /// included: what is inside is hidden whatever it is.
     hiding: Option<(Vec<u8>, u32)>,
+    /// `<svg>` and `<math>` elements open: inside them no element's content
+    /// is raw text (a `<title>` or `<style>` there holds markup and ends
+    /// with the `<svg>` at the latest).
+    foreign: u32,
+    /// The hiding element opened inside foreign content.
+    hiding_foreign: bool,
     /// Whitespace came since the last word.
     space: bool,
     /// A line ended since the last word.
@@ -102,6 +159,8 @@ impl Text {
             next_lt: None,
             carry: String::new(),
             hiding: None,
+            foreign: 0,
+            hiding_foreign: false,
             space: false,
             newline: false,
             cut: false,
@@ -226,10 +285,17 @@ impl Text {
         };
         let lower = Lower::new(name);
         let lower = lower.as_str();
-        if lower == "plaintext" {
+        if lower == "plaintext" && self.foreign == 0 {
             return b.len();
         }
-        let raw = is_raw_text(lower);
+        let self_closing = after >= 2 && b[after - 2] == b'/';
+        if self.foreign > 0 && breaks_out_of_foreign(lower) && !self.hiding_foreign {
+            self.foreign = 0;
+        }
+        if matches!(lower, "svg" | "math") && !self_closing {
+            self.foreign = self.foreign.saturating_add(1);
+        }
+        let raw = self.foreign == 0 && is_raw_text(lower);
         if let Some((open, depth)) = &mut self.hiding {
             if !raw && open.eq_ignore_ascii_case(name) && !is_void(lower) {
                 *depth = depth.saturating_add(1);
@@ -238,8 +304,9 @@ impl Text {
             match kind(lower, hidden) {
                 Kind::Block => self.block(),
                 Kind::Cell => self.gap(),
-                Kind::Hides if !raw && !is_void(lower) => {
+                Kind::Hides if !raw && !is_void(lower) && !(self.foreign > 0 && self_closing) => {
                     self.hiding = Some((name.to_ascii_lowercase(), 1));
+                    self.hiding_foreign = self.foreign > 0;
                 }
                 Kind::Hides | Kind::Inline => {}
             }
@@ -259,14 +326,24 @@ impl Text {
         let Some((after, _)) = attributes(b, name_end) else {
             return b.len();
         };
+        let lower = Lower::new(name);
+        if self.foreign > 0 && matches!(lower.as_str(), "svg" | "math") {
+            self.foreign -= 1;
+            // The end of the `<svg>` ends what was open in it.
+            if self.hiding_foreign && self.foreign == 0 {
+                self.hiding = None;
+                self.hiding_foreign = false;
+            }
+        }
         if let Some((open, depth)) = &mut self.hiding {
             if open.eq_ignore_ascii_case(name) {
                 *depth = depth.saturating_sub(1);
                 if *depth == 0 {
                     self.hiding = None;
+                    self.hiding_foreign = false;
                 }
             }
-        } else if kind(Lower::new(name).as_str(), false) == Kind::Block {
+        } else if kind(lower.as_str(), false) == Kind::Block {
             self.block();
         }
         after
@@ -570,6 +647,20 @@ mod tests {
             Some(FieldValue::One(t)) => (t.clone(), out.fields_cut.contains("text")),
             other => panic!("text: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_title_or_style_in_svg_is_markup_and_ends_with_the_svg() {
+        assert_eq!(
+            text_of("<svg><title>Icon <b>x</b></svg><p>y <a href=/a>z</a></p><title>P</title>"),
+            "y z"
+        );
+        assert_eq!(
+            text_of("<p>a<svg><style>.x{}</style><text>b</text></svg>c</p>"),
+            "abc"
+        );
+        assert_eq!(text_of("<svg><title/><p>a</p>"), "a", "<p> leaves the svg");
+        assert_eq!(text_of("<math><mi>x</mi></math><style>s</style>d"), "xd");
     }
 
     #[test]
