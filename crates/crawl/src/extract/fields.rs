@@ -7,6 +7,7 @@ use std::ops::Range;
 use crawlkeeper_model::text::cut_at;
 
 use super::entities::{decode_attribute, decode_text};
+use super::implied::{Implied, implied_end};
 
 use crate::field_spec::{
     FieldSpec, FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES, Take,
@@ -19,6 +20,12 @@ struct Open {
     html: bool,
     text: String,
     range: Range<usize>,
+    /// The rule that ends the element implicitly, if its end tag may be
+    /// left out ([`super::implied`]).
+    implied: Option<Implied>,
+    /// With `implied`: where each piece of `text` was in the page, and
+    /// where it starts in `text`, to cut the text at the implied end.
+    pieces: Vec<(usize, usize)>,
 }
 
 /// A value of one page, before it is finished.
@@ -45,11 +52,14 @@ pub(crate) struct Collector {
     fields: Vec<FieldState>,
     /// Bytes kept by all fields so far.
     total: usize,
+    /// The page, to find where elements end implicitly.
+    body: bytes::Bytes,
 }
 
 impl Collector {
-    /// A collector for fields that keep every match (`true`) or the first.
-    pub(crate) fn new(all: impl Iterator<Item = bool>) -> Self {
+    /// A collector for fields that keep every match (`true`) or the first,
+    /// in page `body`.
+    pub(crate) fn new(all: impl Iterator<Item = bool>, body: bytes::Bytes) -> Self {
         Self {
             fields: all
                 .map(|all| FieldState {
@@ -62,6 +72,7 @@ impl Collector {
                 })
                 .collect(),
             total: 0,
+            body,
         }
     }
 
@@ -81,11 +92,13 @@ impl Collector {
     /// `start_tag`: ends the value being collected (a match inside another
     /// match of the same field, or after one closed implicitly) and, room
     /// allowing, begins another. Returns the generation of the new value
-    /// when the element's end tag should end it.
+    /// when the element's end tag should end it. `implied` is the rule
+    /// that ends the element without its end tag, if any.
     pub(crate) fn on_element(
         &mut self,
         i: usize,
         take: &Take,
+        implied: Option<Implied>,
         attribute: impl FnOnce(&str) -> Option<String>,
         start_tag: Range<usize>,
         has_content: bool,
@@ -120,6 +133,8 @@ impl Collector {
                     html: matches!(take, Take::Html),
                     text: String::new(),
                     range: start_tag.end..start_tag.end,
+                    implied,
+                    pieces: Vec::new(),
                 });
                 if has_content {
                     Some(f.generation)
@@ -157,6 +172,9 @@ impl Collector {
         }
         self.total += part.len();
         if let Some(o) = &mut self.fields[i].open {
+            if o.implied.is_some() {
+                o.pieces.push((at.start, o.text.len()));
+            }
             o.text.push_str(part);
         }
     }
@@ -174,9 +192,12 @@ impl Collector {
 
     /// Ends field `i`'s open value, if any.
     fn finish(&mut self, i: usize) {
-        let Some(open) = self.fields[i].open.take() else {
+        let Some(mut open) = self.fields[i].open.take() else {
             return;
         };
+        if let Some(rule) = open.implied {
+            self.cut_at_implied_end(rule, &mut open);
+        }
         let value = if open.html {
             // Inner HTML is counted here, once its length is known.
             let whole = open.range;
@@ -191,6 +212,24 @@ impl Collector {
             Raw::Text(open.text)
         };
         self.push(i, value);
+    }
+
+    /// Ends `open` where its element ends implicitly (lol_html, with no
+    /// tree, may report its end later, or never).
+    fn cut_at_implied_end(&mut self, rule: Implied, open: &mut Open) {
+        let end = open.range.end.min(self.body.len());
+        let Some(content) = self.body.get(open.range.start..end) else {
+            return;
+        };
+        let Some(cut) = implied_end(rule, content) else {
+            return;
+        };
+        let cut = open.range.start + cut;
+        open.range.end = cut;
+        if let Some(&(_, from)) = open.pieces.iter().find(|(at, _)| *at >= cut) {
+            self.total = self.total.saturating_sub(open.text.len() - from);
+            open.text.truncate(from);
+        }
     }
 
     /// Adds the fields' values to `out`: `body` is the page (for inner

@@ -15,6 +15,7 @@ use super::extras::{ExtraSelectors, Extras};
 use super::fast;
 use super::fields::Collector;
 use super::handlers::{State, base, finish, link, meta};
+use super::implied::Implied;
 use super::prefilter::Required;
 use super::requisites::{RequisiteSelectors, Requisites};
 use super::{CutShort, Extracted, Extractor, Page};
@@ -221,6 +222,7 @@ impl Extractor for HtmlExtractor {
         let collector = (!self.fields.is_empty()).then(|| {
             Rc::new(RefCell::new(Collector::new(
                 self.fields.iter().map(|f| f.spec.all),
+                page.response.body.clone(),
             )))
         });
         let extras =
@@ -344,9 +346,14 @@ fn field_handlers<'h>(
 ) -> (Cow<'h, Selector>, ElementContentHandlers<'h>) {
     let on_element = move |el: &mut Element<'_, '_>| {
         let has_content = el.can_have_content();
+        let implied = match spec.take {
+            Take::Attr(_) => None,
+            _ => Implied::of(&el.tag_name()),
+        };
         let generation = collector.borrow_mut().on_element(
             i,
             &spec.take,
+            implied,
             |name| el.get_attribute(name),
             el.source_location().bytes(),
             has_content,
@@ -549,6 +556,35 @@ mod tests {
         assert_eq!(one(&out, "img").as_deref(), Some(""));
         assert_eq!(many(&out, "li"), ["a <b>1", "b"]);
         assert_eq!(many(&out, "lt"), ["a 1", "b"]);
+    }
+
+    #[test]
+    fn values_end_where_the_element_ends_implicitly() {
+        let out = fields(
+            &["second=li:nth-child(2)", "h=li:nth-child(2)::html"],
+            "<ul><li>1</li><li>2<li>3</ul><p>after",
+        );
+        assert_eq!(one(&out, "second").as_deref(), Some("2"));
+        assert_eq!(one(&out, "h").as_deref(), Some("2"));
+        let out = fields(&["p=p::html", "t=p"], "<p>x<h2>y</h2>z");
+        assert_eq!(one(&out, "p").as_deref(), Some("x"));
+        assert_eq!(one(&out, "t").as_deref(), Some("x"));
+        let out = fields(
+            &["dt[]=dt", "dd[]=dd", "o[]=option", "td[]=td", "tr[]=tr"],
+            "<dl><dt>a<dd>b<dt>c</dl>z<select><option>1<option>2</select>\
+             <table><tr><td>x<td>y<tr><td>w</table>q",
+        );
+        assert_eq!(many(&out, "dt"), ["a", "c"]);
+        assert_eq!(many(&out, "dd"), ["b"]);
+        assert_eq!(many(&out, "o"), ["1", "2"]);
+        assert_eq!(many(&out, "td"), ["x", "y", "w"]);
+        assert_eq!(many(&out, "tr"), ["xy", "w"]);
+        let out = fields(&["li[]=li"], "<ul><li>a<ul><li>b</ul>c<li>d</ul>");
+        assert_eq!(
+            many(&out, "li"),
+            ["a", "b", "d"],
+            "a nested match ends the outer"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod fast;
 mod fields;
 mod handlers;
 mod html;
+mod implied;
 mod jsonld;
 mod markup;
 mod meta;

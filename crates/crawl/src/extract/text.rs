@@ -304,7 +304,7 @@ impl Text {
             match kind(lower, hidden) {
                 Kind::Block => self.block(),
                 Kind::Cell => self.gap(),
-                Kind::Hides if !raw && !is_void(lower) && !(self.foreign > 0 && self_closing) => {
+                Kind::Hides if !(raw || is_void(lower) || self.foreign > 0 && self_closing) => {
                     self.hiding = Some((name.to_ascii_lowercase(), 1));
                     self.hiding_foreign = self.foreign > 0;
                 }

@@ -116,7 +116,7 @@ fn nestings(count: usize) -> Vec<Case> {
                 html: String::new(),
                 word: 0,
             };
-            g.html.push_str("<title>n</title>");
+            g.html.push_str("<!DOCTYPE html><title>n</title>");
             for _ in 0..g.rng.usize(1..5) {
                 g.block(0);
             }
