@@ -16,6 +16,7 @@ use super::fast;
 use super::fields::Collector;
 use super::handlers::{State, base, finish, link, meta};
 use super::implied::Implied;
+use super::noscript::Noscript;
 use super::prefilter::Required;
 use super::requisites::{RequisiteSelectors, Requisites};
 use super::{CutShort, Extracted, Extractor, Page};
@@ -27,7 +28,7 @@ use crate::field_spec::{FieldSpec, FieldSpecError, Take};
 const CHUNK: usize = 64 * 1024;
 /// The most memory the parser may hold for one page (buffered tags and
 /// attributes; the body itself is apart).
-const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
+pub(super) const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
 
 /// The namespace lol_html gives HTML elements (not those inside `<svg>`
 /// or `<math>`).
@@ -59,6 +60,9 @@ pub struct HtmlExtractor {
     extras: ExtraSelectors,
     /// `--requisites`: `None` when off, so nothing is registered for it.
     requisites: Option<RequisiteSelectors>,
+    /// `--noscript-links`: the selector of `<noscript>`, whose content is
+    /// then read for links ([`super::noscript`]); `None` when off.
+    noscript: Option<Selector>,
     /// Whether a page is first given to the scanner ([`super::fast`]) when
     /// nothing but the defaults is asked for.
     scanner: bool,
@@ -73,10 +77,15 @@ struct Field {
     required: Option<Required>,
 }
 
+/// A constant selector, valid.
+fn parse_selector(s: &str) -> Selector {
+    s.parse::<Selector>().expect("valid selector")
+}
+
 impl Default for HtmlExtractor {
     fn default() -> Self {
         // Cannot fail: the selectors are constant and valid.
-        let parse = |s: &str| s.parse::<Selector>().expect("valid selector");
+        let parse = parse_selector;
         Self {
             links: parse("a[href], area[href], link[href]"),
             base: parse(BASE),
@@ -87,6 +96,7 @@ impl Default for HtmlExtractor {
             fields: Vec::new(),
             extras: ExtraSelectors::new(&ExtractConfig::default()),
             requisites: None,
+            noscript: None,
             scanner: true,
         }
     }
@@ -117,6 +127,7 @@ impl HtmlExtractor {
     pub fn from_config(config: &ExtractConfig) -> Result<Self, FieldSpecError> {
         let mut x = Self::with_fields(&config.fields)?;
         x.extras = ExtraSelectors::new(config);
+        x.noscript = config.noscript_links.then(|| parse_selector("noscript"));
         Ok(x)
     }
 
@@ -145,6 +156,7 @@ impl HtmlExtractor {
             && self.fields.is_empty()
             && self.extras.is_empty()
             && self.requisites.is_none()
+            && self.noscript.is_none()
     }
 
     /// This extractor with every field's selector run on every page (the
@@ -219,6 +231,23 @@ impl Extractor for HtmlExtractor {
             state.borrow_mut().title_text(t.as_str(), rcdata);
             Ok(())
         };
+        let noscript = self
+            .noscript
+            .as_ref()
+            .map(|_| RefCell::new(Noscript::default()));
+        let on_noscript_text = |t: &mut TextChunk<'_>| {
+            if let Some(n) = &noscript
+                && t.text_type() == TextType::RawText
+            {
+                n.borrow_mut().on_text(
+                    t.as_str(),
+                    t.last_in_text_node(),
+                    &mut state.borrow_mut().out,
+                    &limits,
+                );
+            }
+            Ok(())
+        };
         let collector = (!self.fields.is_empty()).then(|| {
             Rc::new(RefCell::new(Collector::new(
                 self.fields.iter().map(|f| f.spec.all),
@@ -253,6 +282,12 @@ impl Extractor for HtmlExtractor {
             settings = settings.append_element_content_handler((
                 Cow::Borrowed(&self.meta),
                 ElementContentHandlers::default().element(on_meta),
+            ));
+        }
+        if let Some(selector) = &self.noscript {
+            settings = settings.append_element_content_handler((
+                Cow::Borrowed(selector),
+                ElementContentHandlers::default().text(on_noscript_text),
             ));
         }
         if let Some(collector) = &collector {
@@ -386,7 +421,7 @@ fn field_handlers<'h>(
 
 /// Why the parser stopped before the end of a page.
 #[derive(Debug)]
-enum Stopped {
+pub(super) enum Stopped {
     /// It returned an error.
     Parser(RewritingError),
     /// It panicked: lol_html 3.0.3 asserts on `<script f=><A </a>` (found
@@ -404,7 +439,7 @@ impl std::fmt::Display for Stopped {
 }
 
 /// Runs one step of the parser, a panic in it being an error like another.
-fn guarded(step: impl FnOnce() -> Result<(), RewritingError>) -> Result<(), Stopped> {
+pub(super) fn guarded(step: impl FnOnce() -> Result<(), RewritingError>) -> Result<(), Stopped> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
         Ok(result) => result.map_err(Stopped::Parser),
         Err(_) => Err(Stopped::Panicked),

@@ -18,6 +18,7 @@ mod implied;
 mod jsonld;
 mod markup;
 mod meta;
+mod noscript;
 mod prefilter;
 mod requisites;
 mod scan;
