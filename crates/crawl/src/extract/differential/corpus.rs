@@ -256,6 +256,27 @@ fn titles_and_noscript() -> Vec<Case> {
             "<head><noscript><link href=/ns.css rel=stylesheet></noscript></head>",
         ),
         ("svg a", "<svg><a href=/svg-a>x</a></svg>"),
+        (
+            "base decoded",
+            "<base href=\"/d&#47;e&sol;\"><a href=x>x</a>",
+        ),
+        (
+            "href spaces",
+            "<a href=\" \t/x&nbsp; \">x</a><a href=\"&#32;/y\">y</a>",
+        ),
+        (
+            "area link unquoted",
+            "<map><area href=/a&amp;b></map><link href='/c&lt;d'><a href=/x?y&copy=1&not>z</a>",
+        ),
+        (
+            "rel",
+            "<a rel=\"NoFollow\" href=/n>n</a><a rel=\"next\" href=/ok>o</a>",
+        ),
+        (
+            "title entities",
+            "<title>\n A&nbsp;B &amp;&amp C&#x9;D\n</title>",
+        ),
+        ("template", "<p>a<template><a href=/t>t</a></template>b"),
     ]
     .into_iter()
     .map(|(n, h)| (n.to_owned(), h.to_owned()))
