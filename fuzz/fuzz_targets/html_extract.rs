@@ -2,8 +2,9 @@
 //! through the public `Extractor::extract`, then the links resolved and
 //! normalised against the page as the pipeline does. Exercises lol_html,
 //! the handlers (links, base, meta refresh, meta robots, title, fields of
-//! every kind, meta tags, JSON-LD, the page's text) and the
-//! character-reference decoder.
+//! every kind and where `li` and `p` end implicitly, meta tags, JSON-LD,
+//! the page's text, `<noscript>` links) and the character-reference
+//! decoder.
 //!
 //! Invariants (crates/crawl/src/extract/html.rs): nothing panics; no href
 //! is empty and no more than the page's link limit are kept; a title,
@@ -41,17 +42,19 @@ const MAX_LINKS: usize = 16;
 
 static PAGE_URL: LazyLock<Url> =
     LazyLock::new(|| Url::parse("http://a.test/dir/page").expect("valid URL"));
-/// Every handler at once: the links, a field of each kind, meta tags,
+/// Every handler at once: the links (and those in `<noscript>`), a field
+/// of each kind (`p` and `li` with their implied ends), meta tags,
 /// JSON-LD and the text (small caps, so the fuzzer reaches them).
 static EXTRACTOR: LazyLock<HtmlExtractor> = LazyLock::new(|| {
     let config = ExtractConfig {
-        fields: ["t=h1", "h=div::html", "a[]=a@href", "p[]=p::text"]
+        fields: ["t=h1", "h=div::html", "a[]=a@href", "p[]=p::text", "li[]=li::html"]
             .iter()
             .map(|s| s.parse().expect("valid field"))
             .collect(),
         meta: true,
         jsonld: true,
         text: Some(MAX_TEXT),
+        noscript_links: true,
     };
     HtmlExtractor::from_config(&config).expect("valid fields")
 });

@@ -249,7 +249,13 @@ pub(crate) fn implied_end(rule: Implied, content: &[u8]) -> Option<usize> {
         match b.get(lt + 1) {
             Some(b'!') => {
                 at = if b.get(lt + 2..lt + 4) == Some(b"--") {
-                    memchr::memmem::find(&b[lt + 4..], b"-->").map_or(b.len(), |i| lt + 4 + i + 3)
+                    // `<!-->` and `<!--->` are empty comments.
+                    match b.get(lt + 4..) {
+                        Some([b'>', ..]) => lt + 5,
+                        Some([b'-', b'>', ..]) => lt + 6,
+                        _ => memchr::memmem::find(&b[lt + 4..], b"-->")
+                            .map_or(b.len(), |i| lt + 4 + i + 3),
+                    }
                 } else {
                     super::markup::after_gt(b, lt + 2)
                 };
@@ -345,6 +351,11 @@ mod tests {
         assert_eq!(
             end("p", "a<!-- <div> --><script>'<div>'</script>b").as_deref(),
             None
+        );
+        assert_eq!(
+            end("p", "a<!--><div>").as_deref(),
+            Some("a<!-->"),
+            "an empty comment"
         );
     }
 
