@@ -23,9 +23,28 @@ struct Open {
     /// The rule that ends the element implicitly, if its end tag may be
     /// left out ([`super::implied`]).
     implied: Option<Implied>,
-    /// With `implied`: where each piece of `text` was in the page, and
-    /// where it starts in `text`, to cut the text at the implied end.
+    /// With `implied`: where each text node of `text` was in the page,
+    /// and where it starts in `text`, to cut the text at the implied end.
     pieces: Vec<(usize, usize)>,
+    /// The raw text of the text node being read (its references are
+    /// decoded once it ends: a reference may be cut between two chunks,
+    /// never between two nodes), and where it starts in the page.
+    node: String,
+    node_at: usize,
+}
+
+impl Open {
+    /// Adds the text node being read to `text`, decoded.
+    fn end_node(&mut self) {
+        if self.node.is_empty() {
+            return;
+        }
+        if self.implied.is_some() {
+            self.pieces.push((self.node_at, self.text.len()));
+        }
+        self.text.push_str(&decode_text(&self.node));
+        self.node.clear();
+    }
 }
 
 /// A value of one page, before it is finished.
@@ -135,6 +154,8 @@ impl Collector {
                     range: start_tag.end..start_tag.end,
                     implied,
                     pieces: Vec::new(),
+                    node: String::new(),
+                    node_at: 0,
                 });
                 if has_content {
                     Some(f.generation)
@@ -153,16 +174,27 @@ impl Collector {
     }
 
     /// Text inside an element field `i`'s selector matched, at `at` in the
-    /// page; `keep` is false for text not shown (scripts, styles).
-    pub(crate) fn on_text(&mut self, i: usize, text: &str, at: Range<usize>, keep: bool) {
+    /// page; `keep` is false for text not shown (scripts, styles); `last`
+    /// when the chunk ends its text node.
+    pub(crate) fn on_text(
+        &mut self,
+        i: usize,
+        text: &str,
+        at: Range<usize>,
+        keep: bool,
+        last: bool,
+    ) {
         let (used, html) = match &mut self.fields[i].open {
             Some(o) => {
                 o.range.end = o.range.end.max(at.end);
-                (o.text.len(), o.html)
+                (o.text.len() + o.node.len(), o.html)
             }
             None => return,
         };
         if html || !keep || text.is_empty() {
+            if last && let Some(o) = &mut self.fields[i].open {
+                o.end_node();
+            }
             return;
         }
         let room = self.room(i, used);
@@ -172,10 +204,13 @@ impl Collector {
         }
         self.total += part.len();
         if let Some(o) = &mut self.fields[i].open {
-            if o.implied.is_some() {
-                o.pieces.push((at.start, o.text.len()));
+            if o.node.is_empty() {
+                o.node_at = at.start;
             }
-            o.text.push_str(part);
+            o.node.push_str(part);
+            if last {
+                o.end_node();
+            }
         }
     }
 
@@ -195,6 +230,7 @@ impl Collector {
         let Some(mut open) = self.fields[i].open.take() else {
             return;
         };
+        open.end_node();
         if let Some(rule) = open.implied {
             self.cut_at_implied_end(rule, &mut open);
         }
@@ -253,7 +289,7 @@ impl Collector {
             }
             let url = spec.is_url();
             let mut values = f.values.into_iter().map(|raw| match raw {
-                Raw::Text(t) => collapse(&decode_text(&t)),
+                Raw::Text(t) => collapse(&t),
                 Raw::Html(r) => {
                     String::from_utf8_lossy(body.get(r).unwrap_or_default()).into_owned()
                 }

@@ -410,9 +410,13 @@ fn field_handlers<'h>(
                 t.text_type(),
                 TextType::Data | TextType::RCData | TextType::CDataSection
             );
-            collector
-                .borrow_mut()
-                .on_text(i, t.as_str(), t.source_location().bytes(), keep);
+            collector.borrow_mut().on_text(
+                i,
+                t.as_str(),
+                t.source_location().bytes(),
+                keep,
+                t.last_in_text_node(),
+            );
             Ok(())
         });
     }

@@ -170,6 +170,26 @@ fn values_end_where_the_element_ends_implicitly() {
 }
 
 #[test]
+fn text_values_decode_each_text_node_as_a_whole() {
+    // A reference cut by a tag is no reference (textContent keeps it).
+    let out = fields(&["t=h1"], "<h1>&am<b>p;</b> x &amp; y</h1>");
+    assert_eq!(one(&out, "t").as_deref(), Some("&amp; x & y"));
+    // One cut by the parser's 64 KiB chunks is one.
+    for pad in 65_515..65_530 {
+        let html = format!(
+            "<div>{}</div><h1>&amp; b &NotEqualTilde;</h1>",
+            "x".repeat(pad)
+        );
+        let out = fields(&["t=h1"], &html);
+        assert_eq!(
+            one(&out, "t").as_deref(),
+            Some("& b \u{2242}\u{338}"),
+            "{pad}"
+        );
+    }
+}
+
+#[test]
 fn a_field_matching_nothing_costs_no_record_of_it() {
     let out = fields(&[], PRODUCT);
     assert!(out.fields.is_empty() && out.fields_cut.is_empty());
