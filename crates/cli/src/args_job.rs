@@ -239,6 +239,11 @@ pub struct JobArgs {
     /// 64KiB, 2MiB); default 1MiB.
     #[arg(long, value_name = "BYTES", value_parser = byte_size)]
     pub max_text: Option<u64>,
+    /// Read the links inside <noscript> too, as a browser with JavaScript
+    /// off does (by default a page is read as with JavaScript on, and
+    /// <noscript> holds no link). Part of the job's identity.
+    #[arg(long)]
+    pub noscript_links: bool,
     /// URLs queued in memory; more wait in the store.
     #[arg(long, default_value_t = crawlkeeper_crawl::config::DEFAULT_MAX_QUEUED, value_name = "N",
           value_parser = positive_usize)]
@@ -457,6 +462,7 @@ impl JobArgs {
         c.extract.fields = self.extract.clone();
         c.extract.meta = self.extract_meta;
         c.extract.jsonld = self.extract_jsonld;
+        c.extract.noscript_links = self.noscript_links;
         c.extract.text = self.text.then(|| {
             self.max_text
                 .unwrap_or(crawlkeeper_crawl::config::DEFAULT_MAX_TEXT)

@@ -111,11 +111,22 @@ pub struct ExtractConfig {
     /// in `fields.text`, at most this many bytes. Default none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<u64>,
+    /// `--noscript-links`: the links inside `<noscript>` are read too, as
+    /// a browser with JavaScript off reads them. Default false: a page is
+    /// read as a browser with JavaScript on reads it, `<noscript>` content
+    /// being text.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub noscript_links: bool,
 }
 
 impl ExtractConfig {
-    /// True when nothing is asked for.
+    /// True when nothing is asked for (nor `--noscript-links`).
     pub fn is_empty(&self) -> bool {
+        self.asks_no_fields() && !self.noscript_links
+    }
+
+    /// True when no field is asked for: records have no `fields`.
+    pub fn asks_no_fields(&self) -> bool {
         self.fields.is_empty() && !self.meta && !self.jsonld && self.text.is_none()
     }
 
@@ -766,6 +777,19 @@ mod tests {
         c.extract.meta = false;
         let json = serde_json::to_string(&c).unwrap();
         assert!(!json.contains("meta"), "{json}");
+    }
+
+    #[test]
+    fn noscript_links_are_in_the_options_only_when_on_and_ask_no_fields() {
+        let mut c = CrawlConfig::default();
+        let off = serde_json::to_string(&c).unwrap();
+        assert!(!off.contains(r#""extract":"#), "{off}");
+        c.extract.noscript_links = true;
+        assert!(!c.extract.is_empty() && c.extract.asks_no_fields());
+        let on = serde_json::to_string(&c).unwrap();
+        assert!(on.contains(r#""noscript_links":true"#), "{on}");
+        let back: CrawlConfig = serde_json::from_str(&on).unwrap();
+        assert_eq!(back, c);
     }
 
     #[test]

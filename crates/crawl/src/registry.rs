@@ -238,7 +238,7 @@ impl Registry {
                 max_redirects: config.engine.max_redirects,
                 max_links_per_page: config.engine.max_links_per_page,
                 extract_timeout: config.engine.extract_timeout,
-                wants_fields: !config.extract.is_empty(),
+                wants_fields: !config.extract.asks_no_fields(),
                 // Pages kept in the store are archived; a WARC file output
                 // attaches its own archiver (`Engine::archive`).
                 archiver: (config.archive.store_bodies && config.fetch.capture).then(|| {

@@ -1,92 +1,114 @@
-//! Decoding of the character references that appear in attribute values
-//! and titles (`&amp;`, `&#39;`, `&#x2F;`). Unknown named references are
-//! kept as written, as browsers do for ones without a semicolon.
+//! Decoding of character references (`&amp;`, `&eacute`, `&#39;`,
+//! `&#x2F;`) as the HTML tokenizer does: the whole WHATWG table of named
+//! references (htmlize's, generated from the WHATWG's `entities.json`),
+//! the legacy names that need no `;` (`&amp`, `&copy`, `&eacute`…), and
+//! the numeric rules (0, surrogates and code points past U+10FFFF give
+//! U+FFFD; 0x80–0x9F are read as Windows-1252, `&#128;` is `€`; the `;` is
+//! optional). In attribute values a legacy name without `;` followed by
+//! `=` or an ASCII letter or digit is kept as written (`?a=1&copy=2`), as
+//! browsers keep it; in text it is decoded (`&copyx` is `©x`).
+//!
+//! Linear in the text: each `&` looks at most at the longest name ahead
+//! (numeric references consume their digits), and a text without `&` is
+//! borrowed, not copied.
 
 use std::borrow::Cow;
 
-/// Decodes character references in `s`; borrows when there are none.
-pub fn decode(s: &str) -> Cow<'_, str> {
+use htmlize::Context;
+
+/// Decodes the character references of text (a title, an element's text).
+pub fn decode_text(s: &str) -> Cow<'_, str> {
+    decode_in(s, Context::General)
+}
+
+/// Decodes the character references of an attribute's value (`href`,
+/// `src`, `content`, any attribute a field takes).
+pub fn decode_attribute(s: &str) -> Cow<'_, str> {
+    decode_in(s, Context::Attribute)
+}
+
+fn decode_in(s: &str, context: Context) -> Cow<'_, str> {
     if !s.contains('&') {
         return Cow::Borrowed(s);
     }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(amp) = rest.find('&') {
-        out.push_str(&rest[..amp]);
-        rest = &rest[amp..];
-        match decode_one(rest) {
-            Some((c, len)) => {
-                out.push(c);
-                rest = &rest[len..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    Cow::Owned(out)
+    htmlize::unescape_in(s, context)
 }
 
-/// The longest reference decoded, `&` and `;` excluded (`#x10FFFF` and every
-/// name we know fit).
-const MAX_REFERENCE: usize = 11;
-
-/// Decodes the reference at the start of `s` (which starts with `&`),
-/// returning the character and the bytes consumed. Looks at most
-/// [`MAX_REFERENCE`] + 1 bytes ahead, so decoding a whole text is linear.
-fn decode_one(s: &str) -> Option<(char, usize)> {
-    let window = &s.as_bytes()[1..s.len().min(MAX_REFERENCE + 2)];
-    let end = window.iter().position(|&b| b == b';')? + 1;
-    let name = &s[1..end];
-    let c = if let Some(num) = name.strip_prefix('#') {
-        let code = match num.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-            None => num.parse().ok()?,
-        };
-        char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER)
-    } else {
-        match name {
-            "amp" => '&',
-            "lt" => '<',
-            "gt" => '>',
-            "quot" => '"',
-            "apos" => '\'',
-            "nbsp" => '\u{a0}',
-            _ => return None,
-        }
-    };
-    Some((c, end + 1))
-}
+/// The longest character reference decoded, `&` and `;` included
+/// (`&CounterClockwiseContourIntegral;`): a text cut into chunks keeps an
+/// unfinished one for the next chunk.
+pub const MAX_NAMED_REFERENCE: usize = 33;
 
 #[cfg(test)]
 mod tests {
-    use super::decode;
+    use super::{MAX_NAMED_REFERENCE, decode_attribute, decode_text};
+    use std::borrow::Cow;
 
     #[test]
     fn decodes_common_references() {
-        assert_eq!(decode("/a?x=1&amp;y=2"), "/a?x=1&y=2");
+        assert_eq!(decode_attribute("/a?x=1&amp;y=2"), "/a?x=1&y=2");
         assert_eq!(
-            decode("Tom &amp; Jerry&#39;s &#x2F; &lt;3"),
+            decode_text("Tom &amp; Jerry&#39;s &#x2F; &lt;3"),
             "Tom & Jerry's / <3"
         );
-        assert_eq!(decode("no refs"), "no refs");
+        assert!(matches!(decode_text("no refs"), Cow::Borrowed("no refs")));
+        assert!(matches!(decode_attribute("/a?b"), Cow::Borrowed("/a?b")));
     }
 
     #[test]
-    fn leaves_unknown_or_broken_references() {
-        assert_eq!(decode("a&b=c"), "a&b=c");
-        assert_eq!(decode("&copy;"), "&copy;");
-        assert_eq!(decode("&#xZZ;"), "&#xZZ;");
-        assert_eq!(decode("&"), "&");
-        assert_eq!(decode("&#1114112;"), "\u{fffd}");
-        assert_eq!(decode("&#x0010FFFF;"), "\u{10ffff}");
+    fn knows_the_whole_whatwg_table() {
+        assert_eq!(decode_text("&copy; &mdash; &AElig; &hellip;"), "© — Æ …");
+        assert_eq!(decode_text("&CounterClockwiseContourIntegral;"), "\u{2233}");
         assert_eq!(
-            decode("&#x000010FFFF;"),
-            "&#x000010FFFF;",
-            "past the window"
+            decode_text("&NotEqualTilde;"),
+            "\u{2242}\u{338}",
+            "two code points"
         );
+        assert_eq!(
+            "&CounterClockwiseContourIntegral;".len(),
+            MAX_NAMED_REFERENCE
+        );
+        assert_eq!(decode_text("&nosuch; &b"), "&nosuch; &b");
+    }
+
+    #[test]
+    fn numeric_references_follow_the_tokenizer() {
+        assert_eq!(decode_text("&#0128;"), "€", "Windows-1252 remap");
+        assert_eq!(decode_text("&#x80;&#x99;&#x9F;"), "€™Ÿ");
+        assert_eq!(decode_text("&#x81;"), "\u{81}", "no remap for 0x81");
+        assert_eq!(decode_text("&#0;"), "\u{fffd}");
+        assert_eq!(decode_text("&#xD800;"), "\u{fffd}");
+        assert_eq!(decode_text("&#1114112;"), "\u{fffd}");
+        assert_eq!(decode_text("&#99999999999999999999;"), "\u{fffd}");
+        assert_eq!(decode_text("&#x0010FFFF;"), "\u{10ffff}");
+        assert_eq!(decode_text("&#x000010FFFF;"), "\u{10ffff}", "any zeros");
+        assert_eq!(decode_text("&#97a"), "aa", "no `;` needed");
+        assert_eq!(decode_attribute("&#97a"), "aa", "in attributes too");
+        assert_eq!(decode_text("&#xZZ; &#; &#x;"), "&#xZZ; &#; &#x;");
+    }
+
+    #[test]
+    fn legacy_names_need_no_semicolon_in_text() {
+        assert_eq!(
+            decode_text("&amp &lt &copy &eacute &nbsp"),
+            "& < © é \u{a0}"
+        );
+        assert_eq!(decode_text("&copyx &amp=1"), "©x &=1");
+        assert_eq!(decode_text("&notin &notit;"), "¬in ¬it;");
+        assert_eq!(
+            decode_text("&hellip &mdash"),
+            "&hellip &mdash",
+            "not legacy"
+        );
+    }
+
+    #[test]
+    fn attributes_keep_a_legacy_name_before_equals_or_alphanumeric() {
+        assert_eq!(decode_attribute("?a=1&copy=2&amp;b"), "?a=1&copy=2&b");
+        assert_eq!(decode_attribute("?x&ampy &amp9"), "?x&ampy &amp9");
+        assert_eq!(decode_attribute("&amp &amp# &copy."), "& &# ©.");
+        assert_eq!(decode_attribute("&copy;x"), "©x");
+        assert_eq!(decode_attribute("&notit;"), "&notit;");
     }
 
     #[test]
@@ -99,11 +121,31 @@ mod tests {
             let amps = "&".repeat(1024 * 1024);
             let mut tail = "&".repeat(1024 * 1024);
             tail.push(';');
-            let _ = tx.send((decode(&amps).len(), decode(&tail).len()));
+            let names = "&amp".repeat(256 * 1024);
+            let digits = format!("&#{}", "9".repeat(1024 * 1024));
+            let letters = format!("&{}", "a".repeat(1024 * 1024)).repeat(2);
+            let _ = tx.send((
+                decode_text(&amps).len(),
+                decode_attribute(&tail).len(),
+                decode_text(&names).len(),
+                decode_attribute(&names).len(),
+                decode_text(&digits).into_owned(),
+                decode_attribute(&letters).len(),
+            ));
         });
         let lens = rx
             .recv_timeout(std::time::Duration::from_secs(10))
             .expect("decoding 2 MiB of '&' took more than 10 s");
-        assert_eq!(lens, (1024 * 1024, 1024 * 1024 + 1));
+        assert_eq!(
+            lens,
+            (
+                1024 * 1024,
+                1024 * 1024 + 1,
+                256 * 1024,
+                256 * 1024,
+                "\u{fffd}".to_owned(),
+                2 * (1024 * 1024 + 1)
+            )
+        );
     }
 }

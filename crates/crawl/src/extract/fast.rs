@@ -51,13 +51,15 @@ impl Visitor for Reader {
             Element::Base if tag.has("href") => base(get, out),
             // `meta[content]`
             Element::Meta if tag.has("content") => meta(get, out, &self.limits),
-            Element::Title => self.state.titles_seen += 1,
+            // The scanner leaves foreign content to lol_html: a title it
+            // reports is an HTML one.
+            Element::Title => self.state.title_start(true),
             _ => {}
         }
     }
 
     fn title_text(&mut self, text: &[u8]) -> Result<(), Unsure> {
-        if self.state.titles_seen != 1 {
+        if !self.state.takes_title_text() {
             return Ok(());
         }
         let text = String::from_utf8_lossy(text);
@@ -66,7 +68,7 @@ impl Visitor for Reader {
         if self.state.title_len() + text.len() > MAX_TITLE {
             return Err(Unsure::LongTitle);
         }
-        self.state.title_text(&text);
+        self.state.title_text(&text, true);
         Ok(())
     }
 }

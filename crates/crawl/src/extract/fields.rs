@@ -6,6 +6,9 @@ use std::ops::Range;
 
 use crawlkeeper_model::text::cut_at;
 
+use super::entities::{decode_attribute, decode_text};
+use super::implied::{Implied, implied_end};
+
 use crate::field_spec::{
     FieldSpec, FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES, Take,
 };
@@ -17,6 +20,31 @@ struct Open {
     html: bool,
     text: String,
     range: Range<usize>,
+    /// The rule that ends the element implicitly, if its end tag may be
+    /// left out ([`super::implied`]).
+    implied: Option<Implied>,
+    /// With `implied`: where each text node of `text` was in the page,
+    /// and where it starts in `text`, to cut the text at the implied end.
+    pieces: Vec<(usize, usize)>,
+    /// The raw text of the text node being read (its references are
+    /// decoded once it ends: a reference may be cut between two chunks,
+    /// never between two nodes), and where it starts in the page.
+    node: String,
+    node_at: usize,
+}
+
+impl Open {
+    /// Adds the text node being read to `text`, decoded.
+    fn end_node(&mut self) {
+        if self.node.is_empty() {
+            return;
+        }
+        if self.implied.is_some() {
+            self.pieces.push((self.node_at, self.text.len()));
+        }
+        self.text.push_str(&decode_text(&self.node));
+        self.node.clear();
+    }
 }
 
 /// A value of one page, before it is finished.
@@ -43,11 +71,14 @@ pub(crate) struct Collector {
     fields: Vec<FieldState>,
     /// Bytes kept by all fields so far.
     total: usize,
+    /// The page, to find where elements end implicitly.
+    body: bytes::Bytes,
 }
 
 impl Collector {
-    /// A collector for fields that keep every match (`true`) or the first.
-    pub(crate) fn new(all: impl Iterator<Item = bool>) -> Self {
+    /// A collector for fields that keep every match (`true`) or the first,
+    /// in page `body`.
+    pub(crate) fn new(all: impl Iterator<Item = bool>, body: bytes::Bytes) -> Self {
         Self {
             fields: all
                 .map(|all| FieldState {
@@ -60,6 +91,7 @@ impl Collector {
                 })
                 .collect(),
             total: 0,
+            body,
         }
     }
 
@@ -79,11 +111,13 @@ impl Collector {
     /// `start_tag`: ends the value being collected (a match inside another
     /// match of the same field, or after one closed implicitly) and, room
     /// allowing, begins another. Returns the generation of the new value
-    /// when the element's end tag should end it.
+    /// when the element's end tag should end it. `implied` is the rule
+    /// that ends the element without its end tag, if any.
     pub(crate) fn on_element(
         &mut self,
         i: usize,
         take: &Take,
+        implied: Option<Implied>,
         attribute: impl FnOnce(&str) -> Option<String>,
         start_tag: Range<usize>,
         has_content: bool,
@@ -118,6 +152,10 @@ impl Collector {
                     html: matches!(take, Take::Html),
                     text: String::new(),
                     range: start_tag.end..start_tag.end,
+                    implied,
+                    pieces: Vec::new(),
+                    node: String::new(),
+                    node_at: 0,
                 });
                 if has_content {
                     Some(f.generation)
@@ -136,16 +174,27 @@ impl Collector {
     }
 
     /// Text inside an element field `i`'s selector matched, at `at` in the
-    /// page; `keep` is false for text not shown (scripts, styles).
-    pub(crate) fn on_text(&mut self, i: usize, text: &str, at: Range<usize>, keep: bool) {
+    /// page; `keep` is false for text not shown (scripts, styles); `last`
+    /// when the chunk ends its text node.
+    pub(crate) fn on_text(
+        &mut self,
+        i: usize,
+        text: &str,
+        at: Range<usize>,
+        keep: bool,
+        last: bool,
+    ) {
         let (used, html) = match &mut self.fields[i].open {
             Some(o) => {
                 o.range.end = o.range.end.max(at.end);
-                (o.text.len(), o.html)
+                (o.text.len() + o.node.len(), o.html)
             }
             None => return,
         };
         if html || !keep || text.is_empty() {
+            if last && let Some(o) = &mut self.fields[i].open {
+                o.end_node();
+            }
             return;
         }
         let room = self.room(i, used);
@@ -155,7 +204,13 @@ impl Collector {
         }
         self.total += part.len();
         if let Some(o) = &mut self.fields[i].open {
-            o.text.push_str(part);
+            if o.node.is_empty() {
+                o.node_at = at.start;
+            }
+            o.node.push_str(part);
+            if last {
+                o.end_node();
+            }
         }
     }
 
@@ -172,9 +227,13 @@ impl Collector {
 
     /// Ends field `i`'s open value, if any.
     fn finish(&mut self, i: usize) {
-        let Some(open) = self.fields[i].open.take() else {
+        let Some(mut open) = self.fields[i].open.take() else {
             return;
         };
+        open.end_node();
+        if let Some(rule) = open.implied {
+            self.cut_at_implied_end(rule, &mut open);
+        }
         let value = if open.html {
             // Inner HTML is counted here, once its length is known.
             let whole = open.range;
@@ -191,15 +250,32 @@ impl Collector {
         self.push(i, value);
     }
 
+    /// Ends `open` where its element ends implicitly (lol_html, with no
+    /// tree, may report its end later, or never).
+    fn cut_at_implied_end(&mut self, rule: Implied, open: &mut Open) {
+        let end = open.range.end.min(self.body.len());
+        let Some(content) = self.body.get(open.range.start..end) else {
+            return;
+        };
+        let Some(cut) = implied_end(rule, content) else {
+            return;
+        };
+        let cut = open.range.start + cut;
+        open.range.end = cut;
+        if let Some(&(_, from)) = open.pieces.iter().find(|(at, _)| *at >= cut) {
+            self.total = self.total.saturating_sub(open.text.len() - from);
+            open.text.truncate(from);
+        }
+    }
+
     /// Adds the fields' values to `out`: `body` is the page (for inner
-    /// HTML), `decode` decodes character references, `resolve` turns a URL
+    /// HTML), `resolve` turns a URL
     /// attribute's value into an absolute URL. Returns the bytes the
     /// fields kept, of the page's [`MAX_PAGE_FIELD_BYTES`].
     pub(crate) fn finish_page<'a>(
         mut self,
         specs: impl Iterator<Item = &'a FieldSpec>,
         body: &[u8],
-        decode: impl Fn(&str) -> String,
         resolve: impl Fn(&str) -> String,
         out: &mut super::Extracted,
     ) -> usize {
@@ -213,12 +289,12 @@ impl Collector {
             }
             let url = spec.is_url();
             let mut values = f.values.into_iter().map(|raw| match raw {
-                Raw::Text(t) => collapse(&decode(&t)),
+                Raw::Text(t) => collapse(&t),
                 Raw::Html(r) => {
                     String::from_utf8_lossy(body.get(r).unwrap_or_default()).into_owned()
                 }
                 Raw::Attr(a) => {
-                    let a = decode(a.trim());
+                    let a = decode_attribute(a.trim()).into_owned();
                     if url { resolve(&a) } else { a }
                 }
             });

@@ -3,7 +3,7 @@
 //! ([`super::html`]) and the scanner's ([`super::fast`]), so both find
 //! the same.
 
-use super::entities::decode;
+use super::entities::{decode_attribute, decode_text};
 use super::{Extracted, PageLimits};
 
 /// The most of a title kept, in bytes.
@@ -14,7 +14,22 @@ pub(super) const MAX_TITLE: usize = 4096;
 pub(super) struct State {
     pub(super) out: Extracted,
     title: String,
-    pub(super) titles_seen: u32,
+    /// The page's title was chosen (its text may still be read).
+    title_chosen: bool,
+    /// What is done with the text of the `<title>` being read.
+    reading: Reading,
+}
+
+/// What becomes of the text of the `<title>` being read.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Ignored: a title in foreign content, or after the page's title.
+    #[default]
+    Ignored,
+    /// An HTML title while none was chosen: its first text decides.
+    Pending,
+    /// The page's title.
+    Kept,
 }
 
 impl State {
@@ -26,10 +41,37 @@ impl State {
         }
     }
 
-    /// A piece of a title's raw text: kept for the first title, up to
-    /// [`MAX_TITLE`] bytes.
-    pub(super) fn title_text(&mut self, text: &str) {
-        if self.titles_seen == 1 {
+    /// A `<title>` starts: an HTML one (`html`) may be the page's title,
+    /// one inside `<math>` is not, as `document.title` reads the first
+    /// HTML title only.
+    pub(super) fn title_start(&mut self, html: bool) {
+        self.reading = if html && !self.title_chosen {
+            Reading::Pending
+        } else {
+            Reading::Ignored
+        };
+    }
+
+    /// True when text of the `<title>` being read would be kept.
+    pub(super) fn takes_title_text(&self) -> bool {
+        self.reading != Reading::Ignored
+    }
+
+    /// A piece of a title's raw text; `rcdata` when read as a title's
+    /// text (RCDATA), not as markup (a `<title>` in `<svg>`). The first
+    /// HTML title with text is the page's: its text is kept, up to
+    /// [`MAX_TITLE`] bytes. (A title without text is not chosen: lol_html
+    /// reports no text for it, and the scanner does the same.)
+    pub(super) fn title_text(&mut self, text: &str, rcdata: bool) {
+        if self.reading == Reading::Pending && !text.is_empty() {
+            self.reading = if rcdata {
+                self.title_chosen = true;
+                Reading::Kept
+            } else {
+                Reading::Ignored
+            };
+        }
+        if self.reading == Reading::Kept {
             let room = MAX_TITLE.saturating_sub(self.title.len());
             let text = crawlkeeper_model::text::cut_at(text, room);
             self.title.push_str(text);
@@ -58,7 +100,7 @@ impl State {
 /// The title decoded and its whitespace collapsed (unless an extractor
 /// set one), and no links if the page asked robots not to follow them.
 pub(super) fn finish(found: &mut Extracted, title: &str) {
-    let title = collapse_whitespace(&decode(title));
+    let title = collapse_whitespace(&decode_text(title));
     if !title.is_empty() && found.title.is_none() {
         found.title = Some(title);
     }
@@ -87,7 +129,7 @@ pub(super) fn link(get: impl Fn(&str) -> Option<String>, out: &mut Extracted, li
 /// A `<base href>`: the first one is the page's base.
 pub(super) fn base(get: impl Fn(&str) -> Option<String>, out: &mut Extracted) {
     if out.base.is_none() {
-        out.base = get("href").map(|h| decode(h.trim()).into_owned());
+        out.base = get("href").map(|h| decode_attribute(h.trim()).into_owned());
     }
 }
 
@@ -115,11 +157,14 @@ pub(super) fn meta(get: impl Fn(&str) -> Option<String>, out: &mut Extracted, li
 }
 
 fn push_href(out: &mut Extracted, raw: &str, limits: &PageLimits) {
-    let href = raw.trim();
+    // Trimmed as the URL parser trims (C0 controls and spaces), after
+    // decoding: a `&nbsp;` at the end is part of the URL.
+    let decoded = decode_attribute(raw);
+    let href = decoded.trim_matches(|c: char| c <= ' ');
     if href.is_empty() || href.starts_with('#') {
         return;
     }
-    out.push_href(decode(href).into_owned(), limits);
+    out.push_href(href.to_owned(), limits);
 }
 
 /// The URL of a meta refresh `content` such as `5; url='/next'`.
@@ -138,8 +183,10 @@ fn refresh_target(content: &str) -> Option<&str> {
     (!target.is_empty()).then_some(target)
 }
 
+/// `s` with ASCII whitespace stripped and collapsed, as `document.title`
+/// is (a no-break space, `&nbsp;`, is kept).
 fn collapse_whitespace(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    s.split_ascii_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -11,11 +11,12 @@ use lol_html::html_content::{Element, EndTag, TextChunk, TextType};
 use lol_html::{ElementContentHandlers, HtmlRewriter, MemorySettings, Selector, Settings};
 use tracing::debug;
 
-use super::entities::decode;
 use super::extras::{ExtraSelectors, Extras};
 use super::fast;
 use super::fields::Collector;
 use super::handlers::{State, base, finish, link, meta};
+use super::implied::Implied;
+use super::noscript::Noscript;
 use super::prefilter::Required;
 use super::requisites::{RequisiteSelectors, Requisites};
 use super::{CutShort, Extracted, Extractor, Page};
@@ -27,8 +28,11 @@ use crate::field_spec::{FieldSpec, FieldSpecError, Take};
 const CHUNK: usize = 64 * 1024;
 /// The most memory the parser may hold for one page (buffered tags and
 /// attributes; the body itself is apart).
-const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
+pub(super) const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
 
+/// The namespace lol_html gives HTML elements (not those inside `<svg>`
+/// or `<math>`).
+const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 /// The selector of `<base href>`.
 const BASE: &str = "base[href]";
 /// The selector of the meta tags read for every page (refresh, robots).
@@ -56,6 +60,9 @@ pub struct HtmlExtractor {
     extras: ExtraSelectors,
     /// `--requisites`: `None` when off, so nothing is registered for it.
     requisites: Option<RequisiteSelectors>,
+    /// `--noscript-links`: the selector of `<noscript>`, whose content is
+    /// then read for links ([`super::noscript`]); `None` when off.
+    noscript: Option<Selector>,
     /// Whether a page is first given to the scanner ([`super::fast`]) when
     /// nothing but the defaults is asked for.
     scanner: bool,
@@ -70,10 +77,15 @@ struct Field {
     required: Option<Required>,
 }
 
+/// A constant selector, valid.
+fn parse_selector(s: &str) -> Selector {
+    s.parse::<Selector>().expect("valid selector")
+}
+
 impl Default for HtmlExtractor {
     fn default() -> Self {
         // Cannot fail: the selectors are constant and valid.
-        let parse = |s: &str| s.parse::<Selector>().expect("valid selector");
+        let parse = parse_selector;
         Self {
             links: parse("a[href], area[href], link[href]"),
             base: parse(BASE),
@@ -84,6 +96,7 @@ impl Default for HtmlExtractor {
             fields: Vec::new(),
             extras: ExtraSelectors::new(&ExtractConfig::default()),
             requisites: None,
+            noscript: None,
             scanner: true,
         }
     }
@@ -114,6 +127,7 @@ impl HtmlExtractor {
     pub fn from_config(config: &ExtractConfig) -> Result<Self, FieldSpecError> {
         let mut x = Self::with_fields(&config.fields)?;
         x.extras = ExtraSelectors::new(config);
+        x.noscript = config.noscript_links.then(|| parse_selector("noscript"));
         Ok(x)
     }
 
@@ -142,6 +156,7 @@ impl HtmlExtractor {
             && self.fields.is_empty()
             && self.extras.is_empty()
             && self.requisites.is_none()
+            && self.noscript.is_none()
     }
 
     /// This extractor with every field's selector run on every page (the
@@ -200,17 +215,43 @@ impl Extractor for HtmlExtractor {
             );
             Ok(())
         };
-        let on_title_start = |_: &mut Element<'_, '_>| {
-            state.borrow_mut().titles_seen += 1;
+        let on_title_start = |el: &mut Element<'_, '_>| {
+            // lol_html follows foreign content: a `<title>` in `<math>` is
+            // not the page's (one in `<svg>` is told by its text).
+            state
+                .borrow_mut()
+                .title_start(el.namespace_uri() == HTML_NAMESPACE);
             Ok(())
         };
         let on_title_text = |t: &mut TextChunk<'_>| {
-            state.borrow_mut().title_text(t.as_str());
+            // lol_html gives an `<svg>`'s `<title>` (an HTML integration
+            // point) the HTML namespace, but reads its text as markup, not
+            // as a title's RCDATA.
+            let rcdata = t.text_type() == TextType::RCData;
+            state.borrow_mut().title_text(t.as_str(), rcdata);
+            Ok(())
+        };
+        let noscript = self
+            .noscript
+            .as_ref()
+            .map(|_| RefCell::new(Noscript::default()));
+        let on_noscript_text = |t: &mut TextChunk<'_>| {
+            if let Some(n) = &noscript
+                && t.text_type() == TextType::RawText
+            {
+                n.borrow_mut().on_text(
+                    t.as_str(),
+                    t.last_in_text_node(),
+                    &mut state.borrow_mut().out,
+                    &limits,
+                );
+            }
             Ok(())
         };
         let collector = (!self.fields.is_empty()).then(|| {
             Rc::new(RefCell::new(Collector::new(
                 self.fields.iter().map(|f| f.spec.all),
+                page.response.body.clone(),
             )))
         });
         let extras =
@@ -241,6 +282,12 @@ impl Extractor for HtmlExtractor {
             settings = settings.append_element_content_handler((
                 Cow::Borrowed(&self.meta),
                 ElementContentHandlers::default().element(on_meta),
+            ));
+        }
+        if let Some(selector) = &self.noscript {
+            settings = settings.append_element_content_handler((
+                Cow::Borrowed(selector),
+                ElementContentHandlers::default().text(on_noscript_text),
             ));
         }
         if let Some(collector) = &collector {
@@ -312,7 +359,6 @@ impl Extractor for HtmlExtractor {
             used = collector.into_inner().finish_page(
                 self.fields.iter().map(|f| &f.spec),
                 &page.response.body,
-                |s| decode(s).into_owned(),
                 resolve,
                 &mut found,
             );
@@ -335,9 +381,14 @@ fn field_handlers<'h>(
 ) -> (Cow<'h, Selector>, ElementContentHandlers<'h>) {
     let on_element = move |el: &mut Element<'_, '_>| {
         let has_content = el.can_have_content();
+        let implied = match spec.take {
+            Take::Attr(_) => None,
+            _ => Implied::of(&el.tag_name()),
+        };
         let generation = collector.borrow_mut().on_element(
             i,
             &spec.take,
+            implied,
             |name| el.get_attribute(name),
             el.source_location().bytes(),
             has_content,
@@ -359,9 +410,13 @@ fn field_handlers<'h>(
                 t.text_type(),
                 TextType::Data | TextType::RCData | TextType::CDataSection
             );
-            collector
-                .borrow_mut()
-                .on_text(i, t.as_str(), t.source_location().bytes(), keep);
+            collector.borrow_mut().on_text(
+                i,
+                t.as_str(),
+                t.source_location().bytes(),
+                keep,
+                t.last_in_text_node(),
+            );
             Ok(())
         });
     }
@@ -370,7 +425,7 @@ fn field_handlers<'h>(
 
 /// Why the parser stopped before the end of a page.
 #[derive(Debug)]
-enum Stopped {
+pub(super) enum Stopped {
     /// It returned an error.
     Parser(RewritingError),
     /// It panicked: lol_html 3.0.3 asserts on `<script f=><A </a>` (found
@@ -388,7 +443,7 @@ impl std::fmt::Display for Stopped {
 }
 
 /// Runs one step of the parser, a panic in it being an error like another.
-fn guarded(step: impl FnOnce() -> Result<(), RewritingError>) -> Result<(), Stopped> {
+pub(super) fn guarded(step: impl FnOnce() -> Result<(), RewritingError>) -> Result<(), Stopped> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
         Ok(result) => result.map_err(Stopped::Parser),
         Err(_) => Err(Stopped::Panicked),
@@ -396,342 +451,5 @@ fn guarded(step: impl FnOnce() -> Result<(), RewritingError>) -> Result<(), Stop
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::tests_support::run;
-    use super::*;
-    use crate::extract::handlers::MAX_TITLE;
-    use crate::extract::{FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES};
-    use std::time::Duration;
-    use url::Url;
-
-    fn extract_with(content_type: &str, html: &str) -> Extracted {
-        extract_limited(
-            content_type,
-            html.as_bytes(),
-            10_000,
-            Duration::from_secs(60),
-        )
-    }
-
-    fn extract_limited(
-        content_type: &str,
-        html: &[u8],
-        max_links: usize,
-        time: Duration,
-    ) -> Extracted {
-        run(&HtmlExtractor::new(), content_type, html, max_links, time)
-    }
-
-    fn extract(html: &str) -> Extracted {
-        extract_with("text/html; charset=utf-8", html)
-    }
-
-    /// The fields `specs` take from `html` (at http://a.test/dir/page).
-    fn fields_in(specs: &[&str], html: &[u8], time: Duration) -> Extracted {
-        let specs: Vec<FieldSpec> = specs.iter().map(|s| s.parse().unwrap()).collect();
-        let extractor = HtmlExtractor::with_fields(&specs).unwrap();
-        run(&extractor, "text/html", html, 10_000, time)
-    }
-
-    fn fields(specs: &[&str], html: &str) -> Extracted {
-        fields_in(specs, html.as_bytes(), Duration::from_secs(60))
-    }
-
-    fn one(out: &Extracted, name: &str) -> Option<String> {
-        match out.fields.get(name)? {
-            FieldValue::One(s) => Some(s.clone()),
-            other => panic!("{name} is not one string: {other:?}"),
-        }
-    }
-
-    fn many(out: &Extracted, name: &str) -> Vec<String> {
-        match out.fields.get(name) {
-            Some(FieldValue::Many(v)) => v.clone(),
-            other => panic!("{name}: {other:?}"),
-        }
-    }
-
-    const PRODUCT: &str = r#"<html><head><title>Shop</title>
-        <link rel="canonical" href="/p/42">
-        </head><body>
-        <h1 class="product-title">  Blue
-           &amp; Green   <b>Kettle</b> </h1>
-        <span class="price">€ 19.99</span><span class="price">€ 1</span>
-        <img class="gallery" src="img/1.jpg"><img class="gallery" src="/img/2.jpg">
-        <img class="gallery" src="https://cdn.test/3.jpg"><img class="gallery">
-        <div id="d"><p>One <i>two</i></p><!-- c --><script>var x = "<p>";</script></div>
-        <a class="x" href="/next" data-id="A&amp;B">next</a>
-        </body></html>"#;
-
-    #[test]
-    fn fields_take_text_by_default_whitespace_collapsed_entities_decoded() {
-        let out = fields(&["name=h1.product-title", "price=.price::text"], PRODUCT);
-        assert_eq!(one(&out, "name").as_deref(), Some("Blue & Green Kettle"));
-        assert_eq!(one(&out, "price").as_deref(), Some("€ 19.99"), "the first");
-        assert!(out.fields_cut.is_empty());
-        // The links are found as before, in the same pass.
-        assert!(out.hrefs.contains(&"/next".to_owned()), "{:?}", out.hrefs);
-        assert_eq!(out.title.as_deref(), Some("Shop"));
-    }
-
-    #[test]
-    fn list_fields_keep_every_match_in_order() {
-        let out = fields(&["prices[]=.price", "none[]=table", "none=table"], PRODUCT);
-        assert_eq!(many(&out, "prices"), ["€ 19.99", "€ 1"]);
-        assert!(
-            many(&out, "none").is_empty(),
-            "a list with no match is empty"
-        );
-        assert!(!out.fields.contains_key("none") || many(&out, "none").is_empty());
-        let out = fields(&["missing=table"], PRODUCT);
-        assert_eq!(
-            one(&out, "missing"),
-            None,
-            "a single field with no match is absent"
-        );
-    }
-
-    #[test]
-    fn url_attributes_resolve_against_the_base_others_do_not() {
-        let out = fields(
-            &[
-                "images[]=img.gallery@src",
-                "canonical=link[rel=canonical]@href",
-                "id=a.x@data-id",
-            ],
-            PRODUCT,
-        );
-        assert_eq!(
-            many(&out, "images"),
-            [
-                "http://a.test/dir/img/1.jpg",
-                "http://a.test/img/2.jpg",
-                "https://cdn.test/3.jpg"
-            ],
-            "an element without the attribute gives no value"
-        );
-        assert_eq!(
-            one(&out, "canonical").as_deref(),
-            Some("http://a.test/p/42")
-        );
-        assert_eq!(one(&out, "id").as_deref(), Some("A&B"));
-        let out = fields(
-            &["img=img@src"],
-            r#"<head><base href="http://b.test/x/"></head><img src="y.png">"#,
-        );
-        assert_eq!(one(&out, "img").as_deref(), Some("http://b.test/x/y.png"));
-    }
-
-    #[test]
-    fn html_fields_are_the_inner_html_as_written() {
-        let out = fields(&["d=#d::html", "t=#d::text", "h[]=h1 b::html"], PRODUCT);
-        assert_eq!(
-            one(&out, "d").as_deref(),
-            Some(r#"<p>One <i>two</i></p><!-- c --><script>var x = "<p>";</script>"#)
-        );
-        assert_eq!(one(&out, "t").as_deref(), Some("One two"), "no script text");
-        assert_eq!(many(&out, "h"), ["Kettle"]);
-        // Void elements have no inner HTML; implicitly closed ones end at
-        // their last text.
-        let out = fields(
-            &["img=img::html", "li[]=li::html", "lt[]=li"],
-            "<img src=x><ul><li>a <b>1</b><li>b</ul>",
-        );
-        assert_eq!(one(&out, "img").as_deref(), Some(""));
-        assert_eq!(many(&out, "li"), ["a <b>1", "b"]);
-        assert_eq!(many(&out, "lt"), ["a 1", "b"]);
-    }
-
-    #[test]
-    fn a_field_matching_nothing_costs_no_record_of_it() {
-        let out = fields(&[], PRODUCT);
-        assert!(out.fields.is_empty() && out.fields_cut.is_empty());
-        let out = extract(PRODUCT);
-        assert!(out.fields.is_empty());
-    }
-
-    #[test]
-    fn a_million_matches_keep_the_first_thousand_and_say_so() {
-        let started = std::time::Instant::now();
-        let html = "<i class=p>x</i>".repeat(1_000_000);
-        let out = fields(&["p[]=i.p", "first=i.p", "at[]=i@class"], &html);
-        assert_eq!(many(&out, "p").len(), MAX_FIELD_VALUES);
-        assert_eq!(many(&out, "at").len(), MAX_FIELD_VALUES);
-        assert_eq!(one(&out, "first").as_deref(), Some("x"));
-        assert_eq!(
-            out.fields_cut.iter().collect::<Vec<_>>(),
-            ["at", "p"],
-            "first-match fields lose nothing"
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "{:?}",
-            started.elapsed()
-        );
-    }
-
-    #[test]
-    fn a_hundred_megabyte_value_is_cut_at_the_value_cap() {
-        let mut html = b"<h1>".to_vec();
-        html.resize(100 * 1024 * 1024, b'a');
-        html.extend_from_slice(b"</h1><a href=/after>x</a>");
-        let out = fields_in(&["t=h1", "h=h1::html"], &html, Duration::from_secs(600));
-        assert_eq!(one(&out, "t").unwrap().len(), MAX_VALUE_BYTES);
-        assert_eq!(one(&out, "h").unwrap().len(), MAX_VALUE_BYTES);
-        assert_eq!(out.fields_cut.iter().collect::<Vec<_>>(), ["h", "t"]);
-        assert_eq!(out.hrefs, ["/after"], "the rest of the page is still read");
-    }
-
-    #[test]
-    fn a_page_s_fields_together_stop_at_the_page_cap() {
-        let value = "v".repeat(MAX_VALUE_BYTES);
-        let html = format!("<p>{value}</p>").repeat(40);
-        let out = fields(&["a[]=p", "b[]=p"], &html);
-        let kept: usize = ["a", "b"]
-            .iter()
-            .flat_map(|f| many(&out, f))
-            .map(|v| v.len())
-            .sum();
-        assert_eq!(kept, MAX_PAGE_FIELD_BYTES);
-        assert!(out.fields_cut.contains("b"), "{:?}", out.fields_cut);
-    }
-
-    #[test]
-    fn fields_stop_at_the_page_s_deadline() {
-        let html = "<p>x</p>".repeat(100_000);
-        let out = fields_in(&["p[]=p"], html.as_bytes(), Duration::ZERO);
-        assert_eq!(out.cut_short, Some(CutShort::Time));
-        assert!(many(&out, "p").is_empty());
-    }
-
-    #[test]
-    fn finds_a_area_and_link_hrefs() {
-        let out = extract(
-            r##"<html><head><link rel="stylesheet" href="/s.css"><title> Hello
-            &amp; welcome </title></head><body><a href="x">x</a><A HREF='/y?a=1&amp;b=2'>y</A>
-            <map><area href="../z"></map><a name="anchor">no href</a><a href="#top">frag</a></body></html>"##,
-        );
-        assert_eq!(out.hrefs, vec!["/s.css", "x", "/y?a=1&b=2", "../z"]);
-        assert_eq!(out.title.as_deref(), Some("Hello & welcome"));
-        assert!(!out.nofollow);
-    }
-
-    #[test]
-    fn ignores_script_style_and_comments() {
-        let out = extract(
-            r#"<script>var s = '<a href="/trap/script">x</a>';</script>
-            <style>a { background: url(/trap/style) } </style>
-            <!-- <a href="/trap/comment">old</a> -->
-            <a href="/real">real</a>"#,
-        );
-        assert_eq!(out.hrefs, vec!["/real"]);
-    }
-
-    #[test]
-    fn honours_rel_nofollow_and_meta_robots() {
-        let out = extract(r#"<a rel="external nofollow" href="/no">n</a><a href="/yes">y</a>"#);
-        assert_eq!(out.hrefs, vec!["/yes"]);
-        let out =
-            extract(r#"<meta name="ROBOTS" content="noindex, nofollow"><a href="/yes">y</a>"#);
-        assert!(out.nofollow);
-        assert!(out.hrefs.is_empty());
-        let out = extract(r#"<meta name="crawlkeeper" content="none"><a href="/yes">y</a>"#);
-        assert!(out.nofollow);
-    }
-
-    #[test]
-    fn base_href_and_meta_refresh() {
-        let out = extract(
-            r#"<head><base href="/other/"><meta http-equiv="Refresh" content="0; URL='/next'"></head>"#,
-        );
-        assert_eq!(out.base.as_deref(), Some("/other/"));
-        assert_eq!(out.hrefs, vec!["/next"]);
-        let page = Url::parse("http://a.test/dir/page").unwrap();
-        assert_eq!(out.base_url(&page).as_str(), "http://a.test/other/");
-    }
-
-    #[test]
-    fn only_html_is_parsed() {
-        let out = extract_with("application/json", r#"{"x": "<a href=\"/trap\">"}"#);
-        assert!(out.hrefs.is_empty());
-        let out = extract_with("application/xhtml+xml", r#"<a href="/ok">"#);
-        assert_eq!(out.hrefs, vec!["/ok"]);
-    }
-
-    #[test]
-    fn hostile_markup_does_not_panic() {
-        let mut html = String::from("<a href=\"");
-        html.push_str(&"x".repeat(100_000));
-        html.push_str("<<<<>>>><title><title></a></a></");
-        let out = extract(&html);
-        assert!(out.hrefs.len() <= 1);
-        let out = extract("<title>first</title><svg><title>second</title></svg>");
-        assert_eq!(out.title.as_deref(), Some("first"));
-    }
-
-    #[test]
-    fn a_parser_that_gives_up_keeps_the_links_found_before() {
-        // Found by fuzzing (fuzz/regressions/html_extract): lol_html panics
-        // here in builds with debug assertions, errs in others.
-        let out = extract("<a href=/before>b</a><script f=><A </a><a href=/after>a</a>");
-        assert_eq!(out.hrefs.first().map(String::as_str), Some("/before"));
-    }
-
-    #[test]
-    fn a_huge_title_is_cut_at_a_character_boundary() {
-        let html = format!("<title>{}</title>", "é".repeat(1_000_000));
-        let title = extract(&html).title.unwrap();
-        assert!(
-            title.len() <= MAX_TITLE && title.len() > MAX_TITLE - 4,
-            "{}",
-            title.len()
-        );
-    }
-
-    #[test]
-    fn links_past_the_limit_are_counted_not_kept() {
-        let html = "<a href=/x>x</a>".repeat(300_000);
-        let out = extract_limited(
-            "text/html",
-            html.as_bytes(),
-            10_000,
-            Duration::from_secs(60),
-        );
-        assert_eq!(out.hrefs.len(), 10_000);
-        assert_eq!(out.dropped_links, 290_000);
-        assert_eq!(out.cut_short, None);
-    }
-
-    #[test]
-    fn extraction_stops_at_its_deadline_keeping_what_it_found() {
-        let html = "<a href=/x>x</a>".repeat(100_000);
-        let out = extract_limited("text/html", html.as_bytes(), 10_000, Duration::ZERO);
-        assert_eq!(out.cut_short, Some(CutShort::Time));
-        assert!(out.hrefs.is_empty());
-    }
-
-    #[test]
-    fn hostile_pages_are_parsed_in_bounded_time() {
-        // A 10 MiB attribute of `&` (entity decoding once rescanned the rest
-        // of the text for every `&`) and a million nested tags.
-        let started = std::time::Instant::now();
-        let mut amps = b"<a href=\"".to_vec();
-        amps.resize(10 * 1024 * 1024, b'&');
-        amps.extend_from_slice(b"\">x</a>");
-        let out = extract_limited("text/html", &amps, 10_000, Duration::from_secs(60));
-        assert_eq!(out.hrefs.len(), 1);
-        let nested = "<div><b><i>".repeat(1_000_000);
-        let out = extract_limited(
-            "text/html",
-            nested.as_bytes(),
-            10_000,
-            Duration::from_secs(60),
-        );
-        assert!(out.hrefs.is_empty());
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "took {:?}",
-            started.elapsed()
-        );
-    }
-}
+#[path = "html_tests.rs"]
+mod tests;

@@ -15,7 +15,7 @@
 use crawlkeeper_model::text::cut_at;
 use std::collections::BTreeMap;
 
-use super::entities::decode;
+use super::entities::decode_attribute as decode;
 use crate::field_spec::{MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES};
 
 /// The most keys the `meta` object of a page has.

@@ -6,15 +6,19 @@
 //! deadline), so no page costs more than a bounded amount of memory and CPU.
 
 pub mod css;
+#[cfg(test)]
+mod differential;
 mod entities;
 mod extras;
 mod fast;
 mod fields;
 mod handlers;
 mod html;
+mod implied;
 mod jsonld;
 mod markup;
 mod meta;
+mod noscript;
 mod prefilter;
 mod requisites;
 mod scan;

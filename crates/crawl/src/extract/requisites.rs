@@ -21,7 +21,7 @@ use super::prefilter::{contains_any_case, find_any_case};
 
 use super::Extracted;
 use super::css::{self, push_url};
-use super::entities::decode;
+use super::entities::decode_attribute as decode;
 
 /// The most `<style>` text kept from one page for its URLs; the text of a
 /// style element past it is not read, and the element counts as one

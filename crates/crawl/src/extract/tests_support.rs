@@ -22,6 +22,7 @@ pub(crate) fn extractor(
         meta,
         jsonld,
         text,
+        ..ExtractConfig::default()
     };
     HtmlExtractor::from_config(&config).unwrap()
 }

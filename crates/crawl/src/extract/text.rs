@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use super::entities::decode;
+use super::entities::{MAX_NAMED_REFERENCE, decode_text as decode};
 use super::markup::{
     Lower, after_gt, attributes, is_raw_text, is_void, raw_text_end, tag_name_end,
 };
@@ -57,9 +57,60 @@ pub(crate) fn kind(tag: &str, hidden: bool) -> Kind {
     }
 }
 
+/// True for the HTML start tags that end foreign content (`<svg><p>`
+/// leaves the `<svg>`), as the tree builder's rules for them say.
+fn breaks_out_of_foreign(tag: &str) -> bool {
+    matches!(
+        tag,
+        "b" | "big"
+            | "blockquote"
+            | "body"
+            | "br"
+            | "center"
+            | "code"
+            | "dd"
+            | "div"
+            | "dl"
+            | "dt"
+            | "em"
+            | "embed"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "head"
+            | "hr"
+            | "i"
+            | "img"
+            | "li"
+            | "listing"
+            | "menu"
+            | "meta"
+            | "nobr"
+            | "ol"
+            | "p"
+            | "pre"
+            | "ruby"
+            | "s"
+            | "small"
+            | "span"
+            | "strong"
+            | "strike"
+            | "sub"
+            | "sup"
+            | "table"
+            | "tt"
+            | "u"
+            | "ul"
+            | "var"
+    )
+}
+
 /// The longest character reference [`decode`] decodes, `&` and `;` included:
 /// a text chunk ending in an unfinished one keeps it for the next chunk.
-const MAX_REFERENCE: usize = 13;
+const MAX_REFERENCE: usize = MAX_NAMED_REFERENCE;
 
 /// The text of one page, read by a scanner of its own that walks the page
 /// once, in step with the parser's chunks ([`Text::advance`]): it finds
@@ -84,6 +135,12 @@ pub(crate) struct Text {
     /// case), and how many elements of that name are open in it, itself
     /// included: what is inside is hidden whatever it is.
     hiding: Option<(Vec<u8>, u32)>,
+    /// `<svg>` and `<math>` elements open: inside them no element's content
+    /// is raw text (a `<title>` or `<style>` there holds markup and ends
+    /// with the `<svg>` at the latest).
+    foreign: u32,
+    /// The hiding element opened inside foreign content.
+    hiding_foreign: bool,
     /// Whitespace came since the last word.
     space: bool,
     /// A line ended since the last word.
@@ -102,6 +159,8 @@ impl Text {
             next_lt: None,
             carry: String::new(),
             hiding: None,
+            foreign: 0,
+            hiding_foreign: false,
             space: false,
             newline: false,
             cut: false,
@@ -226,10 +285,17 @@ impl Text {
         };
         let lower = Lower::new(name);
         let lower = lower.as_str();
-        if lower == "plaintext" {
+        if lower == "plaintext" && self.foreign == 0 {
             return b.len();
         }
-        let raw = is_raw_text(lower);
+        let self_closing = after >= 2 && b[after - 2] == b'/';
+        if self.foreign > 0 && breaks_out_of_foreign(lower) && !self.hiding_foreign {
+            self.foreign = 0;
+        }
+        if matches!(lower, "svg" | "math") && !self_closing {
+            self.foreign = self.foreign.saturating_add(1);
+        }
+        let raw = self.foreign == 0 && is_raw_text(lower);
         if let Some((open, depth)) = &mut self.hiding {
             if !raw && open.eq_ignore_ascii_case(name) && !is_void(lower) {
                 *depth = depth.saturating_add(1);
@@ -238,8 +304,9 @@ impl Text {
             match kind(lower, hidden) {
                 Kind::Block => self.block(),
                 Kind::Cell => self.gap(),
-                Kind::Hides if !raw && !is_void(lower) => {
+                Kind::Hides if !(raw || is_void(lower) || self.foreign > 0 && self_closing) => {
                     self.hiding = Some((name.to_ascii_lowercase(), 1));
+                    self.hiding_foreign = self.foreign > 0;
                 }
                 Kind::Hides | Kind::Inline => {}
             }
@@ -259,14 +326,24 @@ impl Text {
         let Some((after, _)) = attributes(b, name_end) else {
             return b.len();
         };
+        let lower = Lower::new(name);
+        if self.foreign > 0 && matches!(lower.as_str(), "svg" | "math") {
+            self.foreign -= 1;
+            // The end of the `<svg>` ends what was open in it.
+            if self.hiding_foreign && self.foreign == 0 {
+                self.hiding = None;
+                self.hiding_foreign = false;
+            }
+        }
         if let Some((open, depth)) = &mut self.hiding {
             if open.eq_ignore_ascii_case(name) {
                 *depth = depth.saturating_sub(1);
                 if *depth == 0 {
                     self.hiding = None;
+                    self.hiding_foreign = false;
                 }
             }
-        } else if kind(Lower::new(name).as_str(), false) == Kind::Block {
+        } else if kind(lower.as_str(), false) == Kind::Block {
             self.block();
         }
         after
@@ -495,302 +572,5 @@ fn split_unfinished_reference(s: &str) -> (&str, &str) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::extract::tests_support::{extract_page, extractor};
-    use crate::extract::{CutShort, FieldValue};
-    use std::time::{Duration, Instant};
-
-    /// The fast path adds words exactly as the general one does: strings
-    /// of up to four pieces with every kind of whitespace, capped or not,
-    /// after every start (empty, a word, a block ended).
-    #[test]
-    fn plain_text_is_added_as_the_general_path_adds_it() {
-        let pieces = [
-            "a", "bc", " ", "  ", "\n", "\t ", "é", "\u{a0}", ".", "&", "\r\n",
-        ];
-        let mut strings = vec![String::new()];
-        for _ in 0..4 {
-            let longer: Vec<String> = strings
-                .iter()
-                .flat_map(|s| pieces.iter().map(move |p| format!("{s}{p}")))
-                .collect();
-            strings.extend(longer);
-        }
-        strings.dedup();
-        for before in ["", "x", "x\n"] {
-            for s in &strings {
-                for max in [3, 64] {
-                    let start = |t: &mut Text| {
-                        if before.ends_with('\n') {
-                            t.push_any_words("x");
-                            t.block();
-                        } else if !before.is_empty() {
-                            t.push_any_words(before);
-                        }
-                    };
-                    let mut fast = Text::new(max, bytes::Bytes::new());
-                    start(&mut fast);
-                    fast.push_words(s);
-                    fast.push_words("z");
-                    let mut slow = Text::new(max, bytes::Bytes::new());
-                    start(&mut slow);
-                    slow.push_any_words(s);
-                    slow.push_any_words("z");
-                    assert_eq!(
-                        fast.finish(false),
-                        slow.finish(false),
-                        "{before:?} then {s:?}"
-                    );
-                }
-            }
-        }
-    }
-
-    fn text_of(html: &str) -> String {
-        text_with(html, 1024 * 1024).0
-    }
-
-    fn text_of_bytes(html: &[u8]) -> String {
-        let x = extractor(&[], false, false, Some(1024 * 1024));
-        match extract_page(&x, html, Duration::from_secs(60))
-            .fields
-            .get("text")
-        {
-            Some(FieldValue::One(t)) => t.clone(),
-            other => panic!("text: {other:?}"),
-        }
-    }
-
-    /// The text of `html` with a cap of `max`, and whether it was cut.
-    fn text_with(html: &str, max: u64) -> (String, bool) {
-        let x = extractor(&[], false, false, Some(max));
-        let out = extract_page(&x, html.as_bytes(), Duration::from_secs(60));
-        match out.fields.get("text") {
-            Some(FieldValue::One(t)) => (t.clone(), out.fields_cut.contains("text")),
-            other => panic!("text: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn scripts_styles_templates_noscript_and_hidden_elements_are_left_out() {
-        let html = r#"<html><head><title>T</title><style>p { color: red }</style>
-            <script>var a = "<p>no</p>";</script></head><body>
-            <p>one</p><noscript><p>enable js</p></noscript>
-            <template><p>tpl</p></template>
-            <div hidden>secret <b>bold</b> <div>inner</div> tail</div>
-            <p>two <span hidden="">h</span>three</p><img hidden><p>four</p>
-            <textarea>typed</textarea></body></html>"#;
-        assert_eq!(text_of(html), "one\ntwo three\nfour");
-    }
-
-    #[test]
-    fn blocks_end_lines_cells_are_apart_and_whitespace_collapses() {
-        let html = "<h1>  Title\n  here </h1>intro <b>bold</b><i>it</i>\n\n<ul><li>a</li><li>b\
-            <li>c</ul><table><tr><td>1</td><td>2</td></tr><tr><th>3</th></tr></table>\
-            line<br>break<br><br><br>x<div><div><p></p></div></div>end";
-        assert_eq!(
-            text_of(html),
-            "Title here\nintro boldit\na\nb\nc\n1 2\n3\nline\nbreak\nx\nend"
-        );
-        assert_eq!(text_of("<p>\n</p>  <div> </div>"), "", "no blank lines");
-    }
-
-    #[test]
-    fn references_are_decoded_even_across_chunks() {
-        assert_eq!(
-            text_of("<p>Tom &amp; Jerry &lt;3 &#233;t&#xE9; &nbsp;x &unknown; a&b</p>"),
-            "Tom & Jerry <3 été x &unknown; a&b"
-        );
-        // A reference split by the parser's 64 KiB chunks is still decoded.
-        for pad in 65_520..65_540 {
-            let html = format!("<p>{}</p><p>x &amp; y</p>", "a".repeat(pad));
-            let text = text_of(&html);
-            assert!(
-                text.ends_with("\nx & y"),
-                "{pad}: {}",
-                &text[text.len() - 10..]
-            );
-        }
-        let mut one = Text::new(100, bytes::Bytes::new());
-        one.on_text("a &am", true, false);
-        one.on_text("p; b &", true, false);
-        one.on_text("#233", true, true);
-        assert_eq!(one.finish(true).0, "a & b &#233");
-    }
-
-    #[test]
-    fn words_split_on_every_unicode_space_as_before() {
-        let s = "a\u{a0}b\u{3000}c\u{2028}d\te\u{b}f\u{1c}g é\u{85}ü  \n";
-        let mut t = Text::new(1000, bytes::Bytes::new());
-        t.on_text(s, false, true);
-        let want: Vec<&str> = s
-            .split(char::is_whitespace)
-            .filter(|w| !w.is_empty())
-            .collect();
-        assert_eq!(t.finish(true).0, want.join(" "));
-    }
-
-    #[test]
-    fn markup_left_between_tags_is_not_text() {
-        assert_eq!(
-            text_of("<!DOCTYPE html><p>a <!-- <p>x</p> --> b</p><p>c < d <![CDATA[e]]> f</p>"),
-            "a b\nc < d f"
-        );
-        assert_eq!(text_of("a </b> c <!-- x"), "a c");
-    }
-
-    #[test]
-    fn scanner_edge_cases() {
-        // An unterminated comment hides the rest; `<!-->` is empty.
-        assert_eq!(text_of("<p>a</p><!-- b <p>c</p>"), "a");
-        assert_eq!(text_of("a<!-->b<!--->c"), "abc");
-        // `<` and `>` in quoted attribute values are not markup.
-        assert_eq!(
-            text_of(r#"<p title="a > b <i>">x</p><p data-x='<div hidden>'>y</p>"#),
-            "x\ny"
-        );
-        // An unquoted value ends at `>`.
-        assert_eq!(text_of("<p class=a>x<p class=b/>y"), "x\ny");
-        // `</script` not followed by the end of a name is script.
-        assert_eq!(
-            text_of(r#"<script>a = "</scripts>"; b = "</script" + "x";</script>after"#),
-            "after"
-        );
-        assert_eq!(
-            text_of("<SCRIPT>x</ScRiPt >a<STYLE>y</STYLE>b<Title>t</TITLE>c"),
-            "abc"
-        );
-        // Upper case tags.
-        assert_eq!(
-            text_of("<DIV>a</DIV><P HIDDEN>b</P><TD>c<TD>d<BR>e"),
-            "a\nc d\ne"
-        );
-        // `hidden` with a value, in any case; not `data-hidden` nor a value.
-        assert_eq!(text_of("<p hidden=hidden>a</p>b"), "b");
-        assert_eq!(text_of("<p HIDDEN = 'x'>a</p>b"), "b");
-        assert_eq!(
-            text_of(r#"<p data-hidden>a</p><p class="hidden">b</p><p hiddenx>c</p>"#),
-            "a\nb\nc"
-        );
-        // A hidden element ends at its own end tag, nested ones counted.
-        assert_eq!(
-            text_of("<div hidden><div>x</div><script>'</div>'</script>y</div>z"),
-            "z"
-        );
-        assert_eq!(
-            text_of("<template><template>a</template>b</template>c"),
-            "c"
-        );
-        // A self-closing slash does not make an element void in HTML.
-        assert_eq!(text_of("<div hidden/>a</div>b"), "b");
-        // An unterminated tag ends the page; a lone `<` is text.
-        assert_eq!(text_of("a<b c=\"d>e"), "a");
-        assert_eq!(text_of("a<div"), "a");
-        assert_eq!(text_of("a < b <"), "a < b <");
-        assert_eq!(text_of("a</"), "a</");
-        assert_eq!(text_of("a</>b</ x>c<?php d ?>e<!x>f"), "abcef");
-        assert_eq!(text_of("a<plaintext>b<p>c"), "a");
-    }
-
-    #[test]
-    fn hostile_bytes_never_panic_and_are_decoded_lossily() {
-        assert_eq!(
-            text_of_bytes(b"<p>a\xFF\xFEb\0c</p>"),
-            "a\u{FFFD}\u{FFFD}b\0c"
-        );
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let alphabet = b"<>/!-='\" ahidenscrptl\xC3\xA9\xFF\0&;#";
-        for _ in 0..2000 {
-            let len = (rng % 64) as usize;
-            let page: Vec<u8> = (0..len)
-                .map(|_| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    alphabet[(rng % alphabet.len() as u64) as usize]
-                })
-                .collect();
-            let _ = text_of_bytes(&page);
-            // Every prefix, as the scanner may stop anywhere.
-            for cut in 0..page.len() {
-                let mut t = Text::new(1000, bytes::Bytes::from(page.clone()));
-                t.advance(cut);
-                t.advance(page.len());
-                let _ = t.finish(true);
-            }
-        }
-    }
-
-    #[test]
-    fn advancing_by_any_steps_gives_the_same_text() {
-        let page = "<p>Tom &amp; Jerry</p><div>é&#233; <b>x</b></div><script>s</script>tail";
-        let whole = {
-            let mut t = Text::new(1000, bytes::Bytes::from(page));
-            t.advance(page.len());
-            t.finish(true).0
-        };
-        assert_eq!(whole, "Tom & Jerry\néé x\ntail");
-        for step in 1..page.len() {
-            let mut t = Text::new(1000, bytes::Bytes::from(page));
-            let mut at = 0;
-            while at < page.len() {
-                at += step;
-                t.advance(at);
-            }
-            assert_eq!(t.finish(true).0, whole, "{step}");
-        }
-    }
-
-    #[test]
-    fn max_text_cuts_at_a_character_boundary_and_says_so() {
-        let html = format!("<p>{}</p>", "é".repeat(100));
-        let (text, cut) = text_with(&html, 51);
-        assert_eq!((text.len(), cut), (50, true));
-        let (text, cut) = text_with("<p>abc</p><p>def</p>", 6);
-        assert_eq!((text.as_str(), cut), ("abc\nde", true));
-        let (text, cut) = text_with("<p>abc</p><p>def</p>", 7000);
-        assert_eq!((text.as_str(), cut), ("abc\ndef", false));
-    }
-
-    #[test]
-    fn an_element_hiding_its_content_never_closed_hides_to_the_end() {
-        assert_eq!(text_of("<p>a</p><div hidden><p>b</p><p>c"), "a");
-        assert_eq!(text_of("<p>a</p><noscript><p>b</p><p>c"), "a");
-        assert_eq!(text_of("<p>a</p><template>b"), "a");
-        // A void element with `hidden` hides nothing after it (and a hidden
-        // `<br>` breaks no line).
-        assert_eq!(
-            text_of("<p>a<br hidden>b<input hidden>c<br>d</p>"),
-            "abc\nd"
-        );
-    }
-
-    #[test]
-    fn a_hundred_megabytes_of_text_stays_bounded_and_within_the_deadline() {
-        let mut html = b"<p>".to_vec();
-        html.resize(100 * 1024 * 1024, b'a');
-        let x = extractor(&[], false, false, Some(1024 * 1024));
-        let started = Instant::now();
-        let out = extract_page(&x, &html, Duration::from_secs(1));
-        let took = started.elapsed();
-        let text = match out.fields.get("text") {
-            Some(FieldValue::One(t)) => t,
-            other => panic!("{other:?}"),
-        };
-        assert!(text.len() <= 1024 * 1024, "{}", text.len());
-        assert!(
-            out.fields_cut.contains("text") || out.cut_short == Some(CutShort::Time),
-            "cut or stopped"
-        );
-        // The deadline is checked between 64 KiB chunks.
-        assert!(took < Duration::from_secs(3), "{took:?}");
-    }
-
-    #[test]
-    fn without_text_there_is_no_text_field() {
-        let x = extractor(&[], false, false, None);
-        let out = extract_page(&x, b"<p>x</p>", Duration::from_secs(60));
-        assert!(out.fields.is_empty());
-    }
-}
+#[path = "text_tests.rs"]
+mod tests;
