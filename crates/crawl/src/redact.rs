@@ -6,8 +6,7 @@
 
 use crate::config::CrawlConfig;
 
-/// What stands for a secret.
-pub const HIDDEN: &str = "***";
+pub use crate::fetch::credentials::HIDDEN;
 
 impl CrawlConfig {
     /// This configuration with its secrets replaced by [`HIDDEN`], for

@@ -17,6 +17,7 @@ use super::fields::Collector;
 use super::handlers::{State, base, finish, link, meta};
 use super::implied::Implied;
 use super::noscript::Noscript;
+use super::parser::{MAX_PARSER_MEMORY, Stopped, guarded};
 use super::prefilter::Required;
 use super::requisites::{RequisiteSelectors, Requisites};
 use super::{CutShort, Extracted, Extractor, Page};
@@ -26,10 +27,6 @@ use crate::field_spec::{FieldSpec, FieldSpecError, Take};
 /// Bytes handed to the parser at a time; the deadline is checked between
 /// chunks, so a page overruns it by at most one chunk's work.
 const CHUNK: usize = 64 * 1024;
-/// The most memory the parser may hold for one page (buffered tags and
-/// attributes; the body itself is apart).
-pub(super) const MAX_PARSER_MEMORY: usize = 32 * 1024 * 1024;
-
 /// The namespace lol_html gives HTML elements (not those inside `<svg>`
 /// or `<math>`).
 const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
@@ -421,33 +418,6 @@ fn field_handlers<'h>(
         });
     }
     (Cow::Borrowed(selector), handlers)
-}
-
-/// Why the parser stopped before the end of a page.
-#[derive(Debug)]
-pub(super) enum Stopped {
-    /// It returned an error.
-    Parser(RewritingError),
-    /// It panicked: lol_html 3.0.3 asserts on `<script f=><A </a>` (found
-    /// by fuzzing) in builds with debug assertions; in others it errs.
-    Panicked,
-}
-
-impl std::fmt::Display for Stopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Parser(e) => e.fmt(f),
-            Self::Panicked => f.write_str("the HTML parser panicked"),
-        }
-    }
-}
-
-/// Runs one step of the parser, a panic in it being an error like another.
-pub(super) fn guarded(step: impl FnOnce() -> Result<(), RewritingError>) -> Result<(), Stopped> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
-        Ok(result) => result.map_err(Stopped::Parser),
-        Err(_) => Err(Stopped::Panicked),
-    }
 }
 
 #[cfg(test)]

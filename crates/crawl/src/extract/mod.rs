@@ -19,6 +19,7 @@ mod jsonld;
 mod markup;
 mod meta;
 mod noscript;
+mod parser;
 mod prefilter;
 mod requisites;
 mod scan;

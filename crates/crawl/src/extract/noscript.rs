@@ -64,7 +64,7 @@ fn links(html: &str, out: &mut Extracted, limits: &PageLimits) {
     };
     let settings = Settings::new()
         .with_memory_settings(
-            MemorySettings::new().with_max_allowed_memory_usage(super::html::MAX_PARSER_MEMORY),
+            MemorySettings::new().with_max_allowed_memory_usage(super::parser::MAX_PARSER_MEMORY),
         )
         .append_element_content_handler((
             Cow::Owned(selector),
@@ -73,8 +73,8 @@ fn links(html: &str, out: &mut Extracted, limits: &PageLimits) {
     let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
     // The content is at most MAX_NOSCRIPT_BYTES: one write. A parser that
     // gives up keeps the links it found before.
-    if super::html::guarded(|| rewriter.write(html.as_bytes())).is_ok() {
-        let _ = super::html::guarded(|| rewriter.end());
+    if super::parser::guarded(|| rewriter.write(html.as_bytes())).is_ok() {
+        let _ = super::parser::guarded(|| rewriter.end());
     } else {
         drop(rewriter);
     }

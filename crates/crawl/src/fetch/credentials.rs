@@ -20,6 +20,9 @@ use url::Url;
 
 use super::auth;
 
+/// What stands for a secret wherever one is shown.
+pub const HIDDEN: &str = "***";
+
 /// The headers that carry credentials: a `--header` of one of these names
 /// goes only to the hosts credentials may go to.
 pub const CREDENTIAL_HEADERS: [HeaderName; 3] = [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION];
@@ -47,7 +50,7 @@ impl SiteCredential {
     /// This credential with its password shown as `***`.
     pub fn redacted(&self) -> Self {
         Self {
-            password: self.password.as_ref().map(|_| "***".to_owned()),
+            password: self.password.as_ref().map(|_| HIDDEN.to_owned()),
             ..self.clone()
         }
     }

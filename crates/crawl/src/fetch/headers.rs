@@ -95,7 +95,7 @@ impl ExtraHeader {
     pub fn redacted(&self) -> Self {
         Self {
             name: self.name.clone(),
-            value: HeaderValue::from_static(crate::redact::HIDDEN),
+            value: HeaderValue::from_static(super::credentials::HIDDEN),
         }
     }
 }

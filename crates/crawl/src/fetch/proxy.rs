@@ -46,7 +46,7 @@ impl ProxyUrl {
     pub fn redacted(&self) -> Self {
         let mut shown = self.0.clone();
         if shown.password().is_some() {
-            let _ = shown.set_password(Some(crate::redact::HIDDEN));
+            let _ = shown.set_password(Some(super::credentials::HIDDEN));
         }
         Self(shown)
     }
