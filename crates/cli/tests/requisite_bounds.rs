@@ -8,7 +8,7 @@ mod common;
 
 use std::net::Ipv4Addr;
 
-use common::{crawl_in, fresh_dir, records};
+use common::{crawl_in, crawl_to_end, fresh_dir};
 use crawlkeeper_model::CrawlRecord;
 use crawlkeeper_testsite::hostile::{HostileServer, Script};
 
@@ -58,19 +58,8 @@ async fn crawl(name: &str, seed: &str, extra: &[&str]) -> Vec<CrawlRecord> {
     let d = fresh_dir("requisite-bounds", name);
     let mut args = vec!["--requisites", "--retries", "0", "--per-host", "8"];
     args.extend_from_slice(extra);
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(300),
-        crawl_in(&d, seed, &args).output(),
-    )
-    .await
-    .expect("the crawl ends in time")
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    records(&std::fs::read_to_string(d.join("out.jsonl")).unwrap())
+    let limit = std::time::Duration::from_secs(300);
+    crawl_to_end(&d, crawl_in(&d, seed, &args), limit).await.0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,18 +84,22 @@ async fn a_page_s_requisite_tree_costs_at_most_500_requests() {
     assert_eq!((a0.requisites, a0.requisites_dropped), (19, 6), "{a0:?}");
 }
 
+/// How many of `/wide`'s frames and images `s` was asked for.
+fn frames_and_images(s: &HostileServer) -> (usize, usize) {
+    let requested = s.requests();
+    let frames = requested
+        .iter()
+        .filter(|t| t.starts_with("/w") && t.ends_with(".html"));
+    let images = requested.iter().filter(|t| t.starts_with("/i"));
+    (frames.count(), images.count())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_count_as_pages_and_the_page_budget_bounds_requisites() {
     let s = site(Ipv4Addr::new(127, 0, 0, 34)).await;
     // Two pages: the seed and one frame. Requisites: 100 per page.
     crawl("max-pages", &s.url("/wide"), &["--max-pages", "2"]).await;
-    let requested = s.requests();
-    let frames = requested
-        .iter()
-        .filter(|t| t.starts_with("/w") && t.ends_with(".html"))
-        .count();
-    let images = requested.iter().filter(|t| t.starts_with("/i")).count();
-    assert_eq!((frames, images), (1, 200), "{requested:?}");
+    assert_eq!(frames_and_images(&s), (1, 200), "{:?}", s.requests());
 
     let s = site(Ipv4Addr::new(127, 0, 0, 35)).await;
     crawl(
@@ -115,11 +108,5 @@ async fn frames_count_as_pages_and_the_page_budget_bounds_requisites() {
         &["--max-requisites", "7"],
     )
     .await;
-    let requested = s.requests();
-    let frames = requested
-        .iter()
-        .filter(|t| t.starts_with("/w") && t.ends_with(".html"))
-        .count();
-    let images = requested.iter().filter(|t| t.starts_with("/i")).count();
-    assert_eq!((frames, images), (3, 7), "{requested:?}");
+    assert_eq!(frames_and_images(&s), (3, 7), "{:?}", s.requests());
 }

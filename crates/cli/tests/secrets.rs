@@ -13,7 +13,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{command_in, crawl_in, fresh_dir, records};
+use common::{command_in, crawl_in, crawl_to_end, fresh_dir, records};
 use crawlkeeper_testsite::hostile::{HostileServer, Script};
 
 const TOKEN: &str = "Bearer T0ken-5ecret-91";
@@ -79,13 +79,7 @@ async fn crawl(d: &Path, seed: &str, extra: &[&str]) -> String {
     args.extend_from_slice(extra);
     let mut c = crawl_in(d, seed, &args);
     c.env("RUST_LOG", "debug");
-    let out = tokio::time::timeout(Duration::from_secs(120), c.output())
-        .await
-        .expect("the crawl ends in time")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    stderr
+    crawl_to_end(d, c, Duration::from_secs(120)).await.1
 }
 
 /// Every byte of the gzipped WARC files at `path`, as text.

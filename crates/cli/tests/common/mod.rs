@@ -137,6 +137,24 @@ pub fn crawl_in(dir: &std::path::Path, seed: &str, extra: &[&str]) -> Command {
     c
 }
 
+/// Runs crawl command `c` (from [`crawl_in`]) to its end, within
+/// `limit`: it must succeed. Its records (`out.jsonl` in `dir`) and its
+/// stderr.
+pub async fn crawl_to_end(
+    dir: &std::path::Path,
+    mut c: Command,
+    limit: std::time::Duration,
+) -> (Vec<CrawlRecord>, String) {
+    let out = tokio::time::timeout(limit, c.output())
+        .await
+        .expect("the crawl ends in time")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let jsonl = std::fs::read_to_string(dir.join("out.jsonl")).unwrap();
+    (records(&jsonl), stderr)
+}
+
 /// How long a test waits for a site to see requests before it fails.
 pub const ARRIVAL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
 
