@@ -13,7 +13,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{command_in, crawl_in, crawl_to_end, fresh_dir, records};
+use common::{command_in, crawl_in, crawl_to_end, fresh_dir, records, run_in};
 use crawlkeeper_testsite::hostile::{HostileServer, Script};
 
 const TOKEN: &str = "Bearer T0ken-5ecret-91";
@@ -216,20 +216,14 @@ async fn archives_carry_the_options_without_their_secrets() {
         "live.warc.gz",
     ];
     crawl(&d, &seed, &extra).await;
-    let mut c = command_in(
+    let export = ["results", "--state", "state.db", "--format", "warc"];
+    let r = run_in(
         &d,
-        &[
-            "results",
-            "--state",
-            "state.db",
-            "--format",
-            "warc",
-            "--out",
-            "export.warc.gz",
-        ],
-    );
-    let o = c.output().await.unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        &[&export[..], &["--out", "export.warc.gz"]].concat(),
+        None,
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
 
     for file in ["live.warc.gz", "export.warc.gz"] {
         let text = warc_text(&d.join(file));
