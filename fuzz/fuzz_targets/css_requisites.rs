@@ -3,15 +3,15 @@
 //! fetched stylesheet. Exercises the CSS scanner: comments, strings,
 //! escapes, `url()` quoted or not, bad URLs, `@import` and `image-set()`.
 //!
-//! Invariants (crates/crawl/src/extract/css.rs): nothing panics; no more
+//! Invariants (crates/extract/src/css.rs): nothing panics; no more
 //! than `MAX_REQUISITES` URLs are kept; no kept URL is empty; a URL that
 //! fetches nothing (`data:`, `javascript:`, fragment-only) is not kept.
 #![no_main]
 
 use std::time::{Duration, Instant};
 
-use crawlkeeper_crawl::Extracted;
-use crawlkeeper_crawl::extract::{MAX_REQUISITES, PageLimits, stylesheet_requisites};
+use crawlkeeper_extract::Extracted;
+use crawlkeeper_extract::{MAX_REQUISITES, PageLimits, stylesheet_requisites};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 //! the page's text, `<noscript>` links) and the character-reference
 //! decoder.
 //!
-//! Invariants (crates/crawl/src/extract/html.rs): nothing panics; no href
+//! Invariants (crates/extract/src/html.rs): nothing panics; no href
 //! is empty and no more than the page's link limit are kept; a title,
 //! when found, is non-empty with its ASCII whitespace collapsed to single
 //! spaces (as `document.title`; other whitespace is kept); a nofollow page
@@ -30,10 +30,11 @@ mod html_page;
 
 use std::sync::LazyLock;
 
-use crawlkeeper_crawl::config::{ExtractConfig, ScopeConfig};
-use crawlkeeper_crawl::extract::HtmlExtractor;
+use crawlkeeper_crawl::config::ScopeConfig;
+use crawlkeeper_extract::config::ExtractConfig;
+use crawlkeeper_extract::HtmlExtractor;
 use crawlkeeper_crawl::normalize::Normalizer;
-use crawlkeeper_crawl::{Extracted, Extractor};
+use crawlkeeper_extract::{Extracted, Extractor};
 use html_page::{html_response, let_lol_html_start_tag_panic_unwind, page};
 use libfuzzer_sys::fuzz_target;
 use url::Url;

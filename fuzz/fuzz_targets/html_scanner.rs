@@ -1,4 +1,4 @@
-//! The default HTML extractor with its scanner (crates/crawl/src/extract/
+//! The default HTML extractor with its scanner (crates/extract/src/
 //! scan.rs) against the same extractor reading every page with lol_html,
 //! over any page body (typed `text/html`).
 //!
@@ -14,8 +14,8 @@ mod html_page;
 
 use std::sync::LazyLock;
 
-use crawlkeeper_crawl::extract::HtmlExtractor;
-use crawlkeeper_crawl::{Extracted, Extractor};
+use crawlkeeper_extract::HtmlExtractor;
+use crawlkeeper_extract::{Extracted, Extractor};
 use html_page::{html_response, let_lol_html_start_tag_panic_unwind, page};
 use libfuzzer_sys::fuzz_target;
 use url::Url;

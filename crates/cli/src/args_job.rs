@@ -10,8 +10,8 @@ use crawlkeeper_crawl::FieldSpec;
 use crawlkeeper_crawl::config::{
     CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, HttpVersion, RequisitesScope, ResolveOverride,
 };
-use crawlkeeper_crawl::fetch::{ExtraHeader, ProxyConfig, ProxyUrl, split_list};
-use crawlkeeper_crawl::guard::Cidr;
+use crawlkeeper_fetch::guard::Cidr;
+use crawlkeeper_fetch::{ExtraHeader, ProxyConfig, ProxyUrl, split_list};
 
 /// Where links may lead.
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -252,7 +252,7 @@ pub struct JobArgs {
 
 fn field_spec(s: &str) -> Result<FieldSpec, String> {
     s.parse()
-        .map_err(|e: crawlkeeper_crawl::extract::FieldSpecError| e.to_string())
+        .map_err(|e: crawlkeeper_extract::FieldSpecError| e.to_string())
 }
 
 /// A size in bytes: a number, optionally followed by `KiB`, `MiB` or `GiB`
@@ -280,7 +280,7 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
 
 fn cidr(s: &str) -> Result<Cidr, String> {
     s.parse()
-        .map_err(|e: crawlkeeper_crawl::guard::CidrError| e.to_string())
+        .map_err(|e: crawlkeeper_fetch::guard::CidrError| e.to_string())
 }
 
 /// The `--header` options, checked (never repeating a value: it may be a
@@ -300,7 +300,7 @@ fn cookie_file(path: Option<&std::path::Path>) -> Result<Option<String>, String>
     };
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("--cookies {}: {e}", path.display()))?;
-    crawlkeeper_crawl::fetch::CookieJar::from_netscape(&text)
+    crawlkeeper_fetch::CookieJar::from_netscape(&text)
         .map_err(|e| format!("--cookies {}: {e}", path.display()))?;
     Ok(Some(text))
 }

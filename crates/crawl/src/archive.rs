@@ -15,7 +15,7 @@ use crawlkeeper_warc::http::{HttpExchange, Original, RevisitProfile, Truncation}
 use crawlkeeper_warc::writer::encode;
 use crawlkeeper_warc::{PageMetadata, Record};
 
-use crate::fetch::FetchResponse;
+use crawlkeeper_fetch::FetchResponse;
 
 /// Makes the WARC records of fetched pages.
 #[derive(Debug)]

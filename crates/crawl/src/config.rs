@@ -1,23 +1,18 @@
 //! Configuration of a crawl: one struct per component, documented defaults,
 //! validated once before anything runs.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crawlkeeper_model::{MAX_DURATION, duration};
 
-use crate::guard::Cidr;
+pub use crawlkeeper_extract::config::{DEFAULT_MAX_TEXT, ExtractConfig, STRUCTURED_FIELDS};
+pub use crawlkeeper_fetch::config::{
+    CookieConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_USER_AGENT, FetchConfig, HttpVersion, ResolveOverride,
+};
 
-/// Default user agent: `crawlkeeper/<version>`.
-pub const DEFAULT_USER_AGENT: &str = concat!("crawlkeeper/", env!("CARGO_PKG_VERSION"));
-/// Default connect timeout.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default whole-request timeout (headers and body).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default maximum body size, counted after decompression: 10 MiB.
-pub const DEFAULT_MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
 /// Default maximum link depth from a seed.
 pub const DEFAULT_MAX_DEPTH: u32 = 5;
 /// Default maximum URL length in bytes.
@@ -56,11 +51,6 @@ pub const DEFAULT_MAX_HOST_ERRORS: u32 = 20;
 /// Requisites allowed per page of `--max-pages` when `--max-requisites`
 /// is not given (a page needs tens: the median page loads about 70).
 pub const DEFAULT_REQUISITES_PER_PAGE: u64 = 100;
-/// Default cap of a page's text (`--text`): 1 MiB.
-pub const DEFAULT_MAX_TEXT: u64 = 1024 * 1024;
-/// The names of the fields `--extract-meta`, `--extract-jsonld` and
-/// `--text` fill, which `--extract` fields may not take while they are on.
-pub const STRUCTURED_FIELDS: [&str; 3] = ["meta", "jsonld", "text"];
 /// Default extractor chain.
 pub const DEFAULT_EXTRACTORS: [&str; 1] = ["html"];
 /// Default scoper chain, in order.
@@ -90,52 +80,6 @@ pub struct CrawlConfig {
     pub extract: ExtractConfig,
 }
 
-/// Fields taken from every HTML page, in the record's `fields`. Each
-/// option is left out of the serialized configuration when off, so a job
-/// keeps its identity when options it does not use are added.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ExtractConfig {
-    /// `--extract NAME=SELECTOR[@attr|::text|::html]`, in order; evaluated
-    /// by the `html` extractor in its one pass over a page.
-    pub fields: Vec<crate::field_spec::FieldSpec>,
-    /// `--extract-meta`: the page's meta tags, canonical URL and language
-    /// in `fields.meta`. Default false.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub meta: bool,
-    /// `--extract-jsonld`: the page's JSON-LD scripts, parsed, in
-    /// `fields.jsonld`. Default false.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub jsonld: bool,
-    /// `--text` (with `--max-text`): the page's text as a reader sees it
-    /// in `fields.text`, at most this many bytes. Default none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<u64>,
-    /// `--noscript-links`: the links inside `<noscript>` are read too, as
-    /// a browser with JavaScript off reads them. Default false: a page is
-    /// read as a browser with JavaScript on reads it, `<noscript>` content
-    /// being text.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub noscript_links: bool,
-}
-
-impl ExtractConfig {
-    /// True when nothing is asked for (nor `--noscript-links`).
-    pub fn is_empty(&self) -> bool {
-        self.asks_no_fields() && !self.noscript_links
-    }
-
-    /// True when no field is asked for: records have no `fields`.
-    pub fn asks_no_fields(&self) -> bool {
-        self.fields.is_empty() && !self.meta && !self.jsonld && self.text.is_none()
-    }
-
-    /// Which of `meta`, `jsonld` and `text` are asked for.
-    fn structured(&self) -> [bool; 3] {
-        [self.meta, self.jsonld, self.text.is_some()]
-    }
-}
-
 /// What of each page is kept beyond its record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -156,141 +100,6 @@ impl Default for ArchiveConfig {
             gzip_level: 1,
         }
     }
-}
-
-/// How the fetcher talks HTTP.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FetchConfig {
-    /// The `User-Agent` header. Default `crawlkeeper/<version>`.
-    pub user_agent: String,
-    /// Time allowed to open a connection. Default 10 s.
-    #[serde(with = "duration::text")]
-    pub connect_timeout: Duration,
-    /// Time allowed for a whole request, body included. Default 30 s.
-    #[serde(with = "duration::text")]
-    pub request_timeout: Duration,
-    /// Bodies longer than this (after decompression) are cut. Default 10 MiB.
-    pub max_body_bytes: u64,
-    /// Host names resolved to fixed addresses instead of DNS, like curl's
-    /// `--resolve`.
-    pub resolve: Vec<ResolveOverride>,
-    /// PEM files of extra certificate authorities to trust for HTTPS, beside
-    /// the system's.
-    pub ca_certs: Vec<std::path::PathBuf>,
-    /// Networks always allowed by the SSRF guard.
-    pub allow_nets: Vec<Cidr>,
-    /// Networks never connected to, whatever else allows them.
-    pub deny_nets: Vec<Cidr>,
-    /// Turns the SSRF guard's special-purpose check off (`deny_nets` still
-    /// applies). Default false.
-    pub allow_private: bool,
-    /// The local address requests leave from (a machine with several);
-    /// default: the system's choice.
-    pub local_address: Option<std::net::IpAddr>,
-    /// Keep each request and response as sent and received (for WARC
-    /// archives). Default false.
-    pub capture: bool,
-    /// Headers sent with every request, robots.txt and sitemaps included
-    /// (`--header`): their values are secrets, never shown.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub headers: Vec<crate::fetch::headers::ExtraHeader>,
-    /// Hosts besides the seeds' that the `--header`s carrying credentials
-    /// (`Authorization`, `Cookie`, `Proxy-Authorization`) go to
-    /// (`--header-host`); other headers go everywhere. Left out of the
-    /// serialized configuration when empty.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub header_hosts: Vec<String>,
-    /// `--header-everywhere`: the credential-bearing `--header`s go to every
-    /// host. Default false (left out when false).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub header_everywhere: bool,
-    /// The users and passwords the seed URLs carried
-    /// (`http://user:pw@host/`), taken out of them: each is sent as basic
-    /// authentication to its own host only. Secrets, stored with the job
-    /// and never shown.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub site_credentials: Vec<crate::fetch::credentials::SiteCredential>,
-    /// Forward proxies (`--proxy`, `--no-proxy`, the environment).
-    #[serde(skip_serializing_if = "crate::fetch::proxy::ProxyConfig::is_unset")]
-    pub proxy: crate::fetch::proxy::ProxyConfig,
-    /// The cookie jar (`--cookies`, `--no-cookies`).
-    #[serde(skip_serializing_if = "CookieConfig::is_default")]
-    pub cookies: CookieConfig,
-    /// Which HTTP versions are spoken (`--http1-only`, `--http2`). Left
-    /// out of the serialized configuration when the default.
-    #[serde(skip_serializing_if = "HttpVersion::is_default")]
-    pub http_version: HttpVersion,
-}
-
-/// Which HTTP versions the fetcher speaks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HttpVersion {
-    /// HTTPS negotiates by ALPN (HTTP/2 where the server offers it, else
-    /// HTTP/1.1); plain `http://` speaks HTTP/1.1. The default.
-    #[default]
-    Negotiate,
-    /// HTTP/1.1 only, over TLS too (`--http1-only`).
-    Http1Only,
-    /// HTTP/2 only (`--http2`): offered alone by ALPN over TLS, and with
-    /// prior knowledge (h2c) on plain `http://`.
-    Http2,
-}
-
-impl HttpVersion {
-    fn is_default(&self) -> bool {
-        *self == Self::default()
-    }
-}
-
-/// The crawl's cookie jar: one per crawling process (a cluster's Runner
-/// keeps the cookies of the hosts of its shards), following RFC 6265 with
-/// bounds a hostile server cannot push past.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CookieConfig {
-    /// Keep the cookies servers set and send them back. Default true.
-    pub jar: bool,
-    /// A Netscape cookie file's text (`--cookies FILE`, what curl and
-    /// browsers' exporters write), loaded into the jar at the start: a
-    /// secret, stored with the job and never shown.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-}
-
-impl Default for CookieConfig {
-    fn default() -> Self {
-        Self {
-            jar: true,
-            file: None,
-        }
-    }
-}
-
-impl CookieConfig {
-    fn is_default(&self) -> bool {
-        *self == Self::default()
-    }
-}
-
-impl std::fmt::Debug for CookieConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CookieConfig")
-            .field("jar", &self.jar)
-            .field("file", &self.file.as_ref().map(|_| "<redacted>"))
-            .finish()
-    }
-}
-
-/// A host name pinned to an address.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResolveOverride {
-    /// The host name as it appears in URLs.
-    pub host: String,
-    /// The address (and port) to connect to instead.
-    pub addr: SocketAddr,
 }
 
 /// Which hosts a link may lead to.
@@ -451,31 +260,6 @@ pub struct PipelineConfig {
     pub processors: Vec<String>,
 }
 
-impl Default for FetchConfig {
-    fn default() -> Self {
-        Self {
-            user_agent: DEFAULT_USER_AGENT.to_owned(),
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
-            resolve: Vec::new(),
-            ca_certs: Vec::new(),
-            allow_nets: Vec::new(),
-            deny_nets: Vec::new(),
-            allow_private: false,
-            local_address: None,
-            capture: false,
-            headers: Vec::new(),
-            header_hosts: Vec::new(),
-            header_everywhere: false,
-            site_credentials: Vec::new(),
-            proxy: crate::fetch::proxy::ProxyConfig::default(),
-            cookies: CookieConfig::default(),
-            http_version: HttpVersion::default(),
-        }
-    }
-}
-
 impl Default for ScopeConfig {
     fn default() -> Self {
         Self {
@@ -591,15 +375,7 @@ impl CrawlConfig {
         if self.engine.per_host == 0 {
             problems.push("per_host must be at least 1".to_owned());
         }
-        if self.fetch.max_body_bytes == 0 {
-            problems.push("max_body_bytes must be at least 1".to_owned());
-        }
-        if self.fetch.user_agent.trim().is_empty() {
-            problems.push("user_agent must not be empty".to_owned());
-        }
-        if self.fetch.request_timeout.is_zero() || self.fetch.connect_timeout.is_zero() {
-            problems.push("timeouts must be longer than zero".to_owned());
-        }
+        problems.extend(self.fetch.problems());
         if self.engine.extract_timeout.is_zero() {
             problems.push("extract_timeout must be longer than zero".to_owned());
         }
@@ -624,28 +400,7 @@ impl CrawlConfig {
         if self.politeness.max_host_errors == 0 {
             problems.push("max_host_errors must be at least 1".to_owned());
         }
-        let mut names = std::collections::BTreeSet::new();
-        // Selectors are compiled (and refused) by the `html` extractor.
-        for f in &self.extract.fields {
-            if !names.insert(f.name.as_str()) {
-                problems.push(format!("--extract: the field '{}' is given twice", f.name));
-            }
-        }
-        for (name, on) in STRUCTURED_FIELDS.iter().zip(self.extract.structured()) {
-            if on && names.contains(name) {
-                let flag = match *name {
-                    "meta" => "--extract-meta",
-                    "jsonld" => "--extract-jsonld",
-                    _ => "--text",
-                };
-                problems.push(format!(
-                    "--extract: the field '{name}' is {flag}'s; give the field another name"
-                ));
-            }
-        }
-        if self.extract.text == Some(0) {
-            problems.push("max_text must be at least 1".to_owned());
-        }
+        problems.extend(self.extract.problems());
         for (name, d) in self.durations() {
             if d > MAX_DURATION {
                 problems.push(format!("{name} must be at most 365d"));

@@ -1,16 +1,19 @@
 //! The crawl engine of crawlkeeper: Spyder's pipeline (fetcher → extractor
 //! chain → scoper chain) driven by a per-authority scheduler.
 //!
+//! The fetcher is `crawlkeeper-fetch` and the extractors are
+//! `crawlkeeper-extract`: this crate joins them. The types a library user
+//! needs from them to add a processor are re-exported here
+//! ([`Extractor`], [`Page`], [`Extracted`], [`Fetcher`], ...).
+//!
 //! | module | what it does |
 //! |---|---|
 //! | [`config`] | every setting, with documented defaults, validated once |
 //! | [`archive`] | the WARC records of fetched pages, made on the request's task |
 //! | [`normalize`] | one spelling per URL, for dedup |
-//! | [`fetch`] | the [`Fetcher`] trait and the HTTP fetcher |
-//! | [`guard`] | the SSRF guard: which addresses a crawl may connect to |
+//! | [`requisites`] | a page's requisite tree: one budget shared down its hops |
+//! | [`redact`] | the configuration as archives show it: every secret as `***` |
 //! | [`robots`] | robots.txt rules per authority (RFC 9309) |
-//! | [`extract`] | the [`Extractor`] trait and the streaming HTML extractor |
-//! | [`field_spec`] | fields by CSS selector as a user asks for them (`--extract`), and their caps |
 //! | [`scope`] | the [`Scoper`] trait, the built-in rules, dispositions |
 //! | [`pipeline`] | one job through robots, fetch, extract and scope |
 //! | [`politeness`] | delays between requests, retry backoff, `Retry-After` |
@@ -39,10 +42,6 @@
 pub mod archive;
 pub mod config;
 pub mod engine;
-pub mod extract;
-pub mod fetch;
-pub mod field_spec;
-pub mod guard;
 pub mod live;
 pub mod name;
 pub mod normalize;
@@ -61,9 +60,9 @@ pub mod summary;
 
 pub use archive::Archiver;
 pub use config::CrawlConfig;
+pub use crawlkeeper_extract::{Extracted, Extractor, FieldSpec, FieldValue, Page};
+pub use crawlkeeper_fetch::{FetchError, FetchResponse, Fetcher, HttpFetcher, WireCapture};
 pub use engine::{Control, Engine, EngineError};
-pub use extract::{Extracted, Extractor, FieldSpec, FieldValue, Page};
-pub use fetch::{FetchError, FetchResponse, Fetcher, HttpFetcher, WireCapture};
 pub use registry::Registry;
 pub use scope::{Candidate, Disposition, ScopeReason, Scoper, Verdict};
 pub use sink::{JsonlSink, MemorySink, Sink};

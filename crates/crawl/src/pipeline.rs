@@ -9,13 +9,13 @@ use crawlkeeper_model::key::KeySet;
 use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, Known, RecordError};
 use url::Url;
 
-use crate::extract::{CutShort, Extracted, Extractor, Page, PageLimits};
-use crate::fetch::{FetchResponse, Fetcher};
 use crate::normalize::Normalizer;
 use crate::politeness::parse_retry_after;
 use crate::process::{Addition, Processor, ProcessorPage};
 use crate::robots::RobotsRules;
 use crate::scope::{Candidate, ScopeChain, Verdict};
+use crawlkeeper_extract::{CutShort, Extracted, Extractor, Page, PageLimits};
+use crawlkeeper_fetch::{FetchResponse, Fetcher};
 
 /// A URL the engine has decided to request.
 #[derive(Debug, Clone)]
@@ -618,7 +618,7 @@ impl Pipeline {
         };
         let mut found = Extracted::default();
         if Self::is_stylesheet(request, r) {
-            crate::extract::stylesheet_requisites(&r.body, &page.limits, &mut found);
+            crawlkeeper_extract::stylesheet_requisites(&r.body, &page.limits, &mut found);
         } else {
             for extractor in &self.extractors {
                 if page.limits.expired() {

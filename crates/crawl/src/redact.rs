@@ -6,7 +6,7 @@
 
 use crate::config::CrawlConfig;
 
-pub use crate::fetch::credentials::HIDDEN;
+pub use crawlkeeper_fetch::credentials::HIDDEN;
 
 impl CrawlConfig {
     /// This configuration with its secrets replaced by [`HIDDEN`], for
@@ -36,8 +36,8 @@ impl CrawlConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fetch::ProxyConfig;
-    use crate::fetch::credentials::SiteCredential;
+    use crawlkeeper_fetch::ProxyConfig;
+    use crawlkeeper_fetch::credentials::SiteCredential;
 
     #[test]
     fn no_secret_survives_redaction() {

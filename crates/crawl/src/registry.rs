@@ -8,14 +8,14 @@ use std::sync::Arc;
 use url::Url;
 
 use crate::config::{ConfigError, CrawlConfig};
-use crate::extract::{Extractor, HtmlExtractor};
-use crate::fetch::{Fetcher, HttpFetcher};
 use crate::normalize::Normalizer;
 use crate::pipeline::Pipeline;
 use crate::process::{ChildProcessor, ChildSettings, Processor, ProcessorCommand};
 use crate::scope::{
     DepthScoper, HostScoper, PatternScoper, SchemeScoper, ScopeChain, Scoper, UrlLengthScoper,
 };
+use crawlkeeper_extract::{Extractor, HtmlExtractor};
+use crawlkeeper_fetch::{Fetcher, HttpFetcher};
 
 /// What a processor factory may look at.
 #[derive(Debug, Clone, Copy)]
@@ -302,10 +302,10 @@ mod tests {
         // A configuration read as JSON (a submitted job) is not checked by
         // the command line's parser: the html extractor refuses it.
         let mut c = CrawlConfig::default();
-        c.extract.fields.push(crate::extract::FieldSpec {
+        c.extract.fields.push(crawlkeeper_extract::FieldSpec {
             name: "price".into(),
             selector: "div[".into(),
-            take: crate::extract::Take::Text,
+            take: crawlkeeper_extract::Take::Text,
             all: false,
         });
         let Err(err) = Registry::builtin().build(&c, &[]) else {

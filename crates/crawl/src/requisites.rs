@@ -20,9 +20,9 @@ use crawlkeeper_model::{CrawlRecord, Known};
 use url::Url;
 
 use crate::config::RequisitesScope;
-use crate::extract::Extracted;
-use crate::fetch::FetchResponse;
 use crate::pipeline::{Discovered, Pipeline, Request, url_key};
+use crawlkeeper_extract::Extracted;
+use crawlkeeper_fetch::FetchResponse;
 
 /// The most embeds a requisite may be from its page: the page's
 /// stylesheet (1) imports a stylesheet (2) that loads a font (3).
@@ -30,7 +30,7 @@ pub const MAX_EMBED_HOPS: u8 = 3;
 /// The most requisites one page causes, its stylesheets' and frames' own
 /// included, over every hop: each requisite taken gets an equal share of
 /// what its page's tree has left, so the tree never grows past this.
-pub const MAX_REQUISITE_TREE: usize = crate::extract::MAX_REQUISITES;
+pub const MAX_REQUISITE_TREE: usize = crawlkeeper_extract::MAX_REQUISITES;
 
 impl Pipeline {
     /// Turns the requisites `found` names (relative to `base`) into

@@ -9,10 +9,9 @@ use tracing::{debug, warn};
 use url::Url;
 
 use crate::archive::Archiver;
-use crate::fetch::Fetcher;
+use crawlkeeper_fetch::Fetcher;
 
-/// The product token robots.txt groups are matched against.
-pub const PRODUCT_TOKEN: &str = "crawlkeeper";
+pub use crawlkeeper_model::PRODUCT_TOKEN;
 /// RFC 9309 asks crawlers to parse at least 500 KiB; we stop there.
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
 /// Redirect hops followed when fetching robots.txt (RFC 9309: at least five).

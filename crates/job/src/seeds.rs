@@ -167,12 +167,12 @@ pub fn stdin() -> impl Read {
 /// (`http://user:pw@host/`) into `config`: the URLs are stored and shown
 /// without them (records, status, a cluster's task nodes), and each is
 /// sent as basic authentication to its own host only
-/// ([`crawlkeeper_crawl::fetch::credentials`]).
+/// ([`crawlkeeper_fetch::credentials`]).
 pub fn take_credentials(
     seeds: &mut [Url],
     config: &mut crawlkeeper_crawl::CrawlConfig,
 ) -> Result<(), SeedError> {
-    let taken = crawlkeeper_crawl::fetch::credentials::take_from_seeds(seeds)
+    let taken = crawlkeeper_fetch::credentials::take_from_seeds(seeds)
         .map_err(|e| SeedError(e.to_string()))?;
     config.fetch.site_credentials = taken;
     Ok(())

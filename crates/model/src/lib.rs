@@ -11,6 +11,7 @@
 //! | [`cluster`] | the cluster's meta-data: GroupState, NodeState, Task, Heartbeat, node names |
 //! | [`state`] | durable crawl state: frontier entries, finished URLs, per-authority state |
 //! | [`shard`] | a job's hosts split in shards, one holder each |
+//! | [`response`] | a fetched response: status, headers, body, and the exchange as sent |
 
 // Library code never panics on a value it could not get, and never
 // prints: it returns errors and logs with `tracing` (tests may do both).
@@ -25,9 +26,14 @@ pub mod duration;
 pub mod key;
 pub mod known;
 pub mod record;
+pub mod response;
 pub mod shard;
 pub mod state;
 pub mod text;
+
+/// The product token robots.txt groups and `<meta name=...>` robots tags
+/// are matched against.
+pub const PRODUCT_TOKEN: &str = "crawlkeeper";
 
 pub use authority::Authority;
 pub use duration::{
@@ -35,5 +41,6 @@ pub use duration::{
 };
 pub use known::Known;
 pub use record::{CrawlRecord, ErrorKind, RecordError, Via};
+pub use response::{FetchResponse, WireCapture};
 pub use shard::{Partition, shard_of};
 pub use state::{AuthorityState, Fence, FinishedUrl, FrontierEntry, JobCounts, RobotsSnapshot};

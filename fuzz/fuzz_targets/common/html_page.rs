@@ -5,10 +5,11 @@ use std::sync::Once;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use crawlkeeper_crawl::extract::PageLimits;
-use crawlkeeper_crawl::{FetchResponse, Page};
+use crawlkeeper_extract::PageLimits;
+use crawlkeeper_extract::Page;
+use crawlkeeper_model::FetchResponse;
 use url::Url;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 
 /// `data` as the body of a 200 response typed `text/html; charset=utf-8`.
 pub fn html_response(data: &[u8]) -> FetchResponse {

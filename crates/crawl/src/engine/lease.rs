@@ -17,7 +17,7 @@ use crawlkeeper_model::Known;
 use tokio::sync::Notify;
 use url::Url;
 
-use crate::fetch::{FetchError, FetchResponse, Fetcher};
+use crawlkeeper_fetch::{FetchError, FetchResponse, Fetcher};
 
 /// When the shards were last confirmed, and how long that is good for.
 #[derive(Debug)]

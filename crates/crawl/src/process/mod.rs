@@ -26,7 +26,7 @@ use std::time::Duration;
 use crawlkeeper_model::CrawlRecord;
 use url::Url;
 
-use crate::fetch::FetchResponse;
+use crawlkeeper_fetch::FetchResponse;
 
 pub use child::{ChildProcessor, ChildSettings, FAILING_AFTER};
 pub use command::{CommandError, ProcessorCommand};

@@ -250,8 +250,8 @@ fn links(raw: &RawValue) -> Result<Vec<String>, AnswerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fetch::FetchResponse;
     use bytes::Bytes;
+    use crawlkeeper_fetch::FetchResponse;
     use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
     use std::time::{Duration, SystemTime};
 

@@ -4,8 +4,8 @@
 use std::net::Ipv4Addr;
 
 use crawlkeeper_crawl::config::FetchConfig;
-use crawlkeeper_crawl::fetch::ExtraHeader;
 use crawlkeeper_crawl::{Fetcher, HttpFetcher};
+use crawlkeeper_fetch::ExtraHeader;
 use crawlkeeper_model::Known;
 use crawlkeeper_testsite::hostile::{HostileServer, Script};
 use url::Url;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use crawlkeeper_crawl::fetch::{FetchError, FetchResponse, Fetcher};
 use crawlkeeper_crawl::{CrawlConfig, HttpFetcher, Registry};
+use crawlkeeper_fetch::{FetchError, FetchResponse, Fetcher};
 use crawlkeeper_model::{CrawlRecord, ErrorKind};
 use crawlkeeper_testsite::hostile::{HostileServer, Script};
 use url::Url;

@@ -125,8 +125,8 @@ impl JsonLd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extract::FieldValue;
-    use crate::extract::tests_support::{extract_page, extractor};
+    use crate::FieldValue;
+    use crate::tests_support::{extract_page, extractor};
     use serde_json::{Value, json};
     use std::time::Duration;
 

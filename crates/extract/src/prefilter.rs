@@ -371,7 +371,7 @@ mod tests {
     /// tempt a wrong shortcut (case, entities, comments, lists, `:not`).
     #[test]
     fn the_extractor_finds_the_same_fields_with_and_without_it() {
-        use crate::extract::tests_support::{extract_page, extractor};
+        use crate::tests_support::{extract_page, extractor};
         let selectors = [
             "h1",
             ".price",
@@ -425,7 +425,7 @@ mod tests {
     /// do not contain `<base` or `<meta`: what a page yields is the same.
     #[test]
     fn the_pages_base_and_meta_tags_are_read_the_same_with_and_without_it() {
-        use crate::extract::tests_support::{extract_page, extractor};
+        use crate::tests_support::{extract_page, extractor};
         let pages = [
             "<BASE HREF=/b/><a href=x>x</a><title>T</title>",
             "<meta http-equiv=refresh content='0; url=/next'><a href=y>y</a>",

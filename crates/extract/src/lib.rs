@@ -5,12 +5,32 @@
 //! extractor keeps to the page's [`PageLimits`] (a number of links and a
 //! deadline), so no page costs more than a bounded amount of memory and CPU.
 
+//!
+//! This crate does no I/O and needs no runtime: it can be used, tested
+//! and fuzzed alone (`fuzz/`).
+//!
+//! | module | what it does |
+//! |---|---|
+//! | [`config`] | what is asked for beyond links: fields, meta, JSON-LD, text |
+//! | [`field_spec`] | fields by CSS selector as a user asks for them (`--extract`), and their caps |
+//! | [`css`] | the URLs a stylesheet needs (`--requisites`) |
+//! | the rest (private) | the scanner, lol_html's handlers, entities, text, meta, JSON-LD |
+
+// Library code never panics on a value it could not get, and never
+// prints: it returns errors and logs with `tracing` (tests may do both).
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
+)]
+
+pub mod config;
 pub mod css;
 #[cfg(test)]
 mod differential;
 mod entities;
 mod extras;
 mod fast;
+pub mod field_spec;
 mod fields;
 mod handlers;
 mod html;
@@ -30,13 +50,14 @@ mod text;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use crate::fetch::FetchResponse;
+use crawlkeeper_model::FetchResponse;
 use url::Url;
 
 pub use crate::field_spec::{
     FieldSpec, FieldSpecError, FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES,
     Take,
 };
+pub use config::ExtractConfig;
 pub use css::stylesheet_requisites;
 pub use html::HtmlExtractor;
 pub use jsonld::{MAX_SCRIPT_BYTES, MAX_SCRIPTS};

@@ -145,7 +145,7 @@ pub(super) fn meta(get: impl Fn(&str) -> Option<String>, out: &mut Extracted, li
     }
     if let Some(name) = get("name") {
         let name = name.to_ascii_lowercase();
-        if (name == "robots" || name == crate::robots::PRODUCT_TOKEN)
+        if (name == "robots" || name == crawlkeeper_model::PRODUCT_TOKEN)
             && content
                 .split(',')
                 .map(|d| d.trim().to_ascii_lowercase())

@@ -425,7 +425,7 @@ impl<'a> Scanner<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extract::MAX_REQUISITES;
+    use crate::MAX_REQUISITES;
     use std::time::{Duration, Instant};
 
     /// The requisites of stylesheet `css`, read within a minute.

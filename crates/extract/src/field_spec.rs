@@ -1,8 +1,8 @@
 //! Fields by CSS selector as a user asks for them (`--extract
 //! 'NAME=SELECTOR[@attr|::text|::html]'`): plain data of the crawl's
 //! configuration, and the caps that keep a hostile page's fields bounded.
-//! The [`HtmlExtractor`](crate::extract::HtmlExtractor) collects their
-//! values (`extract/fields.rs`).
+//! The [`HtmlExtractor`](crate::HtmlExtractor) collects their
+//! values (`fields.rs`).
 //!
 //! A page is hostile input: a field keeps at most [`MAX_FIELD_VALUES`]
 //! values of at most [`MAX_VALUE_BYTES`] bytes each, and a page's fields

@@ -263,8 +263,7 @@ fn an_attribute_starting_with_a_byte_order_mark_is_decoded_as_lol_html_decodes_i
     assert_eq!(hrefs(&scanned), ["/x", "/y", "/z"]);
     // Found by fuzzing (fuzz/regressions/html_scanner): the scanner read
     // such a value as UTF-8.
-    let found =
-        include_bytes!("../../../../fuzz/regressions/html_scanner/utf16-bom-in-an-attribute");
+    let found = include_bytes!("../../../fuzz/regressions/html_scanner/utf16-bom-in-an-attribute");
     assert_eq!(scanned_or_left(found), parsed(found, MAX_LINKS));
 }
 

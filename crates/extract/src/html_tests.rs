@@ -2,8 +2,8 @@
 
 use super::super::tests_support::run;
 use super::*;
-use crate::extract::handlers::MAX_TITLE;
-use crate::extract::{FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES};
+use crate::handlers::MAX_TITLE;
+use crate::{FieldValue, MAX_FIELD_VALUES, MAX_PAGE_FIELD_BYTES, MAX_VALUE_BYTES};
 use std::time::Duration;
 use url::Url;
 

@@ -3,8 +3,8 @@
 use super::html::HtmlExtractor;
 use super::{Extracted, Extractor, Page, PageLimits};
 use crate::config::ExtractConfig;
-use crate::fetch::FetchResponse;
 use bytes::Bytes;
+use crawlkeeper_model::FetchResponse;
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use std::time::{Duration, SystemTime};
 use url::Url;

@@ -369,8 +369,8 @@ fn srcset(set: &str, out: &mut Extracted) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extract::MAX_REQUISITES;
-    use crate::extract::tests_support::{extract_page, requisites_extractor};
+    use crate::MAX_REQUISITES;
+    use crate::tests_support::{extract_page, requisites_extractor};
     use std::time::Duration;
 
     #[test]
@@ -497,7 +497,7 @@ mod tests {
     fn off_the_page_reads_as_before() {
         let off = page(EVERY_FORM, false);
         let plain = extract_page(
-            &crate::extract::HtmlExtractor::new(),
+            &crate::HtmlExtractor::new(),
             EVERY_FORM.as_bytes(),
             Duration::from_secs(60),
         );

@@ -1,8 +1,8 @@
 //! The tests of [`super`].
 
 use super::*;
-use crate::extract::tests_support::{extract_page, extractor};
-use crate::extract::{CutShort, FieldValue};
+use crate::tests_support::{extract_page, extractor};
+use crate::{CutShort, FieldValue};
 use std::time::{Duration, Instant};
 
 /// The fast path adds words exactly as the general one does: strings
