@@ -3,100 +3,30 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use crawlkeeper_crawl::sink::FanOut;
-use crawlkeeper_crawl::state::{MemoryState, StateError};
-use crawlkeeper_crawl::{Engine, EngineError, StopReason};
-use crawlkeeper_job::guard::{
-    Protected, fresh_sink, refuse_odd_lock, refuse_protected, refuse_protected_warc, state_files,
-};
-use crawlkeeper_job::open::{Outputs, Records, Start, Wanted};
-use crawlkeeper_job::output::check_existing;
-use crawlkeeper_job::warc::{JobLook, WarcOptions, check_warc, open_warc};
-use crawlkeeper_job::{Opening, job_spec, open};
+use crawlkeeper_crawl::{Engine, Registry, StopReason};
+use crawlkeeper_job::open;
+use crawlkeeper_job::warc::WarcOptions;
 use crawlkeeper_model::format_duration;
-use crawlkeeper_store::Holder;
 
 use crate::args::CrawlArgs;
 use crate::args_view::ViewArgs;
-use crate::exit::{CliError, Outcome};
+use crate::crawl_plan::Plan;
+use crate::exit::{CliError, Outcome, engine_error};
 use crate::progress::{Progress, ProgressMode};
 use crate::serve::{Bound, CrawlSource};
 use crate::signals::Shutdown;
-use crate::state::location;
-use crate::warc_out::{archiver, warc_options};
-use crawlkeeper_job::seeds::{read_seeds, seed_files, stdin, take_credentials};
 
-/// Runs `crawlkeeper crawl`: the job's state is kept in the store, so the
-/// same command run again resumes it. Everything the user gave is checked
-/// (seeds, options, processors, shards, the output path) before the store
+/// Runs `crawlkeeper crawl`: the job's state is kept in the store (or in
+/// memory, `--no-state`), so the same command run again resumes it.
+/// Everything the user gave is checked ([`Plan::check`]) before the store
 /// or any file is touched.
-pub async fn run(
-    args: CrawlArgs,
-    mut registry: crawlkeeper_crawl::Registry,
-) -> Result<Outcome, CliError> {
-    args.job.check().map_err(CliError::Usage)?;
-    let mut seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
-    if !args.no_state {
-        crate::state::check_location(&args.store)?;
-    }
-    let bound = Bound::bind(&args.view.serve)?;
-    let mut config = args.to_config();
-    take_credentials(&mut seeds, &mut config).map_err(|e| CliError::Usage(e.0))?;
-    args.job
-        .proxy_from_env(&mut config, |name| std::env::var(name).ok())
-        .map_err(CliError::Usage)?;
-    let warc = warc_options(&args.warc, &config);
-    // What goes over the wire is kept only when it is archived.
-    config.fetch.capture = warc.is_some() || config.archive.store_bodies;
-    if config.archive.store_bodies && args.no_state {
-        return Err(CliError::Usage(
-            "--store-bodies keeps pages in the state store; not with --no-state".to_owned(),
-        ));
-    }
-    config.archive.gzip_level = args.warc.files.warc_gzip_level;
-    let held = check_shards(&args)?;
-    args.processors
-        .add_to(&mut registry)
-        .map_err(CliError::Usage)?;
-    let mut engine =
-        Engine::configure(config.clone(), seeds.clone(), &registry).map_err(engine_error)?;
-    if let Some(w) = &warc {
-        engine = engine.archive(archiver(w, &args.warc));
-    }
-    let spec = job_spec(&config, &seeds, args.shards);
-    check_paths(&args, warc.as_ref(), &spec.name)?;
-    if args.no_state {
-        return run_without_state(&args, engine, warc, &spec.name, bound).await;
-    }
-    let warc_index = warc.clone();
-    let records = match &args.out {
-        Some(path) => Records::File(path.clone()),
-        None => Records::Stdout,
-    };
-    let start = match (args.fresh, args.recrawl) {
-        (true, _) => Start::Fresh,
-        (_, true) => Start::Recrawl,
-        _ => Start::Resume,
-    };
-    let opening = Opening {
-        location: location(&args.store),
-        wanted: Wanted::Spec {
-            spec,
-            config: Box::new(config),
-            seeds,
-        },
-        start,
-        shards: held,
-        holder: Holder::this_process(),
-        take_over: args.take_over,
-        outputs: Outputs {
-            records,
-            warc,
-            cdx: args.warc.cdx,
-            overwrite: args.overwrite,
-        },
-        runs: None,
-    };
+pub async fn run(args: CrawlArgs, registry: Registry) -> Result<Outcome, CliError> {
+    let Plan {
+        engine,
+        opening,
+        bound,
+    } = Plan::check(&args, registry)?;
+    let warc = opening.outputs.warc.clone();
     // Store set-up blocks (and the PostgreSQL client runs its own runtime).
     let opened = tokio::task::spawn_blocking(move || open(&opening))
         .await
@@ -113,141 +43,9 @@ pub async fn run(
         quiet: args.quiet,
         shard: opened.job.shards > 1,
     };
-    let engine = engine.attach(Box::new(opened.state), opened.sink);
-    let outcome = crawl(engine, run).await?;
-    index_warc(&warc_index, &opened.job.name, args.warc.cdx)?;
+    let outcome = crawl(engine.attach(opened.state, opened.sink), run).await?;
+    index_warc(&warc, &opened.job.name, args.warc.cdx)?;
     Ok(outcome)
-}
-
-/// Refuses outputs that would destroy what is the user's: `--out` or a
-/// file `--warc` writes (rotations, `--cdx` indexes) naming a seed file,
-/// the state file or one of its companions, or each other.
-fn check_paths(args: &CrawlArgs, warc: Option<&WarcOptions>, job: &str) -> Result<(), CliError> {
-    let mut protected: Vec<Protected> = seed_files(&args.seeds)
-        .map(|path| Protected {
-            path: path.to_path_buf(),
-            what: "a seed file",
-        })
-        .collect();
-    if !args.no_state && args.store.store.is_none() {
-        protected.extend(state_files(&args.store.state, Some(job)));
-        refuse_odd_lock(&args.store.state, job)?;
-    }
-    if let Some(out) = &args.out {
-        refuse_protected(out, &protected)?;
-    }
-    let Some(w) = warc else {
-        return Ok(());
-    };
-    if args.shards > 1 || args.take_over {
-        return Err(CliError::Usage(
-            "--warc is not available yet with --shards or --take-over".to_owned(),
-        ));
-    }
-    if args.out.as_ref().is_some_and(|o| *o == w.path) {
-        return Err(CliError::Usage(
-            "--warc and --out name the same file".to_owned(),
-        ));
-    }
-    let cdx = args.warc.cdx;
-    refuse_protected_warc(w, job, cdx, "--warc", &protected)?;
-    if let Some(out) = &args.out {
-        let out = Protected {
-            path: out.clone(),
-            what: "the --out file",
-        };
-        refuse_protected_warc(w, job, cdx, "--warc", &[out])?;
-    }
-    Ok(())
-}
-
-/// `--no-state`: the crawl kept in memory, its outputs written from their
-/// start.
-async fn run_without_state(
-    args: &CrawlArgs,
-    engine: Engine,
-    warc: Option<WarcOptions>,
-    job: &str,
-    bound: Bound,
-) -> Result<Outcome, CliError> {
-    if let Some(out) = &args.out {
-        check_existing(out, None, args.overwrite)?;
-    }
-    if let Some(w) = &warc {
-        check_warc(w, JobLook::fresh(job), args.overwrite)?;
-        if args.warc.cdx {
-            w.check_indexes(job, args.overwrite)?;
-        }
-    }
-    let mut sink = fresh_sink(args.out.as_deref())?;
-    if let Some(w) = &warc {
-        let archive = open_warc(w, JobLook::fresh(job), None)?;
-        sink = Box::new(FanOut(vec![sink, Box::new(archive)]));
-    }
-    let engine = engine.attach(Box::new(MemoryState::new()), sink);
-    let run = Run {
-        title: job.to_owned(),
-        view: &args.view,
-        bound,
-        quiet: args.quiet,
-        shard: false,
-    };
-    let outcome = crawl(engine, run).await?;
-    index_warc(&warc, job, args.warc.cdx)?;
-    Ok(outcome)
-}
-
-/// The shards this process crawls, ascending, once the sharding options
-/// are checked: shards need a shared store, shard numbers in range, and no
-/// `--fresh` (which would delete the other processes' work).
-fn check_shards(args: &CrawlArgs) -> Result<Vec<u32>, CliError> {
-    let shared = shared_store(args);
-    if args.shards > 1 {
-        if args.no_state || !shared {
-            return Err(CliError::Usage(format!(
-                "--shards {} needs a postgres:// --store that every process of the job shares \
-                 (a local state file is not shared between machines)",
-                args.shards
-            )));
-        }
-        if args.fresh || args.recrawl {
-            let flag = if args.fresh { "--fresh" } else { "--recrawl" };
-            return Err(CliError::Usage(format!(
-                "{flag} would reset the work of every shard's process; not with --shards"
-            )));
-        }
-    }
-    if args.take_over && !shared {
-        return Err(CliError::Usage(
-            "--take-over needs a postgres:// --store (a local state file has one process)".into(),
-        ));
-    }
-    if let Some(i) = args.shard.iter().find(|&&i| i >= args.shards) {
-        return Err(CliError::Usage(format!(
-            "--shard {i} is not a shard of --shards {} (0 to {})",
-            args.shards,
-            args.shards - 1
-        )));
-    }
-    if args.shard.is_empty() {
-        if args.shards > 1 {
-            return Err(CliError::Usage(format!(
-                "--shards {} needs --shard I: which shards this process crawls (0 to {})",
-                args.shards,
-                args.shards - 1
-            )));
-        }
-        return Ok(vec![0]);
-    }
-    let mut held = args.shard.clone();
-    held.sort_unstable();
-    held.dedup();
-    Ok(held)
-}
-
-/// True when the state is in a store several processes can share.
-fn shared_store(args: &CrawlArgs) -> bool {
-    !args.no_state && location(&args.store).is_shared()
 }
 
 /// `--cdx`: the job's WARC files indexed once the run is over (after a
@@ -259,15 +57,6 @@ fn index_warc(warc: &Option<WarcOptions>, job: &str, cdx: bool) -> Result<(), Cl
         }
     }
     Ok(())
-}
-
-/// A configuration or seed problem is the user's (exit 2); anything else is fatal.
-pub fn engine_error(e: EngineError) -> CliError {
-    match e {
-        EngineError::Config(_) | EngineError::BadSeed(_) => CliError::Usage(e.to_string()),
-        EngineError::State(StateError::Fenced(why)) => CliError::Fenced(why),
-        e => CliError::Fatal(e.into()),
-    }
 }
 
 /// How a crawl is run and shown.

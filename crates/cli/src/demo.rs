@@ -10,7 +10,8 @@ use crawlkeeper_testsite::{SiteConfig, TestSite};
 use url::Url;
 
 use crate::args::DemoArgs;
-use crate::crawl_cmd::{Run, crawl, engine_error};
+use crate::crawl_cmd::{Run, crawl};
+use crate::exit::engine_error;
 use crate::exit::{CliError, Outcome};
 use crate::serve::Bound;
 

@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use crawlkeeper_crawl::EngineError;
+use crawlkeeper_crawl::state::StateError;
 use crawlkeeper_job::error::Kept;
 use crawlkeeper_job::{JobError, OutputError};
 
@@ -99,5 +101,14 @@ impl From<JobError> for CliError {
             | JobError::NoSuchShards { .. } => CliError::Usage(e.to_string()),
             e => CliError::Fatal(e.into()),
         }
+    }
+}
+
+/// A configuration or seed problem is the user's (exit 2); anything else is fatal.
+pub fn engine_error(e: EngineError) -> CliError {
+    match e {
+        EngineError::Config(_) | EngineError::BadSeed(_) => CliError::Usage(e.to_string()),
+        EngineError::State(StateError::Fenced(why)) => CliError::Fenced(why),
+        e => CliError::Fatal(e.into()),
     }
 }

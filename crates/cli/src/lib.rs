@@ -38,6 +38,7 @@ mod args_process;
 mod args_view;
 mod cluster;
 mod crawl_cmd;
+mod crawl_plan;
 mod demo;
 mod exit;
 mod node_cmd;

@@ -16,7 +16,7 @@ use crawlkeeper_store::location::scrub;
 
 use crate::args_cluster::SubmitArgs;
 use crate::cluster::{check_store, connect_zk, open_store};
-use crate::crawl_cmd::engine_error;
+use crate::exit::engine_error;
 use crate::exit::{CliError, Outcome};
 use crawlkeeper_job::seeds::{read_seeds, stdin, take_credentials};
 

@@ -5,7 +5,9 @@
 //! | module | what it does |
 //! |---|---|
 //! | [`open`] | [`open()`]: the one way a job is opened to crawl it, by `crawl` and by a Runner |
-//! | [`location`] | [`Location`]: where a job's state is kept, opened with errors fit for a user |
+//! | [`opening`] | what [`open()`] is asked ([`Opening`]) and hands back ([`Opened`]) |
+//! | [`location`] | [`Location`]: where a job's state is kept (a file, a store, or memory), opened with errors fit for a user |
+//! | `memory` | a job kept in memory only (`crawl --no-state`), opened by [`open()`] like the others |
 //! | [`claim`] | [`claim_shards`]: claiming shards, waiting out a displaced live holder's lease gate |
 //! | [`guard`] | what outputs must never overwrite: the state, seed files, other files |
 //! | [`error`] | [`JobError`]: why a job could not be opened, typed where callers decide by it |
@@ -31,7 +33,9 @@ pub mod export;
 pub mod guard;
 pub mod identity;
 pub mod location;
+mod memory;
 pub mod open;
+pub mod opening;
 pub mod output;
 pub mod records;
 pub mod seeds;
@@ -43,6 +47,7 @@ pub use claim::claim_shards;
 pub use error::JobError;
 pub use identity::job_spec;
 pub use location::Location;
-pub use open::{Opened, Opening, open};
+pub use open::open;
+pub use opening::{Opened, Opening};
 pub use output::OutputError;
 pub use state::StoreState;

@@ -8,6 +8,9 @@ use crawlkeeper_store::{SqliteStore, Store, StoreError};
 
 use crate::JobError;
 
+/// How [`Location::Memory`] is shown.
+const MEMORY: &str = "memory (--no-state)";
+
 /// Where a job's state is kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
@@ -16,6 +19,10 @@ pub enum Location {
     /// A PostgreSQL database (a `postgres://` URL or libpq words), or an
     /// existing SQLite file, as `--store` names it.
     Store(String),
+    /// Nowhere that lasts: the job lives in this process's memory and ends
+    /// with it (`crawl --no-state`). It is never resumed; its outputs are
+    /// written from their start.
+    Memory,
 }
 
 impl Location {
@@ -30,6 +37,7 @@ impl Location {
         match self {
             Self::File(path) => path.to_string_lossy().into_owned(),
             Self::Store(s) => s.clone(),
+            Self::Memory => MEMORY.to_owned(),
         }
     }
 
@@ -38,6 +46,7 @@ impl Location {
         match self {
             Self::File(path) => path.display().to_string(),
             Self::Store(s) => redact(s),
+            Self::Memory => MEMORY.to_owned(),
         }
     }
 
@@ -46,12 +55,19 @@ impl Location {
         matches!(self, Self::File(path) if !path.exists())
     }
 
-    /// Opens the store (making a state file that does not exist).
+    /// Opens the store (making a state file that does not exist). Memory
+    /// has none: [`crate::open()`] keeps such a job without one.
     pub fn open(&self) -> Result<Box<dyn Store>, JobError> {
         // A state file is a file whatever its name looks like (`host=a.db` too).
         let opened = match self {
             Self::File(path) => SqliteStore::open(path).map(|s| Box::new(s) as Box<dyn Store>),
             Self::Store(s) => crawlkeeper_store::open(s),
+            Self::Memory => {
+                return Err(JobError::Unusable {
+                    place: MEMORY.to_owned(),
+                    why: "a job kept in memory has no store".to_owned(),
+                });
+            }
         };
         opened.map_err(|e| self.refused(e))
     }

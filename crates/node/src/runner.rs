@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crawlkeeper_cluster::node::{ItemOutcome, TaskRunner};
 use crawlkeeper_crawl::state::StateError;
 use crawlkeeper_crawl::{Control, Engine, EngineError, Registry, StopReason};
-use crawlkeeper_job::open::{Outputs, Start, Wanted};
+use crawlkeeper_job::opening::{Outputs, Start, Wanted};
 use crawlkeeper_job::{JobError, Location, Opening, open};
 use crawlkeeper_model::Fence;
 use crawlkeeper_model::cluster::RunningContent;
@@ -414,5 +414,5 @@ fn prepare(settings: &NodeSettings, job: &str, shards: Vec<u32>) -> Result<Engin
     config.fetch.local_address = settings.local_address;
     let engine = Engine::configure(config, opened.seeds, &settings.registry)
         .map_err(|e| Ended::Failed(e.to_string()))?;
-    Ok(engine.attach(Box::new(opened.state), opened.sink))
+    Ok(engine.attach(opened.state, opened.sink))
 }

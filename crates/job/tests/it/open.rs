@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crawlkeeper_crawl::CrawlConfig;
 use crawlkeeper_crawl::state::{CrawlState, LEASE_BOUND, StateError};
-use crawlkeeper_job::open::{Note, Outputs, Records, Start, Wanted};
+use crawlkeeper_job::opening::{Note, Outputs, Records, Start, Wanted};
 use crawlkeeper_job::{JobError, Location, Opening, OutputError, job_spec, open};
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FrontierEntry, shard_of};
@@ -74,7 +74,7 @@ fn a_new_state_file_gets_the_job_and_the_next_open_resumes_it() {
     .unwrap();
     assert_eq!(first.notes, []);
     assert_eq!(first.job.counts.seen, 0);
-    admit(&mut first.state, "a.test", "/one");
+    admit(first.state.as_mut(), "a.test", "/one");
     drop(first);
     let again = open(&opening(
         location.clone(),
@@ -267,4 +267,53 @@ fn a_gone_holders_shard_is_taken_without_waiting() {
         opened.displaced.is_empty(),
         "its lock went with its session"
     );
+}
+
+#[test]
+fn a_job_in_memory_writes_its_output_from_the_start_and_keeps_nothing() {
+    let d = dir("memory");
+    let out = d.join("out.jsonl");
+    let mut o = opening(Location::Memory, wanted("a.test", 1), Start::Resume);
+    o.outputs.records = Records::File(out.clone());
+
+    // A file that is not this job's records is refused, and kept.
+    std::fs::write(&out, "notes of mine\n").unwrap();
+    match open(&o) {
+        Err(JobError::Output(OutputError::Foreign(why))) => assert!(why.contains("out.jsonl")),
+        other => panic!("expected Foreign, got {other:?}"),
+    }
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "notes of mine\n");
+
+    // With --overwrite it is started anew; no state file is made anywhere.
+    o.outputs.overwrite = true;
+    let mut opened = open(&o).unwrap();
+    assert_eq!(opened.notes, []);
+    assert_eq!(opened.job.shards, 1);
+    admit(opened.state.as_mut(), "a.test", "/one");
+    drop(opened);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
+    let made: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(made, [std::ffi::OsString::from("out.jsonl")]);
+
+    // Nothing was kept: opened again, the job starts from nothing.
+    let again = open(&o).unwrap();
+    assert_eq!(again.job.counts.seen, 0);
+    assert_eq!(again.notes, []);
+
+    // A re-crawl has no earlier crawl; a stored job is in no store here.
+    let recrawl = opening(Location::Memory, wanted("a.test", 1), Start::Recrawl);
+    assert!(matches!(
+        open(&recrawl),
+        Err(JobError::NoEarlierCrawl { .. })
+    ));
+    let stored = opening(
+        Location::Memory,
+        Wanted::Stored("abc".into()),
+        Start::Resume,
+    );
+    assert!(matches!(open(&stored), Err(JobError::Missing(name)) if name == "abc"));
 }
