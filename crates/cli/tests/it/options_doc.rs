@@ -60,6 +60,7 @@ const OTHER_TOOLS: &[&str] = &[
     "--showcase",
     "--soak",
     "--sort",
+    "--test",
     "--tls",
     "--tool",
 ];

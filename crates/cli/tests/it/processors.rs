@@ -16,6 +16,7 @@ use crawlkeeper_testsite::site::{PRODUCTS, product};
 use crawlkeeper_testsite::{SiteConfig, TestSite};
 use serde_json::json;
 
+use common::measure::measured;
 use common::*;
 
 /// A fresh directory of its own for one test.
@@ -343,35 +344,11 @@ async fn links_a_processor_adds_on_a_nofollow_page_are_not_followed() {
 
 /// The peak resident memory, in MiB, of `crawlkeeper ARGS` run in `dir`.
 async fn peak_rss_mib(dir: &std::path::Path, args: &[String]) -> u64 {
-    let log = dir.join("stderr.txt");
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
-    c.current_dir(dir)
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap());
-    // Waited for with wait4 below (for its rusage), not with `wait`.
-    #[allow(clippy::zombie_processes)]
-    let child = c.spawn().unwrap();
-    let pid = child.id() as libc::pid_t;
-    let wait = tokio::task::spawn_blocking(move || {
-        let mut status = 0;
-        // SAFETY: `usage` is a zeroed rusage owned here, which wait4 fills
-        // for our own child.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        assert_eq!(got, pid, "wait4");
-        let stderr = std::fs::read_to_string(&log).unwrap_or_default();
-        assert!(
-            // 1: every page failed (the hostile answers' pages do).
-            libc::WIFEXITED(status) && matches!(libc::WEXITSTATUS(status), 0 | 1),
-            "{status}: {stderr}"
-        );
-        usage.ru_maxrss as u64 / 1024
-    });
-    tokio::time::timeout(Duration::from_secs(120), wait)
-        .await
-        .expect("the crawl ends in time")
-        .unwrap()
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = measured(dir, &args, Duration::from_secs(120)).await;
+    // 1: every page failed (the hostile answers' pages do).
+    assert!(matches!(run.code, 0 | 1), "{}: {}", run.code, run.stderr);
+    run.peak >> 20
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

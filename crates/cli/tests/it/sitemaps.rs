@@ -8,9 +8,10 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+
 use std::time::Duration;
 
+use common::measure::{Measured, measured};
 use common::{fresh_dir, records};
 use crawlkeeper_model::{CrawlRecord, ErrorKind, Via};
 use crawlkeeper_testsite::hostile::{HostileServer, Script};
@@ -28,54 +29,6 @@ fn urlset(prefix: &str, n: usize) -> Vec<u8> {
 
 fn xml(body: Vec<u8>) -> Script {
     Script::response(200, &[("Content-Type", "application/xml")], body)
-}
-
-/// Runs `crawlkeeper ARGS` in `dir` to its end (bounded), and returns its
-/// exit code, stderr and peak resident memory in bytes (from `wait4`).
-#[expect(
-    clippy::zombie_processes,
-    reason = "the child is reaped by wait4, which std does not know of"
-)]
-fn run_measured(dir: &Path, args: &[&str]) -> (i32, String, u64) {
-    let err_path = dir.join("stderr.txt");
-    let child = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
-        .current_dir(dir)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("CRAWLKEEPER_MAX_WORKERS")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .spawn()
-        .expect("the binary runs");
-    let pid = child.id() as libc::pid_t;
-    // A watchdog: a crawl that never ends fails the test instead of hanging it.
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if done_rx.recv_timeout(Duration::from_secs(180)).is_err() {
-            // SAFETY: kill(2) on a pid this test spawned and has not reaped.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    });
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child, with valid pointers to fill.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let _ = done_tx.send(());
-    watchdog.join().unwrap();
-    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
-    assert!(
-        libc::WIFEXITED(status),
-        "killed (status {status}): it did not end in time"
-    );
-    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
-    // ru_maxrss is in kilobytes on Linux.
-    (
-        libc::WEXITSTATUS(status),
-        stderr,
-        usage.ru_maxrss as u64 * 1024,
-    )
 }
 
 fn out_records(dir: &Path) -> Vec<CrawlRecord> {
@@ -108,34 +61,29 @@ async fn sitemaps_with_huge_urls_listing_many_pages_stay_small_in_memory() {
     .unwrap();
     let d = fresh_dir("sitemaps", "memory");
     let seed = server.url("/");
-    let (code, stderr, peak) = tokio::task::spawn_blocking({
-        let d = d.clone();
-        move || {
-            run_measured(
-                &d,
-                &[
-                    "crawl",
-                    "--sitemaps",
-                    "--quiet",
-                    "--max-pages",
-                    "2000",
-                    "--per-host",
-                    "8",
-                    "--max-load",
-                    "100",
-                    "--retries",
-                    "0",
-                    "--out",
-                    "out.jsonl",
-                    "--state",
-                    "state.db",
-                    &seed,
-                ],
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let Measured { code, stderr, peak } = measured(
+        &d,
+        &[
+            "crawl",
+            "--sitemaps",
+            "--quiet",
+            "--max-pages",
+            "2000",
+            "--per-host",
+            "8",
+            "--max-load",
+            "100",
+            "--retries",
+            "0",
+            "--out",
+            "out.jsonl",
+            "--state",
+            "state.db",
+            &seed,
+        ],
+        Duration::from_secs(180),
+    )
+    .await;
     assert_eq!(code, 0, "{stderr}");
     eprintln!("peak RSS of the crawl: {} MB", peak >> 20);
     assert!(
@@ -219,7 +167,9 @@ async fn sitemaps_on_other_hosts_go_through_scope_and_their_own_robots_txt() {
         ];
         args.extend_from_slice(extra);
         args.push(&seed);
-        let (code, stderr, _) = run_measured(&d, &args);
+        let deadline = Duration::from_secs(180);
+        let run = tokio::runtime::Handle::current().block_on(measured(&d, &args, deadline));
+        let (code, stderr) = (run.code, run.stderr);
         assert!(matches!(code, 0 | 1), "{stderr}");
         (out_records(&d), stderr)
     };

@@ -3,6 +3,7 @@
 pub mod browser;
 pub mod cluster;
 pub mod http;
+pub mod measure;
 pub mod pg;
 pub mod pywb;
 pub mod sharded;
