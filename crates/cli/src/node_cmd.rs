@@ -19,7 +19,7 @@ use crate::cluster::{connect_zk, open_store, place};
 use crate::exit::{CliError, Outcome};
 use crate::serve::Bound;
 use crate::signals::Shutdown;
-use crawlkeeper_node::page::NodeSource;
+use crawlkeeper_node::status_page::NodeSource;
 
 /// Runs `crawlkeeper node` until it is asked to stop.
 pub async fn run(

@@ -15,7 +15,7 @@
 //! | [`status_json`] | that, every list capped, for a status page |
 //! | [`tasks`] | the group's tasks, their pending shards, whether a job is done |
 //! | [`view`] | a node's engines and shard events, for its status page and metrics |
-//! | [`page`] | [`page::NodeSource`]: a node's status page and metrics, the cluster looked at in the background |
+//! | [`status_page`] | [`status_page::NodeSource`]: a node's status page and metrics, the cluster looked at in the background |
 //! | [`wait`] | waiting for a submitted job's end: complete, or a shard failed on its Runner |
 //! | [`reach`] | reaching a cluster's ZooKeeper and store, each failure one clear line |
 
@@ -29,11 +29,11 @@
 pub mod group;
 pub mod item;
 pub mod offer;
-pub mod page;
 pub mod reach;
 pub mod runner;
 pub mod status;
 pub mod status_json;
+pub mod status_page;
 pub mod submit;
 pub mod tasks;
 pub mod view;

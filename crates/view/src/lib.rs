@@ -9,7 +9,7 @@
 //! | [`prom`] | the Prometheus text format, and a crawl's metrics in it |
 //! | [`server`] | the HTTP server: routes, the token, the bind rules, its connections |
 //! | [`head`] | the request head, parsed; the `Host` rule |
-//! | [`page`] | the status page (HTML, CSS and script in one file) |
+//! | [`status_page`] | the status page (HTML, CSS and script in one file) |
 
 // Library code never panics on a value it could not get, and never
 // prints: it returns errors and logs with `tracing` (tests may do both).
@@ -19,8 +19,8 @@
 )]
 
 pub mod head;
-pub mod page;
 pub mod prom;
 pub mod server;
+pub mod status_page;
 
 pub use server::{BindError, Listen, Source, serve};

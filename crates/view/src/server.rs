@@ -18,7 +18,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tracing::debug;
 
 use crate::head::{Head, HeadError, MAX_HEAD, head_end, host_is_local, parse_head};
-use crate::page::PAGE;
+use crate::status_page::PAGE;
 
 /// Connections open at once; past it, a new one evicts the oldest idle
 /// one (see [`Open`]). Enough that a browser, a Prometheus and a few

@@ -1,41 +1,41 @@
-//! Performing the machine's coordinator requests, in order, stopping at
-//! the first error. Mechanics only: what to request was decided by the
+//! Performing the machine's coordinator calls, in order, stopping at
+//! the first error. Mechanics only: what to call was decided by the
 //! machine.
 
 use super::*;
 use crate::coordinator::CreateMode;
 use crate::lock::Lock;
-use crate::protocol::machine::{Reply, Request};
+use crate::protocol::machine::{Call, Reply};
 
 impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
-    pub(super) async fn batch(&mut self, requests: Vec<Request>) -> Result<Vec<Reply>, CoordError> {
-        let mut replies = Vec::with_capacity(requests.len());
-        for request in requests {
-            replies.push(self.request(request).await?);
+    pub(super) async fn batch(&mut self, calls: Vec<Call>) -> Result<Vec<Reply>, CoordError> {
+        let mut replies = Vec::with_capacity(calls.len());
+        for call in calls {
+            replies.push(self.call(call).await?);
         }
         Ok(replies)
     }
 
-    async fn request(&mut self, request: Request) -> Result<Reply, CoordError> {
+    async fn call(&mut self, call: Call) -> Result<Reply, CoordError> {
         let c = &self.coord;
-        Ok(match request {
-            Request::Lock { dir, timeout } => {
+        Ok(match call {
+            Call::Lock { dir, timeout } => {
                 let guard = Lock::new(c.clone(), dir).acquire(timeout).await?;
                 self.lock = Some(guard);
                 Reply::Done
             }
-            Request::Unlock => {
+            Call::Unlock => {
                 if let Some(guard) = self.lock.take() {
                     guard.release().await?;
                 }
                 Reply::Done
             }
-            Request::CreateAll(path) => {
+            Call::CreateAll(path) => {
                 c.create_all(&path).await?;
                 Reply::Done
             }
-            Request::Get(path) => Reply::Value(get(c, &path).await?),
-            Request::GetOrCreate { path, data } => loop {
+            Call::Get(path) => Reply::Value(get(c, &path).await?),
+            Call::GetOrCreate { path, data } => loop {
                 if let Some(found) = get(c, &path).await? {
                     break Reply::Value(Some(found));
                 }
@@ -45,19 +45,19 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                     Err(e) => return Err(e),
                 }
             },
-            Request::GetAndWatch(path) => {
+            Call::GetAndWatch(path) => {
                 let (value, watch) = c.get_and_watch(&path).await?;
                 self.watch = Some((path, watch));
                 Reply::Value(value)
             }
-            Request::Exists(path) => Reply::Exists(c.exists(&path).await?),
-            Request::Children(path) => Reply::Children(c.children(&path).await?),
-            Request::Set {
+            Call::Exists(path) => Reply::Exists(c.exists(&path).await?),
+            Call::Children(path) => Reply::Children(c.children(&path).await?),
+            Call::Set {
                 path,
                 data,
                 version,
             } => Reply::Version(c.set(&path, &data, version).await?),
-            Request::Put { path, data } => match c.set(&path, &data, None).await {
+            Call::Put { path, data } => match c.set(&path, &data, None).await {
                 Ok(v) => Reply::Version(v),
                 Err(CoordError::NoNode(_)) => {
                     c.create(&path, &data, CreateMode::Persistent).await?;
@@ -65,7 +65,7 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                 }
                 Err(e) => return Err(e),
             },
-            Request::Ephemeral(path) => loop {
+            Call::Ephemeral(path) => loop {
                 match c.create(&path, b"", CreateMode::Ephemeral).await {
                     Ok(_) => break Reply::Done,
                     // An earlier session's node, not yet expired.
@@ -76,8 +76,8 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
                     Err(e) => return Err(e),
                 }
             },
-            Request::Multi(ops) => Reply::Multi(c.multi(&ops).await?),
-            Request::Close => {
+            Call::Multi(ops) => Reply::Multi(c.multi(&ops).await?),
+            Call::Close => {
                 c.close().await?;
                 Reply::Done
             }

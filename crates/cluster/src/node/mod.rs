@@ -2,7 +2,7 @@
 //! state machine ([`Machine`]) on a [`Coordinator`]. It decides nothing:
 //! it turns clock ticks, finished items, fired watches, session changes
 //! and a stop request into [`Event`]s, and performs the [`Command`]s that
-//! come back (coordinator requests, items run through a [`TaskRunner`],
+//! come back (coordinator calls, items run through a [`TaskRunner`],
 //! new sessions).
 //!
 //! What the node does (see [`crate::protocol::machine`]): it registers its
@@ -17,7 +17,7 @@
 //! | file | what it does |
 //! |---|---|
 //! | `mod.rs` | the node: start, the event loop, items, new sessions |
-//! | `exec.rs` | performing a batch of coordinator requests |
+//! | `exec.rs` | performing a batch of coordinator calls |
 //! | `runner.rs` | the [`TaskRunner`] trait |
 //! | `submit.rs` | task submission |
 
@@ -193,8 +193,8 @@ impl<C: Coordinator, R: TaskRunner> ClusterNode<C, R> {
         let mut queue = std::collections::VecDeque::from(commands);
         while let Some(command) = queue.pop_front() {
             let answer = match command {
-                Command::Io(requests) => {
-                    let result = self.batch(requests).await;
+                Command::Io(calls) => {
+                    let result = self.batch(calls).await;
                     if result.is_err() {
                         // A failed batch releases the lock (dropping the
                         // guard deletes its node when it can).

@@ -40,7 +40,7 @@ pub const MAX_ANSWER_LINKS: usize = 10_000;
 const MAX_ERROR_TEXT: usize = 1024;
 
 #[derive(Serialize)]
-struct Request<'a> {
+struct RequestLine<'a> {
     v: u32,
     id: &'a str,
     url: &'a str,
@@ -67,7 +67,7 @@ pub fn request(id: &str, page: &ProcessorPage<'_>, max_body: u64) -> Vec<u8> {
         .as_ref()
         .map(|f| serde_json::to_value(f).unwrap_or_else(|_| no_fields.clone()))
         .unwrap_or_else(|| no_fields.clone());
-    let request = Request {
+    let request = RequestLine {
         v: VERSION,
         id,
         url: page.url.as_str(),

@@ -1,5 +1,5 @@
 //! The machine's interface: what goes in ([`Event`], with [`Now`]), what
-//! comes out ([`Command`]), the coordinator requests a command carries and
+//! comes out ([`Command`]), the coordinator calls a command carries and
 //! their replies, and how a node's life ends.
 
 use std::time::Duration;
@@ -65,11 +65,11 @@ pub enum Event {
         /// Its outcome.
         outcome: Option<ItemOutcome>,
     },
-    /// A watched node changed (see [`Request::GetAndWatch`]).
+    /// A watched node changed (see [`Call::GetAndWatch`]).
     Changed(String),
     /// Leave the group gracefully.
     Stop,
-    /// The answer to the last [`Command::Io`]: one reply per request, or
+    /// The answer to the last [`Command::Io`]: one reply per call, or
     /// the first error.
     Replied(Result<Vec<Reply>, CoordError>),
     /// The answer to [`Command::Reconnect`].
@@ -79,8 +79,8 @@ pub enum Event {
 /// What to do, as the machine's output.
 #[derive(Debug)]
 pub enum Command {
-    /// Perform these requests in order; answer with [`Event::Replied`].
-    Io(Vec<Request>),
+    /// Perform these calls in order; answer with [`Event::Replied`].
+    Io(Vec<Call>),
     /// Start running an item; report with [`Event::ItemDone`].
     Run {
         /// Its position in the task.
@@ -104,9 +104,9 @@ pub enum Command {
     Exit(Result<Exit, NodeError>),
 }
 
-/// One coordinator request.
+/// One call to the coordinator, answered by a [`Reply`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Request {
+pub enum Call {
     /// Acquire the group lock (at `dir`, waiting at most `timeout`).
     Lock {
         /// The lock's node.
@@ -159,7 +159,7 @@ pub enum Request {
     Close,
 }
 
-/// The answer to one [`Request`].
+/// The answer to one [`Call`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     /// Done, nothing to report.

@@ -33,16 +33,16 @@ impl Machine {
         if runners.is_empty() {
             return;
         }
-        let requests = runners
+        let calls = runners
             .iter()
             .flat_map(|r| {
                 [
-                    Request::Exists(self.layout.heartbeat(r)),
-                    Request::Exists(self.layout.session(r)),
+                    Call::Exists(self.layout.heartbeat(r)),
+                    Call::Exists(self.layout.session(r)),
                 ]
             })
             .collect();
-        self.io(Flow::Observe(runners), requests, out);
+        self.io(Flow::Observe(runners), calls, out);
     }
 
     /// Judges what was observed; fails dead Runners over.
@@ -82,8 +82,8 @@ impl Machine {
     /// owner = heir), its task given to its heir or queued, and GroupState
     /// updated.
     pub(super) fn fail_over(&mut self, dead: Vec<NodeName>, out: &mut Vec<Command>) {
-        let requests = vec![self.lock(), Request::Get(self.layout.group_state())];
-        self.io(Flow::FailOverRead(dead), requests, out);
+        let calls = vec![self.lock(), Call::Get(self.layout.group_state())];
+        self.io(Flow::FailOverRead(dead), calls, out);
     }
 
     pub(super) fn fail_over_read(
@@ -96,12 +96,12 @@ impl Machine {
             return;
         };
         let heirs = roles::heirs(&g, &dead);
-        let mut requests = Vec::new();
+        let mut calls = Vec::new();
         for (d, heir) in &heirs {
-            requests.push(Request::Get(self.layout.task(d)));
-            requests.push(Request::Get(self.layout.heartbeat(d)));
+            calls.push(Call::Get(self.layout.task(d)));
+            calls.push(Call::Get(self.layout.heartbeat(d)));
             if let Some(h) = heir {
-                requests.push(Request::Get(self.layout.task(h)));
+                calls.push(Call::Get(self.layout.task(h)));
             }
         }
         let gathering = Gathering {
@@ -109,7 +109,7 @@ impl Machine {
             version,
             heirs,
         };
-        self.io(Flow::FailOverGather(gathering), requests, out);
+        self.io(Flow::FailOverGather(gathering), calls, out);
     }
 
     pub(super) fn fail_over_gathered(
@@ -176,11 +176,11 @@ impl Machine {
             }
         }
         if ops.is_empty() {
-            return self.io(Flow::Ack(vec![Step::SyncRole]), vec![Request::Unlock], out);
+            return self.io(Flow::Ack(vec![Step::SyncRole]), vec![Call::Unlock], out);
         }
         ops.push(set_op(self.layout.group_state(), &g, Some(gv)));
-        let requests = vec![Request::Multi(ops), Request::Unlock];
-        self.io(Flow::FailOverCommit(g), requests, out);
+        let calls = vec![Call::Multi(ops), Call::Unlock];
+        self.io(Flow::FailOverCommit(g), calls, out);
     }
 
     pub(super) fn failed_over(&mut self, g: GroupState) {
@@ -280,11 +280,11 @@ impl Machine {
         if others.is_empty() {
             return;
         }
-        let requests = others
+        let calls = others
             .iter()
-            .map(|b| Request::Exists(self.layout.session(b)))
+            .map(|b| Call::Exists(self.layout.session(b)))
             .collect();
-        self.io(Flow::CheckBackups(others), requests, out);
+        self.io(Flow::CheckBackups(others), calls, out);
     }
 
     pub(super) fn backups_checked(&mut self, names: Vec<NodeName>, r: impl Iterator<Item = Reply>) {
@@ -308,21 +308,21 @@ impl Machine {
             .find(|b| b.index() == self.group.standby_id)
             .cloned();
         if let Some(p) = primary {
-            let request = Request::Exists(self.layout.session(&p));
-            self.io(Flow::CheckPrimary(p), vec![request], out);
+            let call = Call::Exists(self.layout.session(&p));
+            self.io(Flow::CheckPrimary(p), vec![call], out);
         }
     }
 
     /// Records a dead backup (`dead-backup-runner`, `fail_backup`), under
     /// the lock, after checking again that its session is gone.
     pub(super) fn drop_backup(&mut self, b: NodeName, out: &mut Vec<Command>) {
-        let requests = vec![
+        let calls = vec![
             self.lock(),
-            Request::Get(self.layout.group_state()),
-            Request::Exists(self.layout.session(&b)),
-            Request::Get(self.layout.heartbeat(&b)),
+            Call::Get(self.layout.group_state()),
+            Call::Exists(self.layout.session(&b)),
+            Call::Get(self.layout.heartbeat(&b)),
         ];
-        self.io(Flow::DropRead(b), requests, out);
+        self.io(Flow::DropRead(b), calls, out);
     }
 
     pub(super) fn drop_read(
@@ -338,7 +338,7 @@ impl Machine {
         let session = next(&mut r).exists();
         let beat = next(&mut r).value();
         if !g.current_backup.contains(&b) || session.is_some() {
-            return self.io(Flow::Ack(vec![Step::SyncRole]), vec![Request::Unlock], out);
+            return self.io(Flow::Ack(vec![Step::SyncRole]), vec![Call::Unlock], out);
         }
         let Some(hb) = self.decode_beat(&b, beat, out) else {
             return;
@@ -351,7 +351,7 @@ impl Machine {
         ];
         self.io(
             Flow::DropCommit(b, g),
-            vec![Request::Multi(ops), Request::Unlock],
+            vec![Call::Multi(ops), Call::Unlock],
             out,
         );
     }

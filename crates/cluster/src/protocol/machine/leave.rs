@@ -12,8 +12,8 @@ impl Machine {
         if let Some((position, outcome)) = self.unrecorded.pop_front() {
             return self.then([Step::Record(position, outcome)]);
         }
-        let requests = vec![self.lock(), Request::Get(self.layout.group_state())];
-        self.io(Flow::LeaveRead, requests, out);
+        let calls = vec![self.lock(), Call::Get(self.layout.group_state())];
+        self.io(Flow::LeaveRead, calls, out);
     }
 
     pub(super) fn leave_read(
@@ -27,7 +27,7 @@ impl Machine {
             return;
         }
         let Some((g, gv)) = found else {
-            return self.io(Flow::Closing, vec![Request::Unlock, Request::Close], out);
+            return self.io(Flow::Closing, vec![Call::Unlock, Call::Close], out);
         };
         let me = &self.cfg.name;
         let heir = if g.current_runner.contains(me) {
@@ -40,8 +40,8 @@ impl Machine {
         };
         match heir {
             Some(h) => {
-                let request = Request::Get(self.layout.task(&h));
-                self.io(Flow::LeaveGather(g, gv, h), vec![request], out);
+                let call = Call::Get(self.layout.task(&h));
+                self.io(Flow::LeaveGather(g, gv, h), vec![call], out);
             }
             None => self.leave_commit(g, gv, None, now, out),
         }
@@ -88,7 +88,7 @@ impl Machine {
             ..self.cfg.heartbeat.clone()
         };
         ops.push(set_op(self.layout.heartbeat(&me), &hb, None));
-        let requests = vec![Request::Multi(ops), Request::Unlock, Request::Close];
-        self.io(Flow::Closing, requests, out);
+        let calls = vec![Call::Multi(ops), Call::Unlock, Call::Close];
+        self.io(Flow::Closing, calls, out);
     }
 }

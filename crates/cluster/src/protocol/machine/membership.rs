@@ -20,25 +20,25 @@ impl Machine {
             healthy_state: HeartState::Newborn,
             ..self.cfg.heartbeat.clone()
         };
-        let requests = vec![
-            Request::CreateAll(self.layout.node(me)),
-            Request::CreateAll(self.layout.group_dir()),
-            Request::CreateAll(self.layout.queue()),
-            Request::Put {
+        let calls = vec![
+            Call::CreateAll(self.layout.node(me)),
+            Call::CreateAll(self.layout.group_dir()),
+            Call::CreateAll(self.layout.queue()),
+            Call::Put {
                 path: self.layout.node_state(me),
                 data: encode(&state),
             },
-            Request::GetOrCreate {
+            Call::GetOrCreate {
                 path: self.layout.task(me),
                 data: encode(&Task::default()),
             },
-            Request::Put {
+            Call::Put {
                 path: self.layout.heartbeat(me),
                 data: encode(&beat),
             },
-            Request::Ephemeral(self.layout.session(me)),
+            Call::Ephemeral(self.layout.session(me)),
         ];
-        self.io(Flow::Register, requests, out);
+        self.io(Flow::Register, calls, out);
     }
 
     pub(super) fn registered(&mut self, r: impl Iterator<Item = Reply>, out: &mut Vec<Command>) {
@@ -63,14 +63,14 @@ impl Machine {
 
     /// Joins GroupState under the lock.
     pub(super) fn join(&mut self, out: &mut Vec<Command>) {
-        let requests = vec![
+        let calls = vec![
             self.lock(),
-            Request::GetOrCreate {
+            Call::GetOrCreate {
                 path: self.layout.group_state(),
                 data: encode(&GroupState::default()),
             },
         ];
-        self.io(Flow::JoinRead, requests, out);
+        self.io(Flow::JoinRead, calls, out);
     }
 
     pub(super) fn join_read(&mut self, r: impl Iterator<Item = Reply>, out: &mut Vec<Command>) {
@@ -78,17 +78,17 @@ impl Machine {
             return;
         };
         let me = self.cfg.name.clone();
-        let mut requests = Vec::new();
+        let mut calls = Vec::new();
         if !g.is_member(&me) {
             if roles::formed(&g) {
                 group::join_late(&mut g, &me);
             } else {
                 group::join_forming(&mut g, &me);
             }
-            requests.push(set(self.layout.group_state(), &g, Some(version)));
+            calls.push(set(self.layout.group_state(), &g, Some(version)));
         }
-        requests.push(Request::Unlock);
-        self.io(Flow::JoinWrite(g), requests, out);
+        calls.push(Call::Unlock);
+        self.io(Flow::JoinWrite(g), calls, out);
     }
 
     pub(super) fn joined(&mut self, g: GroupState, now: Now) {
@@ -121,7 +121,7 @@ impl Machine {
     ) -> Option<(GroupState, Version)> {
         let found = self.read_group(r, out);
         if found.is_none() && !self.done {
-            self.io(Flow::Ack(otherwise), vec![Request::Unlock], out);
+            self.io(Flow::Ack(otherwise), vec![Call::Unlock], out);
         }
         found
     }
@@ -141,7 +141,7 @@ impl Machine {
         let path = self.layout.node_state(&self.cfg.name);
         self.io(
             Flow::Ack(Vec::new()),
-            vec![Request::Put {
+            vec![Call::Put {
                 path,
                 data: encode(&state),
             }],
@@ -152,7 +152,7 @@ impl Machine {
     pub(super) fn refresh_group(&mut self, out: &mut Vec<Command>) {
         let before = self.duty();
         let path = self.layout.group_state();
-        self.io(Flow::Refresh(before), vec![Request::Get(path)], out);
+        self.io(Flow::Refresh(before), vec![Call::Get(path)], out);
     }
 
     pub(super) fn refreshed(
@@ -223,8 +223,8 @@ impl Machine {
         ) {
             return;
         }
-        let requests = vec![self.lock(), Request::Get(self.layout.group_state())];
-        self.io(Flow::ElectRead, requests, out);
+        let calls = vec![self.lock(), Call::Get(self.layout.group_state())];
+        self.io(Flow::ElectRead, calls, out);
     }
 
     pub(super) fn elect_read(&mut self, r: impl Iterator<Item = Reply>, out: &mut Vec<Command>) {
@@ -234,14 +234,14 @@ impl Machine {
         if roles::formed(&g) {
             // Someone else held it first.
             self.group = g;
-            return self.io(Flow::Ack(vec![Step::SyncRole]), vec![Request::Unlock], out);
+            return self.io(Flow::Ack(vec![Step::SyncRole]), vec![Call::Unlock], out);
         }
         let elected = group::elect(&g.current_crawler, self.cfg.runners);
-        let requests = vec![
+        let calls = vec![
             set(self.layout.group_state(), &elected, Some(version)),
-            Request::Unlock,
+            Call::Unlock,
         ];
-        self.io(Flow::ElectWrite(elected), requests, out);
+        self.io(Flow::ElectWrite(elected), calls, out);
     }
 
     /// Declared dead while alive: stop the item, drop the task, join again.
@@ -255,7 +255,7 @@ impl Machine {
         // The take-over rewrote our task node (no items, epoch + 1, in the
         // same transaction that declared us dead): take that version.
         let path = self.layout.task(&self.cfg.name);
-        self.io(Flow::RejoinRead, vec![Request::Get(path)], out);
+        self.io(Flow::RejoinRead, vec![Call::Get(path)], out);
     }
 
     pub(super) fn rejoin_read(&mut self, reply: Reply, out: &mut Vec<Command>) {

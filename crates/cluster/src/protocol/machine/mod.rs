@@ -16,12 +16,12 @@
 //! - Outside events ([`Event::Tick`], [`Event::ItemDone`],
 //!   [`Event::Changed`], [`Event::Session`], [`Event::Stop`]) are handed in
 //!   only while no answer is awaited ([`Machine::awaiting`] is false).
-//! - A batch of requests runs in order and stops at the first error; when a
+//! - A batch of calls runs in order and stops at the first error; when a
 //!   batch fails, the runtime releases the group lock if it holds it.
 //!
 //! | file | flows |
 //! |---|---|
-//! | `interface.rs` | events, commands, requests, replies |
+//! | `interface.rs` | events, commands, calls, replies |
 //! | `mod.rs` | the agenda, errors and recovery |
 //! | `membership.rs` | register, join, election, role, refresh, rejoin |
 //! | `work.rs` | beat, the task watch, items started and recorded, queued tasks |
@@ -44,7 +44,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-pub use self::interface::{Command, Event, Exit, NodeError, Now, Reply, Request};
+pub use self::interface::{Call, Command, Event, Exit, NodeError, Now, Reply};
 use super::config::{ItemMode, NodeConfig};
 use super::heart::HeartMonitor;
 use super::roles::{self, Duty};
@@ -257,7 +257,7 @@ impl Machine {
         self.now = Some(now.mono);
         match event {
             Event::Replied(result) => {
-                let flow = self.flow.take().expect("a reply answers a request");
+                let flow = self.flow.take().expect("a reply answers a call");
                 match result {
                     Ok(replies) => self.on_reply(flow, replies, now, &mut out),
                     Err(e) => self.on_error(flow, e, &mut out),
@@ -450,14 +450,14 @@ impl Machine {
         }
     }
 
-    /// An error answered a request: some are outcomes a flow expects (a
+    /// An error answered a call: some are outcomes a flow expects (a
     /// lost compare-and-set), the rest go to [`Machine::fail`].
     fn on_error(&mut self, flow: Flow, e: CoordError, out: &mut Vec<Command>) {
         let conflict = matches!(e, CoordError::BadVersion(_));
         match flow {
             Flow::Beat if conflict => {
                 let path = self.layout.heartbeat(&self.cfg.name);
-                self.io(Flow::BeatConflict, vec![Request::Get(path)], out);
+                self.io(Flow::BeatConflict, vec![Call::Get(path)], out);
             }
             Flow::StartItems(..) if conflict => self.then([Step::ReloadTask, Step::Advance]),
             Flow::Record(position, outcome, _) => {
@@ -553,14 +553,14 @@ impl Machine {
     }
 
     /// Sends a batch and awaits its answer in `flow`.
-    fn io(&mut self, flow: Flow, requests: Vec<Request>, out: &mut Vec<Command>) {
+    fn io(&mut self, flow: Flow, calls: Vec<Call>, out: &mut Vec<Command>) {
         debug_assert!(self.flow.is_none(), "one answer awaited at a time");
         self.flow = Some(flow);
-        out.push(Command::Io(requests));
+        out.push(Command::Io(calls));
     }
 
-    fn lock(&self) -> Request {
-        Request::Lock {
+    fn lock(&self) -> Call {
+        Call::Lock {
             dir: self.layout.group_lock(),
             timeout: self.cfg.lock_timeout,
         }
@@ -593,7 +593,7 @@ impl Machine {
 fn next(replies: &mut impl Iterator<Item = Reply>) -> Reply {
     replies
         .next()
-        .expect("the runtime answers every request of a batch")
+        .expect("the runtime answers every call of a batch")
 }
 
 fn encode<T: Serialize>(v: &T) -> Vec<u8> {
@@ -601,8 +601,8 @@ fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 }
 
 /// A compare-and-set of a meta-data object.
-fn set(path: String, value: &impl Serialize, version: Option<Version>) -> Request {
-    Request::Set {
+fn set(path: String, value: &impl Serialize, version: Option<Version>) -> Call {
+    Call::Set {
         path,
         data: encode(value),
         version,

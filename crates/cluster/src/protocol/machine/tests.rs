@@ -1,6 +1,6 @@
-//! The machine's life, scripted with no I/O: requests answered from an
+//! The machine's life, scripted with no I/O: calls answered from an
 //! in-test tree ([`world`]), the clock moved by hand, items finished by
-//! the test, faults injected request by request.
+//! the test, faults injected call by call.
 
 #[path = "tests_concurrent.rs"]
 mod concurrent;
@@ -37,14 +37,14 @@ fn start_registers_the_node_then_joins_under_the_lock() {
     let mut m = Machine::new(config("spider-1", 1, 1), Instant::now()).unwrap();
     let now = World::new().now();
     let commands = m.start(now);
-    let [Command::Io(requests)] = commands.as_slice() else {
+    let [Command::Io(calls)] = commands.as_slice() else {
         panic!("one batch expected: {commands:?}");
     };
     let l = Layout::new(world::GROUP).unwrap();
     let me = name("spider-1");
-    assert!(matches!(&requests[3], Request::Put { path, .. } if *path == l.node_state(&me)));
-    assert!(matches!(&requests[4], Request::GetOrCreate { path, .. } if *path == l.task(&me)));
-    assert_eq!(requests[6], Request::Ephemeral(l.session(&me)));
+    assert!(matches!(&calls[3], Call::Put { path, .. } if *path == l.node_state(&me)));
+    assert!(matches!(&calls[4], Call::GetOrCreate { path, .. } if *path == l.task(&me)));
+    assert_eq!(calls[6], Call::Ephemeral(l.session(&me)));
     assert!(m.awaiting());
     let replies = vec![
         Reply::Done,
@@ -56,11 +56,11 @@ fn start_registers_the_node_then_joins_under_the_lock() {
         Reply::Done,
     ];
     let commands = m.handle(now, Event::Replied(Ok(replies)));
-    let [Command::Io(requests)] = commands.as_slice() else {
+    let [Command::Io(calls)] = commands.as_slice() else {
         panic!("the join expected: {commands:?}");
     };
-    assert!(matches!(requests[0], Request::Lock { .. }));
-    assert!(matches!(&requests[1], Request::GetOrCreate { path, .. } if *path == l.group_state()));
+    assert!(matches!(calls[0], Call::Lock { .. }));
+    assert!(matches!(&calls[1], Call::GetOrCreate { path, .. } if *path == l.group_state()));
 }
 
 #[test]
@@ -151,7 +151,7 @@ fn a_runner_runs_its_items_in_order_and_records_each_once() {
     assert!(
         !w.nodes[a].sent[before..]
             .iter()
-            .any(|r| matches!(r, Request::Set { .. })),
+            .any(|r| matches!(r, Call::Set { .. })),
         "nothing written for a replay"
     );
 }
@@ -201,7 +201,7 @@ fn a_silent_runner_is_dead_after_three_late_checks_and_failed_over_in_one_transa
     let multis: Vec<&Vec<Op>> = w.nodes[c].sent[sent_before..]
         .iter()
         .filter_map(|r| match r {
-            Request::Multi(ops) => Some(ops),
+            Call::Multi(ops) => Some(ops),
             _ => None,
         })
         .collect();
@@ -256,12 +256,12 @@ fn a_zombie_runner_sees_asystole_aborts_its_item_and_rejoins_as_a_backup() {
     assert_eq!(w.task("spider-3").result_detail.len(), 1);
 }
 
-fn task_write(r: &Request) -> bool {
-    matches!(r, Request::Set { path, .. } if path.ends_with("spider-1/task"))
+fn task_write(r: &Call) -> bool {
+    matches!(r, Call::Set { path, .. } if path.ends_with("spider-1/task"))
 }
 
-fn starts_item_1(r: &Request) -> bool {
-    matches!(r, Request::Set { data, .. }
+fn starts_item_1(r: &Call) -> bool {
+    matches!(r, Call::Set { data, .. }
         if task_write(r) && String::from_utf8_lossy(data).contains(r#""in_progressing_id":"1""#))
 }
 
@@ -296,7 +296,7 @@ fn a_lost_connection_keeps_an_outcome_until_it_is_recorded() {
     let (mut w, [a, ..]) = formed(2);
     w.fail_next(
         a,
-        |r| matches!(r, Request::Set { path, .. } if path.ends_with("spider-1/task")),
+        |r| matches!(r, Call::Set { path, .. } if path.ends_with("spider-1/task")),
         CoordError::ConnectionLoss,
     );
     w.finish(a, ok(201));
@@ -311,8 +311,8 @@ fn a_lost_connection_keeps_an_outcome_until_it_is_recorded() {
 #[test]
 fn an_expired_session_is_replaced_with_backoff_and_the_node_registers_again() {
     let (mut w, [a, ..]) = formed(0);
-    w.fail_next(a, |r| *r == Request::Close, CoordError::ConnectionLoss);
-    w.fail_next(a, |r| *r == Request::Close, CoordError::ConnectionLoss);
+    w.fail_next(a, |r| *r == Call::Close, CoordError::ConnectionLoss);
+    w.fail_next(a, |r| *r == Call::Close, CoordError::ConnectionLoss);
     w.deliver(a, Event::Session(SessionState::Expired));
     assert_eq!(
         w.nodes[a].reconnects,
@@ -332,7 +332,7 @@ fn an_expired_session_is_replaced_with_backoff_and_the_node_registers_again() {
             .sent
             .iter()
             .rev()
-            .any(|r| *r == Request::Ephemeral(session.clone()))
+            .any(|r| *r == Call::Ephemeral(session.clone()))
     );
     assert!(!w.nodes[a].machine.awaiting());
 }
@@ -362,7 +362,7 @@ fn a_graceful_leave_finishes_the_item_then_hands_over_in_one_transaction() {
     let (mut w, [a, b, c]) = formed(3);
     w.deliver(a, Event::Stop);
     assert!(w.nodes[a].exit.is_none(), "waits for its item");
-    assert!(!w.nodes[a].sent.iter().any(|r| matches!(r, Request::Close)));
+    assert!(!w.nodes[a].sent.iter().any(|r| matches!(r, Call::Close)));
     w.run_for(BEAT, 1, &[a, b, c]); // still beats while it finishes
     w.finish(a, ok(200));
     assert!(matches!(w.nodes[a].exit, Some(Ok(Exit::Left))));

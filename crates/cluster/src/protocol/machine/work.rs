@@ -46,7 +46,7 @@ impl Machine {
     /// watch, never by polling).
     pub(super) fn watch_task(&mut self, out: &mut Vec<Command>) {
         let path = self.layout.task(&self.cfg.name);
-        self.io(Flow::Watch, vec![Request::GetAndWatch(path)], out);
+        self.io(Flow::Watch, vec![Call::GetAndWatch(path)], out);
     }
 
     pub(super) fn watched(&mut self, reply: Reply) {
@@ -88,7 +88,7 @@ impl Machine {
 
     pub(super) fn reload_task(&mut self, out: &mut Vec<Command>) {
         let path = self.layout.task(&self.cfg.name);
-        self.io(Flow::Reload, vec![Request::Get(path)], out);
+        self.io(Flow::Reload, vec![Call::Get(path)], out);
     }
 
     pub(super) fn reloaded(&mut self, reply: Reply, out: &mut Vec<Command>) {
@@ -127,8 +127,8 @@ impl Machine {
         }
         t.owner = Some(self.cfg.name.clone());
         let path = self.layout.task(&self.cfg.name);
-        let request = set(path, &t, Some(self.task_version));
-        self.io(Flow::StartItems(start, t), vec![request], out);
+        let call = set(path, &t, Some(self.task_version));
+        self.io(Flow::StartItems(start, t), vec![call], out);
     }
 
     pub(super) fn items_started(
@@ -165,8 +165,8 @@ impl Machine {
         let mut t = self.task.clone();
         if progress::record(&mut t, position, detail) {
             let path = self.layout.task(&self.cfg.name);
-            let request = set(path, &t, Some(self.task_version));
-            self.io(Flow::Record(position, o, t), vec![request], out);
+            let call = set(path, &t, Some(self.task_version));
+            self.io(Flow::Record(position, o, t), vec![call], out);
         }
     }
 
@@ -179,7 +179,7 @@ impl Machine {
         }
         self.io(
             Flow::ClaimList,
-            vec![Request::Children(self.layout.queue())],
+            vec![Call::Children(self.layout.queue())],
             out,
         );
     }
@@ -199,8 +199,8 @@ impl Machine {
         for p in &paths {
             self.queue_seen.entry(p.clone()).or_insert(now.mono);
         }
-        let requests = paths.iter().map(|p| Request::Get(p.clone())).collect();
-        self.io(Flow::ClaimRead(paths), requests, out);
+        let calls = paths.iter().map(|p| Call::Get(p.clone())).collect();
+        self.io(Flow::ClaimRead(paths), calls, out);
     }
 
     /// Whether this Runner may claim the queued task `t` at `path` now: a
@@ -249,7 +249,7 @@ impl Machine {
                         path,
                         version: Some(version),
                     }];
-                    return self.io(Flow::Ack(Vec::new()), vec![Request::Multi(ops)], out);
+                    return self.io(Flow::Ack(Vec::new()), vec![Call::Multi(ops)], out);
                 };
                 if encode(&merged).len() > progress::MAX_TASK_BYTES {
                     tracing::warn!(
@@ -272,7 +272,7 @@ impl Machine {
                     version: Some(self.task_version),
                 },
             ];
-            return self.io(Flow::ClaimTake(t), vec![Request::Multi(ops)], out);
+            return self.io(Flow::ClaimTake(t), vec![Call::Multi(ops)], out);
         }
     }
 

@@ -1,5 +1,5 @@
 //! A test bench for the machine with no I/O at all: nodes' machines are
-//! driven by hand, their requests answered synchronously from the memory
+//! driven by hand, their calls answered synchronously from the memory
 //! backend's tree, the clock moved by the test. Items never run on their
 //! own: the test finishes them.
 
@@ -25,16 +25,16 @@ pub(super) struct Sim {
     pub exit: Option<Result<Exit, NodeError>>,
     watching: Option<String>,
     /// Requests it sent, in order.
-    pub sent: Vec<Request>,
+    pub sent: Vec<Call>,
     pub reconnects: Vec<Duration>,
     /// Paused: handles nothing until thawed (events wait).
     frozen: bool,
 }
 
-/// A failure to inject: the next request of `node` matching `when`.
+/// A failure to inject: the next call of `node` matching `when`.
 struct Fault {
     node: usize,
-    when: fn(&Request) -> bool,
+    when: fn(&Call) -> bool,
     error: CoordError,
 }
 
@@ -210,8 +210,8 @@ impl World {
         self.flush();
     }
 
-    /// Fails node `i`'s next request matching `when` with `error`.
-    pub fn fail_next(&mut self, i: usize, when: fn(&Request) -> bool, error: CoordError) {
+    /// Fails node `i`'s next call matching `when` with `error`.
+    pub fn fail_next(&mut self, i: usize, when: fn(&Call) -> bool, error: CoordError) {
         self.faults.push(Fault {
             node: i,
             when,
@@ -255,8 +255,8 @@ impl World {
         let mut queue = std::collections::VecDeque::from(commands);
         while let Some(command) = queue.pop_front() {
             let answer = match command {
-                Command::Io(requests) => {
-                    let result = self.serve(i, requests);
+                Command::Io(calls) => {
+                    let result = self.serve(i, calls);
                     if result.is_err() && self.lock == Some(i) {
                         self.lock = None;
                     }
@@ -285,7 +285,7 @@ impl World {
                     let session = self.next_session;
                     self.next_session += 1;
                     self.nodes[i].session = session;
-                    match self.take_fault(i, &Request::Close) {
+                    match self.take_fault(i, &Call::Close) {
                         Some(e) => Event::Reconnected(Err(e)),
                         None => Event::Reconnected(Ok(())),
                     }
@@ -313,31 +313,31 @@ impl World {
         self.changed.extend(waiting);
     }
 
-    fn take_fault(&mut self, i: usize, request: &Request) -> Option<CoordError> {
+    fn take_fault(&mut self, i: usize, call: &Call) -> Option<CoordError> {
         let at = self
             .faults
             .iter()
-            .position(|f| f.node == i && (f.when)(request))?;
+            .position(|f| f.node == i && (f.when)(call))?;
         Some(self.faults.remove(at).error)
     }
 
-    fn serve(&mut self, i: usize, requests: Vec<Request>) -> Result<Vec<Reply>, CoordError> {
+    fn serve(&mut self, i: usize, calls: Vec<Call>) -> Result<Vec<Reply>, CoordError> {
         let mut replies = Vec::new();
-        for request in requests {
-            self.nodes[i].sent.push(request.clone());
-            if let Some(e) = self.take_fault(i, &request) {
+        for call in calls {
+            self.nodes[i].sent.push(call.clone());
+            if let Some(e) = self.take_fault(i, &call) {
                 return Err(e);
             }
-            replies.push(self.one(i, request)?);
+            replies.push(self.one(i, call)?);
         }
         Ok(replies)
     }
 
-    fn one(&mut self, i: usize, request: Request) -> Result<Reply, CoordError> {
+    fn one(&mut self, i: usize, call: Call) -> Result<Reply, CoordError> {
         let session = self.nodes[i].session;
         let mut changes = Vec::new();
-        let reply = match request {
-            Request::Lock { dir, .. } => match self.lock {
+        let reply = match call {
+            Call::Lock { dir, .. } => match self.lock {
                 Some(holder) if holder != i => {
                     return Err(CoordError::LockTimeout {
                         path: dir,
@@ -349,11 +349,11 @@ impl World {
                     Reply::Done
                 }
             },
-            Request::Unlock => {
+            Call::Unlock => {
                 self.lock = None;
                 Reply::Done
             }
-            Request::CreateAll(path) => {
+            Call::CreateAll(path) => {
                 let mut at = String::new();
                 for part in path.split('/').filter(|p| !p.is_empty()) {
                     at = format!("{at}/{part}");
@@ -367,26 +367,26 @@ impl World {
                 }
                 Reply::Done
             }
-            Request::Get(path) => Reply::Value(self.get(&path)),
-            Request::GetOrCreate { path, data } => {
+            Call::Get(path) => Reply::Value(self.get(&path)),
+            Call::GetOrCreate { path, data } => {
                 if self.get(&path).is_none() {
                     self.tree
                         .create(&path, &data, CreateMode::Persistent, 0, &mut changes)?;
                 }
                 Reply::Value(self.get(&path))
             }
-            Request::GetAndWatch(path) => {
+            Call::GetAndWatch(path) => {
                 self.nodes[i].watching = Some(path.clone());
                 Reply::Value(self.get(&path))
             }
-            Request::Exists(path) => Reply::Exists(self.tree.get(&path).map(|n| n.version)),
-            Request::Children(path) => Reply::Children(self.tree.children(&path)?),
-            Request::Set {
+            Call::Exists(path) => Reply::Exists(self.tree.get(&path).map(|n| n.version)),
+            Call::Children(path) => Reply::Children(self.tree.children(&path)?),
+            Call::Set {
                 path,
                 data,
                 version,
             } => Reply::Version(self.tree.set(&path, &data, version, &mut changes)?),
-            Request::Put { path, data } => match self.tree.set(&path, &data, None, &mut changes) {
+            Call::Put { path, data } => match self.tree.set(&path, &data, None, &mut changes) {
                 Ok(v) => Reply::Version(v),
                 Err(CoordError::NoNode(_)) => {
                     self.tree
@@ -395,7 +395,7 @@ impl World {
                 }
                 Err(e) => return Err(e),
             },
-            Request::Ephemeral(path) => {
+            Call::Ephemeral(path) => {
                 if self.tree.get(&path).is_some() {
                     self.tree.delete(&path, None, &mut changes)?;
                 }
@@ -403,8 +403,8 @@ impl World {
                     .create(&path, b"", CreateMode::Ephemeral, session, &mut changes)?;
                 Reply::Done
             }
-            Request::Multi(ops) => Reply::Multi(self.tree.multi(&ops, session, &mut changes)?),
-            Request::Close => {
+            Call::Multi(ops) => Reply::Multi(self.tree.multi(&ops, session, &mut changes)?),
+            Call::Close => {
                 let mut gone = Vec::new();
                 for path in self.tree.owned_by(session) {
                     self.tree.delete(&path, None, &mut gone)?;
