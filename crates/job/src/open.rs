@@ -33,18 +33,7 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
     }
     let mut store = o.location.open()?;
     let mut existing = store.find_job(&name)?;
-    // A finished job crawled again starts a new pass: its outputs are new
-    // files, like a fresh job's.
-    let recrawl = match &existing {
-        None if o.start == Start::Recrawl => return Err(no_earlier_crawl(&name, &o.location)),
-        None if matches!(o.wanted, Wanted::Stored(_)) => return Err(JobError::Missing(name)),
-        Some(job) if o.start == Start::Recrawl && job.counts.pending() == 0 => {
-            check_recrawl(store.as_mut(), job, outputs)?;
-            existing = None;
-            true
-        }
-        _ => false,
-    };
+    let recrawl = new_pass(o, store.as_mut(), &mut existing)?;
     if let (Some(runs), Some(job)) = (&o.runs, &existing) {
         check_processors(job, runs)?;
     }
@@ -124,6 +113,28 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
         notes,
         displaced,
     })
+}
+
+/// True when a finished job is crawled again ([`Start::Recrawl`]): a new
+/// pass, whose outputs are new files like a fresh job's (`existing` is
+/// then taken as none). Refuses a re-crawl of a job never crawled, and a
+/// stored job the store does not hold.
+fn new_pass(
+    o: &Opening,
+    store: &mut dyn Store,
+    existing: &mut Option<JobInfo>,
+) -> Result<bool, JobError> {
+    let name = o.wanted.name();
+    match existing {
+        None if o.start == Start::Recrawl => Err(no_earlier_crawl(name, &o.location)),
+        None if matches!(o.wanted, Wanted::Stored(_)) => Err(JobError::Missing(name.to_owned())),
+        Some(job) if o.start == Start::Recrawl && job.counts.pending() == 0 => {
+            check_recrawl(store, job, &o.outputs)?;
+            *existing = None;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
 }
 
 /// Where a job that has been crawled before stands, as `start` takes it.

@@ -191,27 +191,59 @@ pub async fn status(
     let second = look_coord(c, &layout).await?;
     let last_store = store_look(&mut store).await?;
     let secs = started.elapsed().as_secs_f64().max(1e-3);
+    let (assigned, queued) = assignments(&second);
+    let members = member_statuses(&first, &second);
+    let seen = Seen {
+        second: &second,
+        assigned: &assigned,
+        done_before: done_counts(&first_store),
+        secs,
+    };
+    let mut warnings = Vec::new();
+    let mut jobs: Vec<JobStatus> = last_store
+        .into_iter()
+        .map(|(job, shards)| seen.job(job, shards, &mut warnings))
+        .collect();
+    order_jobs(&mut jobs);
+    Ok(ClusterStatus {
+        group: group.to_owned(),
+        group_state: second.group,
+        members,
+        queued,
+        jobs,
+        warnings,
+    })
+}
 
+/// Who each unfinished shard is given to in the coordinator (a node's
+/// name, or `queued`), and the queued ones as `job/shard`.
+fn assignments(look: &CoordLook) -> (BTreeMap<(String, u32), String>, Vec<String>) {
+    let mut assigned = BTreeMap::new();
+    let mut queued = Vec::new();
+    for (holder, task) in &look.tasks {
+        for s in pending_shards(task) {
+            let who = match holder {
+                TaskAt::Node(n) => n.to_string(),
+                TaskAt::Queued(_) => {
+                    queued.push(format!("{}/{}", s.job, s.shard));
+                    "queued".to_owned()
+                }
+            };
+            assigned.insert((s.job, s.shard), who);
+        }
+    }
+    (assigned, queued)
+}
+
+/// The members as the second look saw them, each one's pulse judged by
+/// whether its heartbeat moved since the first.
+fn member_statuses(first: &CoordLook, second: &CoordLook) -> Vec<MemberStatus> {
     let before: BTreeMap<&NodeName, crawlkeeper_cluster::Version> = first
         .members
         .iter()
         .filter_map(|(n, _, b, _)| Some((n, b.as_ref()?.1)))
         .collect();
-    let mut assigned: BTreeMap<(String, u32), String> = BTreeMap::new();
-    let mut queued = Vec::new();
-    for (holder, task) in &second.tasks {
-        for s in pending_shards(task) {
-            let who = match holder {
-                TaskAt::Node(n) => n.to_string(),
-                TaskAt::Queued(_) => "queued".to_owned(),
-            };
-            if matches!(holder, TaskAt::Queued(_)) {
-                queued.push(format!("{}/{}", s.job, s.shard));
-            }
-            assigned.insert((s.job, s.shard), who);
-        }
-    }
-    let members = second
+    second
         .members
         .iter()
         .map(|(name, state, beat, session)| {
@@ -251,52 +283,47 @@ pub async fn status(
                     .unwrap_or_default(),
             }
         })
-        .collect();
-    let done_before: BTreeMap<(String, u32), u64> = first_store
-        .iter()
+        .collect()
+}
+
+/// Each shard's pages done at the first look.
+fn done_counts(look: &StoreLook) -> BTreeMap<(String, u32), u64> {
+    look.iter()
         .flat_map(|(j, shards)| {
             shards
                 .iter()
                 .map(move |s| ((j.name.clone(), s.shard), s.counts.done))
         })
-        .collect();
-    let mut warnings = Vec::new();
-    let mut jobs = Vec::new();
-    for (job, shards) in last_store {
+        .collect()
+}
+
+/// What the two looks saw, for judging each job and shard.
+struct Seen<'a> {
+    /// The coordinator at the second look.
+    second: &'a CoordLook,
+    /// Who each unfinished shard is given to.
+    assigned: &'a BTreeMap<(String, u32), String>,
+    /// Each shard's pages done at the first look.
+    done_before: BTreeMap<(String, u32), u64>,
+    /// Seconds between the looks.
+    secs: f64,
+}
+
+impl Seen<'_> {
+    /// A job's status, its shards' rates over the window, and a warning
+    /// for each shard the coordinator and the store disagree on or that
+    /// waits for a processor its node does not run.
+    fn job(&self, job: JobInfo, shards: Vec<ShardInfo>, warnings: &mut Vec<String>) -> JobStatus {
         let is_complete = complete(&job);
         let needed = crate::offer::used_by(&job.options);
         let shards: Vec<ShardStatus> = shards
             .into_iter()
             .map(|s| {
                 let key = (job.name.clone(), s.shard);
-                let was = done_before.get(&key).copied().unwrap_or(s.counts.done);
-                let owner = assigned.get(&key).cloned();
-                let lease_node = s
-                    .holder
-                    .as_deref()
-                    .map(|h| crawlkeeper_store::Holder::from(h).name().unwrap_or(h).to_owned());
-                if let (Some(owner), Some(node), false) = (&owner, &lease_node, is_complete)
-                    && owner != "queued"
-                    && owner != node
-                {
-                    warnings.push(format!(
-                        "job {} shard {}: the coordinator gives it to {owner}, the store's lease is {}'s",
-                        job.name, s.shard, node
-                    ));
-                }
-                if let Some(owner) = owner.as_deref().filter(|_| !is_complete)
-                    && let Ok(node) = owner.parse::<NodeName>()
-                    && let Some(offer) = second.offers.get(&node)
-                {
-                    let lacking = crate::offer::lacking(&needed, offer);
-                    if !lacking.is_empty() {
-                        warnings.push(format!(
-                            "job {} shard {} waits: {owner} does not run processor {}; a Runner that runs it takes the shard when {owner} stops",
-                            job.name,
-                            s.shard,
-                            lacking.join(", ")
-                        ));
-                    }
+                let was = self.done_before.get(&key).copied().unwrap_or(s.counts.done);
+                let owner = self.assigned.get(&key).cloned();
+                if !is_complete {
+                    self.warn(&job.name, &s, owner.as_deref(), &needed, warnings);
                 }
                 ShardStatus {
                     shard: s.shard,
@@ -308,29 +335,60 @@ pub async fn status(
                     done: s.counts.done,
                     pending: s.counts.pending(),
                     errors: s.counts.errors,
-                    pages_per_second: s.counts.done.saturating_sub(was) as f64 / secs,
+                    pages_per_second: s.counts.done.saturating_sub(was) as f64 / self.secs,
                 }
             })
             .collect();
         let pages_per_second = shards.iter().map(|s| s.pages_per_second).sum();
-        jobs.push(JobStatus {
+        JobStatus {
             name: job.name,
             seeds: job.seeds,
             created_at: job.created_at,
             complete: is_complete,
             shards,
             pages_per_second,
-        });
+        }
     }
-    order_jobs(&mut jobs);
-    Ok(ClusterStatus {
-        group: group.to_owned(),
-        group_state: second.group,
-        members,
-        queued,
-        jobs,
-        warnings,
-    })
+
+    /// The warnings of an unfinished shard given to `owner`.
+    fn warn(
+        &self,
+        job: &str,
+        s: &ShardInfo,
+        owner: Option<&str>,
+        needed: &[String],
+        warnings: &mut Vec<String>,
+    ) {
+        let Some(owner) = owner.filter(|o| *o != "queued") else {
+            return;
+        };
+        let lease_node = s.holder.as_deref().map(|h| {
+            crawlkeeper_store::Holder::from(h)
+                .name()
+                .unwrap_or(h)
+                .to_owned()
+        });
+        if let Some(node) = &lease_node
+            && owner != node
+        {
+            warnings.push(format!(
+                "job {job} shard {}: the coordinator gives it to {owner}, the store's lease is {node}'s",
+                s.shard
+            ));
+        }
+        if let Ok(node) = owner.parse::<NodeName>()
+            && let Some(offer) = self.second.offers.get(&node)
+        {
+            let lacking = crate::offer::lacking(needed, offer);
+            if !lacking.is_empty() {
+                warnings.push(format!(
+                    "job {job} shard {} waits: {owner} does not run processor {}; a Runner that runs it takes the shard when {owner} stops",
+                    s.shard,
+                    lacking.join(", ")
+                ));
+            }
+        }
+    }
 }
 
 /// Running jobs first, then complete ones, the most recent first in each
