@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `engine` | pages/s, CPU per page and peak RSS of `crawl` against the test site |
 //! | `shards` | one job crawled by 1, 2, … processes sharing PostgreSQL: pages/s, speed-up, crawler and PostgreSQL CPU |
+//! | `freshness` | revisit rules (fixed, StormCrawler's, Nutch's, crawlkeeper's) on simulated pages changing at known rates: requests and mean freshness |
 //! | `recrawl` | a `--recrawl` of a site with 10% of pages changed against a fresh crawl: requests, bytes, time |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
 //! | `client` | CPU per request of the crawler's fetcher, of reqwest (its client before #31) and of hyper-util's client alone, on loopback |
@@ -21,6 +22,7 @@ mod commit;
 mod coord;
 mod engine;
 mod failover;
+mod freshness;
 mod memory;
 mod proc;
 mod recrawl;
@@ -48,6 +50,8 @@ struct Cli {
 enum Command {
     /// The crawl engine against the test site.
     Engine(engine::EngineArgs),
+    /// Revisit rules on a simulated site of pages changing at known rates.
+    Freshness(freshness::FreshnessArgs),
     /// One job crawled by several processes sharing PostgreSQL.
     Shards(shards::ShardsArgs),
     /// A re-crawl with conditional requests against a fresh crawl.
@@ -86,6 +90,7 @@ fn main() -> Result<()> {
     }
     match Cli::parse().command {
         Command::Engine(a) => engine::run(a),
+        Command::Freshness(a) => freshness::run(a),
         Command::Shards(a) => shards::run(a),
         Command::Recrawl(a) => recrawl::run(a),
         Command::Memory(a) => memory::run(a),
