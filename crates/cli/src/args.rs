@@ -27,6 +27,10 @@ pub enum Command {
     Results(ResultsArgs),
     /// List the jobs in a store, with their counts.
     Jobs(JobsArgs),
+    /// Stop a --continuous crawl cleanly: the process crawling it sees
+    /// the request within a second or so, lets its requests in flight
+    /// finish, stores their records and exits 0.
+    Stop(StopArgs),
     /// Run a cluster node: a Runner or a Backup Runner of a group, until
     /// SIGINT or SIGTERM (then it hands its work over and exits 0).
     Node(Box<crate::args_cluster::NodeArgs>),
@@ -125,6 +129,16 @@ pub struct JobsArgs {
     pub store: StoreArgs,
 }
 
+/// Options of `crawlkeeper stop`.
+#[derive(Args, Debug)]
+pub struct StopArgs {
+    /// Where the state is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The job (see `crawlkeeper jobs`); may be left out when there is one.
+    pub job: Option<String>,
+}
+
 /// Options of `crawlkeeper crawl`.
 #[derive(Args, Debug)]
 pub struct CrawlArgs {
@@ -148,7 +162,7 @@ pub struct CrawlArgs {
     /// copy had validators; unchanged pages answer 304 (recorded as not
     /// modified, as WARC revisits), new links on changed pages are
     /// followed. Writes new --out and --warc files.
-    #[arg(long, conflicts_with_all = ["fresh", "no_state", "take_over"])]
+    #[arg(long, conflicts_with_all = ["fresh", "no_state", "take_over", "continuous"])]
     pub recrawl: bool,
     /// Replace an existing --out file that does not hold this job's records.
     #[arg(long)]

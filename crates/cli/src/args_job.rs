@@ -8,10 +8,12 @@ use crate::values::{duration, positive_usize};
 use clap::{Args, ValueEnum};
 use crawlkeeper_crawl::FieldSpec;
 use crawlkeeper_crawl::config::{
-    CrawlConfig, DEFAULT_MAX_WORKERS, HostScope, HttpVersion, RequisitesScope, ResolveOverride,
+    CrawlConfig, DEFAULT_MAX_WORKERS, DEFAULT_RUN_TIMEOUT, HostScope, HttpVersion, RequisitesScope,
+    ResolveOverride, RevisitConfig,
 };
 use crawlkeeper_fetch::guard::Cidr;
 use crawlkeeper_fetch::{ExtraHeader, ProxyConfig, ProxyUrl, split_list};
+use crawlkeeper_model::MAX_DURATION;
 
 /// Where links may lead.
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -132,10 +134,28 @@ pub struct JobArgs {
     /// Requests in flight per host.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = positive_usize)]
     pub per_host: usize,
-    /// Stop the whole run after this long (e.g. 90s, 6h) and exit 124.
+    /// Stop the whole run after this long (e.g. 90s, 6h) and exit 124
+    /// (default 6h; a --continuous crawl runs until stopped).
     #[arg(long, env = "CRAWLKEEPER_RUN_TIMEOUT", value_name = "DURATION",
-          default_value = "6h", value_parser = duration)]
-    pub timeout: Duration,
+          value_parser = duration)]
+    pub timeout: Option<Duration>,
+    /// Crawl forever: every page is fetched again when due, at an
+    /// interval that follows how often it changes (conditionally, where
+    /// its copy had validators), and new links join the crawl; each
+    /// record says whether the page `changed`. Ends with `crawlkeeper
+    /// stop`, Ctrl-C or --timeout; the same command goes on with the
+    /// schedule kept. Part of the job's identity.
+    #[arg(long)]
+    pub continuous: bool,
+    /// The shortest interval between two fetches of a page in a
+    /// --continuous crawl (default 10m).
+    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "continuous")]
+    pub revisit_min: Option<Duration>,
+    /// The longest interval between two fetches of a page in a
+    /// --continuous crawl (default 14d); a page that has not changed for
+    /// long is still fetched this often.
+    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "continuous")]
+    pub revisit_max: Option<Duration>,
     /// Time allowed for one request, body included.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = duration)]
     pub request_timeout: Duration,
@@ -442,7 +462,20 @@ impl JobArgs {
         c.fetch.allow_private = self.allow_private;
         c.engine.max_workers = self.max_workers;
         c.engine.per_host = self.per_host;
-        c.engine.run_timeout = self.timeout;
+        c.revisit = self.continuous.then(|| {
+            let mut r = RevisitConfig::default();
+            r.min = self.revisit_min.unwrap_or(r.min);
+            r.max = self.revisit_max.unwrap_or(r.max);
+            // A page's first interval, before anything is known of it,
+            // within the bounds given.
+            r.first = r.first.clamp(r.min, r.max.max(r.min));
+            r
+        });
+        c.engine.run_timeout = match self.timeout {
+            Some(t) => t,
+            None if self.continuous => MAX_DURATION,
+            None => DEFAULT_RUN_TIMEOUT,
+        };
         c.politeness.max_load = self.max_load;
         c.politeness.delay = self.delay;
         c.politeness.random_delay = self.random_delay;

@@ -142,5 +142,9 @@ pub async fn crawl(mut engine: Engine, run: Run<'_>) -> Result<Outcome, CliError
             Outcome::AllFailed
         }
         StopReason::Finished => Outcome::Finished,
+        StopReason::Stopped => {
+            eprintln!("stopped on request (crawlkeeper stop); run the same command to go on");
+            Outcome::Finished
+        }
     })
 }

@@ -88,7 +88,7 @@ impl Commands {
             Command::Crawl(a) => a.quiet,
             Command::Demo(a) => a.quiet,
             Command::Submit(a) => a.quiet,
-            Command::Results(_) | Command::Jobs(_) | Command::Status(_) => true,
+            Command::Results(_) | Command::Jobs(_) | Command::Stop(_) | Command::Status(_) => true,
             Command::Node(_) => false,
         };
         // A per-URL failure belongs in its record and the summary: the log
@@ -113,6 +113,7 @@ impl Commands {
         let result = match cli.command {
             Command::Results(a) => results_cmd::results(a),
             Command::Jobs(a) => results_cmd::jobs(a),
+            Command::Stop(a) => results_cmd::stop(a),
             Command::Crawl(a) => with_runtime(|| crawl_cmd::run(*a, registry)),
             Command::Demo(a) => with_runtime(|| demo::run(a)),
             Command::Node(a) => with_runtime(|| node_cmd::run(*a, registry)),

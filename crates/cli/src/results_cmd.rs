@@ -11,7 +11,7 @@ use crawlkeeper_job::table::{Table, write_csv};
 use crawlkeeper_job::warc::WarcOptions;
 use crawlkeeper_store::{JobInfo, Store};
 
-use crate::args::{Format, JobsArgs, ResultsArgs};
+use crate::args::{Format, JobsArgs, ResultsArgs, StopArgs};
 use crate::exit::{CliError, Outcome};
 use crate::state::{fatal, open_existing_store};
 use crate::warc_out::warc_info;
@@ -154,6 +154,26 @@ fn pick_job(
             names()
         ))),
     }
+}
+
+/// Runs `crawlkeeper stop`: asks the processes crawling a job to stop it.
+pub fn stop(args: StopArgs) -> Result<Outcome, CliError> {
+    let mut store = open_existing_store(&args.store)?;
+    let shown = crawlkeeper_store::location::redact(&args.store.location());
+    let job = pick_job(store.as_mut(), args.job.as_deref(), &shown)?;
+    if !crawlkeeper_job::identity::is_continuous(&job) {
+        return Err(CliError::Usage(format!(
+            "job {} is not a --continuous crawl: it ends by itself (Ctrl-C or SIGTERM stops it \
+             sooner, and the same command resumes it)",
+            job.name
+        )));
+    }
+    store.set_stopping(job.id, true).map_err(fatal)?;
+    eprintln!(
+        "job {}: asked to stop; its crawl stops within seconds, keeping what it fetched",
+        job.name
+    );
+    Ok(Outcome::Finished)
 }
 
 /// Runs `crawlkeeper jobs`: one line per job with its counts.

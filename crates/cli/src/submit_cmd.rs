@@ -23,6 +23,14 @@ use crawlkeeper_job::seeds::{read_seeds, stdin, take_credentials};
 /// Runs `crawlkeeper submit`.
 pub async fn run(args: SubmitArgs, registry: &Registry) -> Result<Outcome, CliError> {
     args.job.check().map_err(CliError::Usage)?;
+    if args.job.continuous {
+        // The cluster's Runners would take a continuous job whose URLs all
+        // wait for their next fetch as complete and leave it.
+        return Err(CliError::Usage(
+            "--continuous runs with crawl (one process, or --shards over PostgreSQL);              submit does not take it yet"
+                .to_owned(),
+        ));
+    }
     let mut seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     let mut config = args.job.to_config();
     take_credentials(&mut seeds, &mut config).map_err(|e| CliError::Usage(e.0))?;

@@ -78,6 +78,82 @@ pub struct CrawlConfig {
     /// their options.
     #[serde(skip_serializing_if = "ExtractConfig::is_empty")]
     pub extract: ExtractConfig,
+    /// A continuous crawl (`--continuous`): every URL is fetched again
+    /// when due, and the job never completes. Left out when `None` (a
+    /// one-shot crawl).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revisit: Option<RevisitConfig>,
+}
+
+/// Default shortest revisit interval (`--revisit-min`): 10 minutes.
+pub const DEFAULT_REVISIT_MIN: Duration = Duration::from_secs(600);
+/// Default longest revisit interval (`--revisit-max`): 14 days.
+pub const DEFAULT_REVISIT_MAX: Duration = Duration::from_secs(14 * 86_400);
+/// Default interval after a page's first fetch: 1 day (within the
+/// bounds).
+pub const DEFAULT_REVISIT_FIRST: Duration = Duration::from_secs(86_400);
+
+/// How a continuous crawl revisits its pages (see
+/// [`crawlkeeper_model::revisit`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RevisitConfig {
+    /// The shortest interval between two fetches of a page. Default 10 min.
+    #[serde(with = "duration::text")]
+    pub min: Duration,
+    /// The longest. Default 14 days.
+    #[serde(with = "duration::text")]
+    pub max: Duration,
+    /// The interval after a page's first fetch, before anything is known
+    /// of how it changes (within `min` and `max`). Default 1 day.
+    #[serde(with = "duration::text")]
+    pub first: Duration,
+}
+
+impl Default for RevisitConfig {
+    fn default() -> Self {
+        Self {
+            min: DEFAULT_REVISIT_MIN,
+            max: DEFAULT_REVISIT_MAX,
+            first: DEFAULT_REVISIT_FIRST,
+        }
+    }
+}
+
+impl RevisitConfig {
+    /// What is wrong with the settings, one line each.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.min < Duration::from_secs(1) {
+            problems.push("revisit_min must be at least 1s".to_owned());
+        }
+        if self.max < self.min {
+            problems.push("revisit_max must be at least revisit_min".to_owned());
+        }
+        for (name, d) in [
+            ("revisit_min", self.min),
+            ("revisit_max", self.max),
+            ("revisit_first", self.first),
+        ] {
+            if d > MAX_DURATION {
+                problems.push(format!("{name} must be at most 365d"));
+            }
+        }
+        problems
+    }
+
+    /// The rule each page's fetch applies: each page revisited about once
+    /// per expected change, within the bounds.
+    pub fn rule(&self) -> crawlkeeper_model::revisit::RevisitRule {
+        crawlkeeper_model::revisit::RevisitRule {
+            bounds: crawlkeeper_model::revisit::Bounds {
+                min_secs: self.min.as_secs_f64(),
+                max_secs: self.max.as_secs_f64(),
+            },
+            first_secs: self.first.as_secs_f64(),
+            mu: None,
+        }
+    }
 }
 
 /// What of each page is kept beyond its record.
@@ -401,6 +477,9 @@ impl CrawlConfig {
             problems.push("max_host_errors must be at least 1".to_owned());
         }
         problems.extend(self.extract.problems());
+        if let Some(r) = &self.revisit {
+            problems.extend(r.problems());
+        }
         for (name, d) in self.durations() {
             if d > MAX_DURATION {
                 problems.push(format!("{name} must be at most 365d"));

@@ -12,7 +12,7 @@
 //! | [`archive`] | the WARC records of fetched pages, made on the request's task |
 //! | [`normalize`] | one spelling per URL, for dedup |
 //! | [`requisites`] | a page's requisite tree: one budget shared down its hops |
-//! | [`revisit`] | when to fetch a page again: its change rate estimated, a budget spread for the most freshness |
+//! | [`revisit`] | when to fetch a page again (re-exported from the model) |
 //! | [`redact`] | the configuration as archives show it: every secret as `***` |
 //! | [`robots`] | robots.txt rules per authority (RFC 9309) |
 //! | [`scope`] | the [`Scoper`] trait, the built-in rules, dispositions |
@@ -52,7 +52,7 @@ pub mod process;
 pub mod redact;
 pub mod registry;
 pub mod requisites;
-pub mod revisit;
+pub use crawlkeeper_model::revisit;
 pub mod robots;
 pub mod scope;
 pub mod sink;

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crawlkeeper_model::key::KeySet;
+use crawlkeeper_model::revisit::Observed;
 use crawlkeeper_model::{Authority, CrawlRecord, ErrorKind, Known, RecordError};
 use url::Url;
 
@@ -99,6 +100,8 @@ pub struct Processed {
     pub retry: Option<RetryHint>,
     /// The page's WARC records, encoded, when the crawl archives.
     pub archive: Vec<u8>,
+    /// What the response tells a continuous crawl of the page's content.
+    pub observed: Observed,
 }
 
 /// A failure that may succeed later.
@@ -300,6 +303,7 @@ impl Pipeline {
                 discovered: Vec::new(),
                 retry: None,
                 archive: Vec::new(),
+                observed: Observed::Failed,
             };
         }
         match self
@@ -323,6 +327,7 @@ impl Pipeline {
                     discovered: Vec::new(),
                     retry,
                     archive: Vec::new(),
+                    observed: Observed::Failed,
                 }
             }
             Ok(response) => {
@@ -510,11 +515,13 @@ impl Pipeline {
             }
             _ => {}
         }
+        let observed = observed(request, r);
         let processed = Processed {
             record,
             discovered,
             retry,
             archive: Vec::new(),
+            observed,
         };
         (processed, nofollow)
     }
@@ -695,6 +702,19 @@ fn link(key: u128, url: Url, depth: u32, parent: &Arc<str>) -> Discovered {
 fn header_validator(r: &FetchResponse, name: http::header::HeaderName) -> Option<String> {
     let value = r.headers.get(name)?;
     crawlkeeper_model::known::validator(value.as_bytes())
+}
+
+/// What response `r` to `request` tells a continuous crawl: a `304` to
+/// a conditional request confirms the copy, a `2xx` body is content (its
+/// signature), `404` and `410` say the page is gone; nothing else tells
+/// anything of the content.
+fn observed(request: &Request, r: &FetchResponse) -> Observed {
+    match r.status {
+        304 if request.known.as_deref().is_some_and(Known::validates) => Observed::NotModified,
+        200..=299 => Observed::Content(crawlkeeper_model::revisit::signature(&r.body)),
+        404 | 410 => Observed::Gone,
+        _ => Observed::Failed,
+    }
 }
 
 /// The record of `request` before anything is known of its response.

@@ -132,6 +132,9 @@ pub enum StopReason {
     Timeout,
     /// A shutdown was requested (Ctrl-C, SIGTERM).
     Interrupted,
+    /// The job was asked to stop (`crawlkeeper stop`): a continuous
+    /// crawl's end.
+    Stopped,
 }
 
 /// The result of a crawl.

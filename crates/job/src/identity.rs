@@ -19,6 +19,11 @@ pub fn job_spec(config: &CrawlConfig, seeds: &[Url], shards: u32) -> JobSpec {
         let fields = serde_json::to_string(&config.extract).unwrap_or_default();
         identity.push_str(&format!("\nextract={fields}"));
     }
+    // A continuous job keeps schedules a one-shot one has not: another
+    // job (how often it revisits is not identity).
+    if config.revisit.is_some() {
+        identity.push_str("\ncontinuous");
+    }
     // One shard is how every job was named before shards existed.
     if shards > 1 {
         identity.push_str(&format!("\nshards={shards}"));
@@ -33,6 +38,12 @@ pub fn job_spec(config: &CrawlConfig, seeds: &[Url], shards: u32) -> JobSpec {
         options: serde_json::to_string(config).unwrap_or_default(),
         shards: shards.max(1),
     }
+}
+
+/// Whether `job` is a continuous crawl (`--continuous`), as its stored
+/// options say.
+pub fn is_continuous(job: &crawlkeeper_store::JobInfo) -> bool {
+    serde_json::from_str::<CrawlConfig>(&job.options).is_ok_and(|c| c.revisit.is_some())
 }
 
 #[cfg(test)]

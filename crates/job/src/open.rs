@@ -16,7 +16,7 @@ use crate::claim::claim_shards;
 use crate::error::Kept;
 use crate::guard::fresh_sink;
 use crate::opening::{Note, Opened, Opening, Outputs, Records, Start, Wanted};
-use crate::output::{Part, check_existing, is_stream, lock_existing, open_output};
+use crate::output::{Part, check_existing, is_stream, lock_existing, open_output, stored_results};
 use crate::warc::{JobLook, check_warc, open_warc};
 use crate::{JobError, Location, StoreState};
 
@@ -87,8 +87,17 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
             .find_job(&name)?
             .ok_or_else(|| JobError::Missing(name.clone()))?;
         notes.push(Note::Recrawling { queued });
-    } else {
-        notes.extend(standing(o.start, &job));
+    }
+    let (config, seeds) = match &o.wanted {
+        Wanted::Spec { config, seeds, .. } => ((**config).clone(), seeds.clone()),
+        Wanted::Stored(_) => stored_options(&job)?,
+    };
+    if !recrawl {
+        notes.extend(standing(o.start, &job, config.revisit.is_some()));
+    }
+    if !o.location.is_shared() {
+        // This run goes on with the job: an earlier `stop` is done with.
+        store.set_stopping(job.id, false)?;
     }
     if job.shards > 1 {
         notes.push(Note::Crawling {
@@ -97,10 +106,6 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
             holder: o.holder.clone(),
         });
     }
-    let (config, seeds) = match &o.wanted {
-        Wanted::Spec { config, seeds, .. } => ((**config).clone(), seeds.clone()),
-        Wanted::Stored(_) => stored_options(&job)?,
-    };
     let shards = (job.shards > 1).then_some(o.shards.as_slice());
     let sink = sink(store.as_mut(), &job, shards, outputs, locked)?;
     let state = engine_state(o, store, &job, partition, &config)?;
@@ -137,13 +142,15 @@ fn new_pass(
     }
 }
 
-/// Where a job that has been crawled before stands, as `start` takes it.
-fn standing(start: Start, job: &JobInfo) -> Option<Note> {
+/// Where a job that has been crawled before stands, as `start` takes it
+/// (a `continuous` one is never complete).
+fn standing(start: Start, job: &JobInfo, continuous: bool) -> Option<Note> {
     if job.counts.seen == 0 {
         return None;
     }
     let (done, pending) = (job.counts.done, job.counts.pending());
     Some(match start {
+        _ if continuous => Note::Continuing { done, pending },
         _ if pending == 0 => Note::Complete { done },
         Start::Recrawl => Note::NotFinished { done, pending },
         _ => Note::Resuming { done, pending },
@@ -193,7 +200,7 @@ fn check_outputs(
     }
     if let Some(w) = &outputs.warc {
         let done = match existing {
-            Some(job) if !fresh => job.counts.done,
+            Some(job) if !fresh => stored_results(store, Part { job, shards })?,
             _ => 0,
         };
         check_warc(w, JobLook { name, done }, outputs.overwrite)?;
@@ -230,7 +237,7 @@ fn sink(
         Some(w) => {
             let look = JobLook {
                 name: &job.name,
-                done: job.counts.done,
+                done: stored_results(store, part)?,
             };
             let archive = open_warc(w, look, Some((store, part)))?;
             Box::new(FanOut(vec![records, Box::new(archive)]))

@@ -175,6 +175,13 @@ pub enum Note {
         /// URLs pending.
         pending: u64,
     },
+    /// A continuous job goes on, its URLs' schedules kept.
+    Continuing {
+        /// URLs fetched and waiting for their next fetch.
+        done: u64,
+        /// URLs queued.
+        pending: u64,
+    },
     /// It resumes where it stopped.
     Resuming {
         /// URLs done.
@@ -210,6 +217,10 @@ impl std::fmt::Display for Note {
                 f,
                 "not finished ({done} URLs done, {pending} pending); resuming it \
                  (--recrawl starts a new pass once it is complete)"
+            ),
+            Self::Continuing { done, pending } => write!(
+                f,
+                "continuing: {done} URLs wait for their next fetch, {pending} are queued"
             ),
             Self::Resuming { done, pending } => {
                 write!(f, "resuming with {done} URLs done and {pending} pending")

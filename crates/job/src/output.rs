@@ -261,15 +261,7 @@ pub fn open_output(
     part: Part<'_>,
     overwrite: bool,
 ) -> Result<File, OutputError> {
-    let done = match part.shards {
-        None => part.job.counts.done,
-        Some(held) => store
-            .shards(part.job)?
-            .iter()
-            .filter(|s| held.contains(&s.shard))
-            .map(|s| s.counts.done)
-            .sum(),
-    };
+    let done = stored_results(store, part)?;
     let mut file = match locked {
         Some(f) => f,
         None => {
@@ -314,6 +306,23 @@ pub fn open_output(
     }
     file.flush().map_err(|e| io(path, e))?;
     Ok(file)
+}
+
+/// How many results of `part` the store holds: its URLs done, or, for a
+/// continuous crawl (a result per fetch), every fetch.
+pub fn stored_results(store: &mut dyn Store, part: Part<'_>) -> Result<u64, StoreError> {
+    if crate::identity::is_continuous(part.job) {
+        return store.results_count(part.job.id, part.shards);
+    }
+    Ok(match part.shards {
+        None => part.job.counts.done,
+        Some(held) => store
+            .shards(part.job)?
+            .iter()
+            .filter(|s| held.contains(&s.shard))
+            .map(|s| s.counts.done)
+            .sum(),
+    })
 }
 
 /// Counts the complete lines of `file` and the length they end at.

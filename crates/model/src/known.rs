@@ -44,6 +44,10 @@ pub struct Known {
     /// Absent: as many as a page's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embed_budget: Option<u32>,
+    /// In a continuous crawl: what the URL's fetches so far told of it
+    /// (its copy's signature, its change history, its interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revisit: Option<Box<crate::revisit::PageSchedule>>,
 }
 
 impl Known {

@@ -12,6 +12,7 @@
 //! | [`state`] | durable crawl state: frontier entries, finished URLs, per-authority state |
 //! | [`shard`] | a job's hosts split in shards, one holder each |
 //! | [`response`] | a fetched response: status, headers, body, and the exchange as sent |
+//! | [`revisit`] | when to fetch a page again: its change rate estimated, a budget spread for the most freshness, a page's schedule |
 
 // Library code never panics on a value it could not get, and never
 // prints: it returns errors and logs with `tracing` (tests may do both).
@@ -27,6 +28,7 @@ pub mod key;
 pub mod known;
 pub mod record;
 pub mod response;
+pub mod revisit;
 pub mod shard;
 pub mod state;
 pub mod text;
@@ -43,4 +45,6 @@ pub use known::Known;
 pub use record::{CrawlRecord, ErrorKind, RecordError, Via};
 pub use response::{FetchResponse, WireCapture};
 pub use shard::{Partition, shard_of};
-pub use state::{AuthorityState, Fence, FinishedUrl, FrontierEntry, JobCounts, RobotsSnapshot};
+pub use state::{
+    AuthorityState, Fence, FinishedUrl, FrontierEntry, JobCounts, NextFetch, RobotsSnapshot,
+};

@@ -86,6 +86,13 @@ pub struct CrawlRecord {
     /// pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<Via>,
+    /// In a continuous crawl (`--continuous`): whether the content
+    /// changed since the copy fetched before (a `304` or a body of the
+    /// same signature is unchanged; a first fetch is a change). Absent
+    /// outside continuous crawls and when the fetch brought nothing to
+    /// compare (an error, a `404`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<bool>,
 }
 
 /// Why a URL that is not a page was requested.
@@ -203,6 +210,7 @@ impl CrawlRecord {
             lastmod: None,
             unchanged_since: None,
             via: None,
+            changed: None,
         }
     }
 

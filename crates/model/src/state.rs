@@ -57,6 +57,22 @@ pub struct FinishedUrl {
     pub json: String,
     /// Its WARC records, encoded, when the crawl archives (else empty).
     pub archive: Vec<u8>,
+    /// In a continuous crawl: when the URL is fetched again, and what its
+    /// entry carries to that fetch. `None`: never again (a one-shot
+    /// crawl, a retired page).
+    pub next: Option<Box<NextFetch>>,
+}
+
+/// When a finished URL of a continuous crawl is fetched again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NextFetch {
+    /// When it is due, in milliseconds since the Unix epoch.
+    pub due_ms: i64,
+    /// Its entry as the next fetch takes it: what is known of it then
+    /// (validators, its schedule) in `known`.
+    pub entry: FrontierEntry,
+    /// Its authority.
+    pub authority: Authority,
 }
 
 impl FinishedUrl {
@@ -68,6 +84,7 @@ impl FinishedUrl {
             record,
             json,
             archive: Vec::new(),
+            next: None,
         }
     }
 }
@@ -89,6 +106,11 @@ pub struct AuthorityState {
     pub authority: Authority,
     /// Its robots.txt, once fetched (an unavailable one is fetched again).
     pub robots: Option<RobotsSnapshot>,
+    /// When it was fetched, in milliseconds since the Unix epoch (absent
+    /// in state saved before this was kept): a copy older than
+    /// [`ROBOTS_MAX_AGE`] is fetched again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robots_at_ms: Option<i64>,
     /// The adaptive delay after the last response, in milliseconds.
     pub delay_ms: u64,
     /// Failures in a row.
@@ -96,6 +118,11 @@ pub struct AuthorityState {
     /// Given up after too many failures in a row.
     pub abandoned: bool,
 }
+
+/// How long a robots.txt is trusted: RFC 9309 (2.4) asks crawlers not to
+/// use a cached copy for more than 24 hours. A crawl that runs longer (a
+/// continuous one), or resumes later, fetches it again.
+pub const ROBOTS_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// Counts of one job.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,7 +219,22 @@ pub struct Batch {
     /// Out (with `poll`, when the store counts it): requisites (frames
     /// aside) admitted to the whole job so far.
     pub job_requisites: Option<u64>,
+    /// In (a continuous crawl): queue again the finished URLs of the
+    /// held shards due at or before this time (milliseconds since the
+    /// Unix epoch), at most [`DUE_BATCH`] of them (filling `requeued`).
+    pub due: Option<i64>,
+    /// Out (with `due`): authorities with URLs queued again, and how many
+    /// each (added to what the store held queued before).
+    pub requeued: Vec<(Authority, u64)>,
+    /// Out (with `due`): the earliest due time left in the held shards.
+    pub next_due: Option<i64>,
+    /// Out (with `poll`): someone asked the job to stop (`crawlkeeper
+    /// stop`).
+    pub stopping: bool,
 }
+
+/// The most URLs a batch queues again because they are due.
+pub const DUE_BATCH: usize = 10_000;
 
 impl Batch {
     /// True when the batch changes nothing.
@@ -203,5 +245,6 @@ impl Batch {
             && self.authorities.is_empty()
             && !self.poll
             && !self.verify
+            && self.due.is_none()
     }
 }

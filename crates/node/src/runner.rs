@@ -347,7 +347,8 @@ impl Drive {
                 };
                 match engine.run(shutdown).await {
                     Ok(summary) => match summary.stop {
-                        StopReason::Finished => Ended::Complete,
+                        // A continuous job asked to stop is at its end.
+                        StopReason::Finished | StopReason::Stopped => Ended::Complete,
                         StopReason::Interrupted => Ended::Stopped,
                         StopReason::Timeout => Ended::Failed(format!(
                             "the job's run timeout passed with {} URLs queued here",

@@ -255,6 +255,11 @@ pub trait Store: Send {
     /// whole job first. Returns how many URLs are queued.
     fn recrawl(&mut self, job: &JobInfo) -> Result<u64, StoreError>;
 
+    /// Asks the processes crawling `job` to stop it (`stopping`; they see
+    /// it at their next poll, a second or so), or takes the request back
+    /// (a run that starts the job again). Writes nothing else.
+    fn set_stopping(&mut self, job: JobId, stopping: bool) -> Result<(), StoreError>;
+
     /// Applies `batch` to `job` in one transaction, filling its outputs.
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError>;
 
@@ -269,6 +274,12 @@ pub trait Store: Send {
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, String)>, StoreError>;
+
+    /// How many results of `job` (of its shards `shards` only, if given)
+    /// are stored: its URLs done, or, for a continuous crawl, whose URLs
+    /// keep a result per fetch, every fetch. Counts them: once per run,
+    /// not per page.
+    fn results_count(&mut self, job: JobId, shards: Option<&[u32]>) -> Result<u64, StoreError>;
 
     /// Like [`Store::results`] (of every shard), with who stored each
     /// result, where the store knows it.

@@ -46,10 +46,10 @@
 //!   - Version 1 files (the PostgreSQL layout) are migrated on open.
 
 /// The schema version of PostgreSQL databases this build writes.
-pub const PG_VERSION: i64 = 9;
+pub const PG_VERSION: i64 = 10;
 
 /// The schema version of SQLite files this build writes.
-pub const SQLITE_VERSION: i64 = 6;
+pub const SQLITE_VERSION: i64 = 7;
 
 /// PostgreSQL version 8 and SQLite version 5: URL keys are host-prefixed
 /// ([`crawlkeeper_model::key::url_key`]); a store of an older version is
@@ -70,7 +70,8 @@ const TABLES: &[&str] = &[
         created_at TEXT NOT NULL,
         seeds TEXT NOT NULL,
         options TEXT NOT NULL,
-        requisites BIGINT NOT NULL DEFAULT 0)",
+        requisites BIGINT NOT NULL DEFAULT 0,
+        stopping SMALLINT NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS authorities (
         job BIGINT NOT NULL,
         id BIGINT NOT NULL,
@@ -103,7 +104,42 @@ const TABLES: &[&str] = &[
         seq BIGINT NOT NULL,
         data {blob} NOT NULL,
         PRIMARY KEY (job, seq))",
+    REVISITS,
+    REVISITS_DUE,
 ];
+
+/// PostgreSQL version 10 and SQLite version 7: continuous crawls
+/// (`--continuous`). A finished URL to be fetched again has a row in
+/// `revisits` with its due time (milliseconds since the Unix epoch), its
+/// shard and whether its last record failed; its `urls` row stays done
+/// and its `chain` carries what the next fetch needs (validators, the
+/// page's schedule). A poll moves the due rows of its shards back to the
+/// queue through `revisits_due`: a probe of the index's due end, not a
+/// scan. `jobs.stopping`: someone asked the job to stop
+/// (`crawlkeeper stop`).
+const REVISITS: &str = "CREATE TABLE IF NOT EXISTS revisits (
+        job BIGINT NOT NULL,
+        url BIGINT NOT NULL,
+        shard INTEGER NOT NULL,
+        due BIGINT NOT NULL,
+        failed SMALLINT NOT NULL,
+        PRIMARY KEY (job, url))";
+
+/// See [`REVISITS`].
+const REVISITS_DUE: &str = "CREATE INDEX IF NOT EXISTS revisits_due ON revisits (job, shard, due)";
+
+/// PostgreSQL version 10: see [`REVISITS`] (the tables' statements make
+/// the table).
+pub const PG_TO_V10: &[&str] =
+    &["ALTER TABLE jobs ADD COLUMN IF NOT EXISTS stopping SMALLINT NOT NULL DEFAULT 0"];
+
+/// SQLite version 7: see [`REVISITS`]. Run on an older file whose
+/// `jobs` has no `stopping` yet (SQLite cannot add a column "if not
+/// exists").
+pub const SQLITE_TO_V7: &str = "ALTER TABLE jobs ADD COLUMN stopping SMALLINT NOT NULL DEFAULT 0";
+
+/// SQLite's version of [`SQLITE_TO_V7`].
+pub const SQLITE_STOPPING: i64 = 7;
 
 /// The unique index through which PostgreSQL finds a key's row. It
 /// includes the row's depth (since version 9, [`PG_TO_V9`]).
@@ -245,6 +281,7 @@ pub const PG_STEPS: &[(i64, &[&str])] = &[
     (6, PG_TO_V6),
     (7, PG_TO_V7),
     (9, PG_TO_V9),
+    (10, PG_TO_V10),
 ];
 
 /// SQLite's migrations in order: each version's statements, run on a file

@@ -15,6 +15,9 @@ pub struct Tally {
 impl Tally {
     /// Whether the transaction changed no count.
     pub fn is_empty(&self) -> bool {
-        self.seen == 0 && self.done == 0
+        self.seen == 0 && self.done == 0 && self.errors == 0
     }
 }
+
+/// What a batch changed of its job's counts, by shard, in shard order.
+pub type Tallies = std::collections::BTreeMap<i32, Tally>;

@@ -1,7 +1,9 @@
 //! The end-to-end tests of the `crawlkeeper` binary, one module per
 //! capability, in one test binary (one link of the whole stack instead of
 //! one per file). `cargo test -p crawlkeeper-cli --test it MODULE::` runs
-//! one module's tests.
+//! one module's tests. The tests that restart PostgreSQL are in a binary
+//! of their own (`tests/restarts`): cargo runs test binaries one after
+//! another, so a restart never cuts these tests' connections.
 
 mod common;
 
@@ -10,11 +12,11 @@ mod cli;
 mod cluster;
 mod cluster_faults;
 mod cluster_leave;
-mod cluster_pg_restart;
 mod cluster_processors;
 mod cluster_requisites;
 mod cluster_secrets;
 mod cluster_view;
+mod continuous;
 mod cookies;
 mod docs;
 mod fields;
@@ -36,7 +38,6 @@ mod resume;
 mod safety;
 mod secrets;
 mod shards;
-mod shards_restart;
 mod sitemaps;
 mod status_server;
 mod tls;

@@ -42,8 +42,6 @@ const OTHER_TOOLS: &[&str] = &[
     "--postgres",
     "--processes",
     "--release",
-    "--revisit-max",
-    "--revisit-min",
     "--runs",
     "--scale",
     "--scale-dir",

@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use crawlkeeper_model::CrawlRecord;
@@ -12,7 +11,6 @@ use tokio::process::Command;
 
 use crate::common;
 
-use common::pg::{admin, postgres_url, restart_postgres};
 use common::signal;
 
 fn dir(name: &str) -> PathBuf {
@@ -315,63 +313,6 @@ async fn a_file_that_is_not_a_state_file_is_a_clear_error() {
         "this is not a database, and it stays untouched"
     );
     assert!(site.log().is_empty());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_postgres_restart_mid_crawl_loses_nothing() {
-    let db = format!("ck_restart_{}", std::process::id());
-    admin(format!("DROP DATABASE IF EXISTS {db}")).await;
-    admin(format!("CREATE DATABASE {db}")).await;
-
-    let site = TestSite::start(site_config(600, 5)).await.unwrap();
-    let d = dir("pg-restart");
-    let url = postgres_url(&db);
-    let mut c = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"));
-    c.current_dir(&d)
-        .args([
-            "crawl",
-            "--follow",
-            "--per-host",
-            "4",
-            "--out",
-            "out.jsonl",
-            "--store",
-            &url,
-        ])
-        .arg(site.url(0, "/"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let child = c.spawn().unwrap();
-    common::arrived(site.log(), 100).await;
-    let seen_before = site.log().len();
-    tokio::task::spawn_blocking(restart_postgres).await.unwrap();
-    let out = child.wait_with_output().await.unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(seen_before < 601, "the restart came mid-crawl");
-    assert!(
-        stderr.contains("unavailable; retrying"),
-        "a clear log line: {stderr}"
-    );
-
-    let recs = records(&d.join("out.jsonl"));
-    let urls: BTreeSet<&str> = recs.iter().map(|r| r.url.as_str()).collect();
-    assert_eq!((recs.len(), urls.len()), (601, 601));
-    let reqs = requests(&site);
-    assert_eq!(reqs.len(), 601);
-    assert!(reqs.values().all(|&n| n == 1), "nothing fetched twice");
-    let results = Command::new(env!("CARGO_BIN_EXE_crawlkeeper"))
-        .args(["results", "--store", &url])
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(
-        String::from_utf8(results.stdout).unwrap().lines().count(),
-        601
-    );
-
-    admin(format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

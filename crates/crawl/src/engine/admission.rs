@@ -226,4 +226,15 @@ impl Frontier {
         self.stored_elsewhere(slot, queued);
         self.want_load(slot);
     }
+
+    /// `more` URLs of `authority` were due again and are queued in the
+    /// store (a continuous crawl), to be loaded.
+    pub fn requeued(&mut self, authority: Authority, more: u64) {
+        let slot = self.slot_of(authority);
+        if self.is_foreign(slot) || more == 0 {
+            return;
+        }
+        self.stored_more(slot, more);
+        self.want_load(slot);
+    }
 }

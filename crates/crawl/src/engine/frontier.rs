@@ -221,6 +221,11 @@ impl Frontier {
         while let Some(slot) = self.ready.pop_front() {
             let s = &mut self.slots[slot];
             s.turn = Turn::None;
+            // Rules past their age are fetched again (requests in flight
+            // under them finish; no new one starts until they are known).
+            if s.robots_stale() {
+                s.robots = RobotsState::Unknown;
+            }
             match &s.robots {
                 RobotsState::Unknown => {
                     s.robots = RobotsState::Pending;
@@ -376,6 +381,7 @@ impl Frontier {
         s.take_crawl_delay(&rules, &self.politeness);
         s.robots = RobotsState::Known(rules);
         s.robots_snapshot = snapshot;
+        s.robots_at_ms = Some(chrono::Utc::now().timestamp_millis());
         s.in_flight = s.in_flight.saturating_sub(1);
         self.wake(slot, now);
     }
@@ -707,6 +713,16 @@ impl Frontier {
         } else {
             0
         };
+    }
+
+    /// `more` URLs of `slot` were queued in the store again (due for a
+    /// revisit), besides those it held.
+    pub(super) fn stored_more(&mut self, slot: Slot, more: u64) {
+        let s = &mut self.slots[slot];
+        s.stored = s.stored.saturating_add(more);
+        if s.loading {
+            s.news_pending = true;
+        }
     }
 
     /// Other processes left `queued` URLs of `slot` in the store.

@@ -33,13 +33,13 @@ use polls::Polls;
 pub use slot::Slot;
 use tasks::TaskOutput;
 
-use crate::config::{ConfigError, CrawlConfig};
+use crate::config::{ConfigError, CrawlConfig, RevisitConfig};
 use crate::pipeline::{Discovered, Pipeline, Processed, Request, url_key};
 use crate::registry::Registry;
 use crate::sink::{Sink, SinkError};
 use crate::state::{
-    AdmitItem, BUSY_GROUP, Command, CrawlState, MemoryState, Reply, Sharing, StateError,
-    StateHandle, spawn_worker,
+    AdmitItem, BUSY_GROUP, Command, CrawlState, MemoryState, POLL_EVERY, Reply, Sharing,
+    StateError, StateHandle, spawn_worker,
 };
 use crate::summary::{AuthorityStats, StopReason, Summary};
 use frontier::Next;
@@ -131,6 +131,8 @@ struct PendingFinish {
     archive: Vec<u8>,
     /// Its links wait for a shallower page of its authority.
     held: bool,
+    /// In a continuous crawl: when it is fetched again.
+    next: Option<Box<crawlkeeper_model::NextFetch>>,
 }
 
 impl Engine {
@@ -294,11 +296,12 @@ impl Engine {
             });
             self.gate = Some(gate);
         }
-        let mut poll_tick = tokio::time::interval(
-            self.sharing
-                .as_ref()
-                .map_or(Duration::from_secs(3600), |s| s.poll_every),
-        );
+        let continuous = self.config.revisit.is_some();
+        let mut poll_tick = tokio::time::interval(match &self.sharing {
+            Some(s) => s.poll_every,
+            None if continuous => POLL_EVERY,
+            None => Duration::from_secs(3600),
+        });
         poll_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut wakeups = state.wakeups();
         let mut control = self.control.take();
@@ -356,7 +359,11 @@ impl Engine {
                 continue;
             }
             let idle = tasks.is_empty() && self.committing == 0 && self.frontier.is_idle();
-            if idle && (self.sharing.is_none() || self.polls.complete) {
+            if self.polls.stopping {
+                break StopReason::Stopped;
+            }
+            // A continuous crawl is never complete: it waits for its due URLs.
+            if idle && !continuous && (self.sharing.is_none() || self.polls.complete) {
                 break StopReason::Finished;
             }
             let news_due = self.polls.due
@@ -372,7 +379,7 @@ impl Engine {
                 .then(|| self.polls.sent_at.map(|at| at + NEWS_EVERY))
                 .flatten();
             let wake = self.frontier.next_wake();
-            let sharing = self.sharing.is_some();
+            let polling = self.sharing.is_some() || continuous;
             tokio::select! {
                 biased;
                 () = &mut shutdown => break StopReason::Interrupted,
@@ -392,7 +399,7 @@ impl Engine {
                             .map_err(|_| StateError::Fatal("state worker stopped".into()))?,
                     }
                 }
-                _ = poll_tick.tick(), if sharing => {
+                _ = poll_tick.tick(), if polling => {
                     if !self.polls.in_flight {
                         let idle = tasks.is_empty() && self.committing == 0 && self.frontier.is_idle();
                         self.poll(&store, idle)?;
@@ -515,6 +522,7 @@ impl Engine {
                 record: p.record,
                 json: p.json,
                 archive: p.archive,
+                next: p.next,
             };
             store
                 .tx
@@ -602,7 +610,8 @@ impl Engine {
                     request,
                     robots,
                 } => {
-                    tasks.spawn(tasks::page(pipeline, slot, request, robots));
+                    let rule = self.config.revisit.as_ref().map(RevisitConfig::rule);
+                    tasks.spawn(tasks::page(pipeline, slot, request, robots, rule));
                 }
             }
         }
@@ -700,12 +709,14 @@ impl Engine {
                 request,
                 processed,
                 json,
+                next,
             } => {
                 let Processed {
                     record,
                     discovered,
                     retry,
                     archive,
+                    ..
                 } = *processed;
                 let report = RequestReport {
                     response_time: record.response_ms.map(Duration::from_millis),
@@ -742,6 +753,7 @@ impl Engine {
                         json,
                         archive,
                         held,
+                        next,
                     },
                 );
                 if self.hold_places {

@@ -20,6 +20,8 @@ pub(super) struct Polls {
     pub(super) due: bool,
     /// When the last poll was sent.
     pub(super) sent_at: Option<Instant>,
+    /// Someone asked the job to stop (`crawlkeeper stop`).
+    pub(super) stopping: bool,
 }
 
 impl Engine {
@@ -29,9 +31,15 @@ impl Engine {
         // The sweep reads every open URL of the job: once as the engine
         // falls idle, not at every poll while it stays idle.
         let sweep = idle && !self.polls.sent_idle;
+        // A continuous crawl's URLs due by now go back to the queue.
+        let due = self
+            .config
+            .revisit
+            .is_some()
+            .then(|| chrono::Utc::now().timestamp_millis());
         store
             .tx
-            .send(Command::Poll { sweep })
+            .send(Command::Poll { sweep, due })
             .map_err(|_| StateError::Fatal("state worker stopped".into()))?;
         self.polls.in_flight = true;
         self.polls.sent_idle = idle;
@@ -42,10 +50,14 @@ impl Engine {
 
     pub(super) fn on_polled(&mut self, polled: Polled) {
         self.polls.in_flight = false;
-        let news = !polled.news.is_empty();
+        let news = !polled.news.is_empty() || !polled.requeued.is_empty();
         for (authority, queued) in polled.news {
             self.frontier.news(authority, queued);
         }
+        for (authority, more) in polled.requeued {
+            self.frontier.requeued(authority, more);
+        }
+        self.polls.stopping |= polled.stopping;
         if let Some(seen) = polled.job_seen {
             self.frontier.job_admitted(seen);
         }

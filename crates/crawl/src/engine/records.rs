@@ -32,6 +32,7 @@ pub fn internal_error(request: &Request, why: &str) -> Processed {
         discovered: Vec::new(),
         retry: None,
         archive: Vec::new(),
+        observed: crawlkeeper_model::revisit::Observed::Failed,
     }
 }
 

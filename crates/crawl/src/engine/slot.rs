@@ -2,6 +2,7 @@
 //! failure run, and the counts that keep admission breadth-first.
 
 use crawlkeeper_model::key::KeyMap;
+use crawlkeeper_model::state::ROBOTS_MAX_AGE;
 use crawlkeeper_model::{Authority, AuthorityState, RobotsSnapshot};
 use tokio::time::Instant;
 use tracing::warn;
@@ -46,6 +47,8 @@ pub(super) struct AuthoritySlot {
     pub committing: usize,
     pub robots: RobotsState,
     pub robots_snapshot: Option<RobotsSnapshot>,
+    /// When the rules were fetched (ms since the Unix epoch), if known.
+    pub robots_at_ms: Option<i64>,
     pub turn: Turn,
     pub not_before: Option<Instant>,
     pub timing: Timing,
@@ -84,6 +87,7 @@ impl AuthoritySlot {
                 RobotsState::Known(RobotsRules::AllowAll)
             },
             robots_snapshot: None,
+            robots_at_ms: None,
             turn: Turn::None,
             not_before: None,
             timing: Timing::default(),
@@ -170,11 +174,21 @@ impl AuthoritySlot {
         }
     }
 
+    /// Whether the rules are too old to use now ([`ROBOTS_MAX_AGE`]): they
+    /// are fetched again. Reads the clock only for known rules.
+    pub fn robots_stale(&self) -> bool {
+        matches!(self.robots, RobotsState::Known(_))
+            && self
+                .robots_at_ms
+                .is_some_and(|at| robots_expired(at, chrono::Utc::now().timestamp_millis()))
+    }
+
     /// What must survive a restart.
     pub fn saved(&self) -> AuthorityState {
         AuthorityState {
             authority: self.authority.clone(),
             robots: self.robots_snapshot.clone(),
+            robots_at_ms: self.robots_at_ms,
             delay_ms: u64::try_from(self.timing.adaptive.as_millis()).unwrap_or(u64::MAX),
             consecutive_failures: self.consecutive_failures,
             abandoned: self.abandoned,
@@ -183,7 +197,11 @@ impl AuthoritySlot {
 
     /// Takes back what an earlier run saved.
     pub fn restore(&mut self, saved: &AuthorityState) {
-        if let Some(snapshot) = &saved.robots {
+        let stale = saved
+            .robots_at_ms
+            .is_some_and(|at| robots_expired(at, chrono::Utc::now().timestamp_millis()));
+        if let (Some(snapshot), false) = (&saved.robots, stale) {
+            self.robots_at_ms = saved.robots_at_ms;
             self.robots = RobotsState::Known(RobotsRules::from_snapshot(snapshot));
             self.robots_snapshot = Some(snapshot.clone());
         }
@@ -191,5 +209,53 @@ impl AuthoritySlot {
         self.timing.adaptive = std::time::Duration::from_millis(saved.delay_ms).min(MAX_DELAY);
         self.consecutive_failures = saved.consecutive_failures;
         self.abandoned = saved.abandoned;
+    }
+}
+
+/// Whether robots.txt rules fetched at `fetched_ms` are past
+/// [`ROBOTS_MAX_AGE`] at `now_ms`.
+fn robots_expired(fetched_ms: i64, now_ms: i64) -> bool {
+    now_ms.saturating_sub(fetched_ms) > ROBOTS_MAX_AGE.as_millis() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn saved(age: Option<std::time::Duration>) -> AuthorityState {
+        let now = chrono::Utc::now().timestamp_millis();
+        AuthorityState {
+            authority: Authority::try_from("http://a.test".to_owned()).unwrap(),
+            robots: Some(RobotsSnapshot::Body("User-agent: *\nDisallow: /x\n".into())),
+            robots_at_ms: age.map(|a| now - a.as_millis() as i64),
+            delay_ms: 0,
+            consecutive_failures: 0,
+            abandoned: false,
+        }
+    }
+
+    fn restored(age: Option<std::time::Duration>) -> AuthoritySlot {
+        let state = saved(age);
+        let mut slot = AuthoritySlot::new(state.authority.clone(), true);
+        slot.restore(&state);
+        slot
+    }
+
+    #[test]
+    fn robots_rules_older_than_a_day_are_fetched_again() {
+        let hour = std::time::Duration::from_secs(3600);
+        let fresh = restored(Some(hour));
+        assert!(matches!(fresh.robots, RobotsState::Known(_)));
+        assert!(!fresh.robots_stale());
+        let old = restored(Some(25 * hour));
+        assert!(matches!(old.robots, RobotsState::Unknown), "not restored");
+        // Known rules that age past the bound while the crawl runs.
+        let mut aging = restored(Some(hour));
+        aging.robots_at_ms = aging.robots_at_ms.map(|at| at - 24 * 3_600_000);
+        assert!(aging.robots_stale());
+        // Saved before the time was kept: used as they are.
+        let unknown_age = restored(None);
+        assert!(matches!(unknown_age.robots, RobotsState::Known(_)));
+        assert!(!unknown_age.robots_stale());
     }
 }

@@ -7,7 +7,8 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use crawlkeeper_model::{Authority, RobotsSnapshot};
+use crawlkeeper_model::revisit::{Observed, RevisitRule};
+use crawlkeeper_model::{Authority, Known, NextFetch, RobotsSnapshot};
 use futures_util::FutureExt;
 use tracing::error;
 
@@ -34,6 +35,8 @@ pub(super) enum TaskOutput {
         processed: Box<Processed>,
         /// The record as JSON, made on the request's own task.
         json: String,
+        /// In a continuous crawl: when the page is fetched again.
+        next: Option<Box<NextFetch>>,
     },
 }
 
@@ -80,22 +83,65 @@ pub(super) async fn robots(
     }
 }
 
-/// Runs `request` through the pipeline under `robots`.
+/// Runs `request` through the pipeline under `robots`; in a continuous
+/// crawl, `rule` says whether the page changed and when it is due again.
 pub(super) async fn page(
     pipeline: Arc<Pipeline>,
     slot: Slot,
     request: Request,
     robots: RobotsRules,
+    rule: Option<RevisitRule>,
 ) -> TaskOutput {
     let run = AssertUnwindSafe(pipeline.process(&request, &robots));
-    let processed = run.catch_unwind().await.unwrap_or_else(|panic| {
+    let mut processed = run.catch_unwind().await.unwrap_or_else(|panic| {
         records::internal_error(&request, &records::panic_message(&*panic))
     });
+    let next = rule.and_then(|rule| revisit(&rule, &request, &mut processed));
     let json = processed.record.to_json();
     TaskOutput::Page {
         slot,
         request,
         processed: Box::new(processed),
         json,
+        next,
     }
+}
+
+/// Applies `rule` to what `processed` saw of `request`'s page: marks its
+/// record changed or not, and gives its next fetch (none when the page
+/// is retired).
+fn revisit(
+    rule: &RevisitRule,
+    request: &Request,
+    processed: &mut Processed,
+) -> Option<Box<NextFetch>> {
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let before = request.known.as_deref().and_then(|k| k.revisit.as_deref());
+    let next = rule.next(before, now_ms, processed.observed);
+    processed.record.changed = next.changed;
+    let due_in = next.due_in_secs?;
+    let record = &processed.record;
+    // What the next request knows: this copy's validators (a 304 keeps
+    // the ones it confirmed) and the schedule.
+    let mut known = match processed.observed {
+        // Nothing new of the content: what was known still holds.
+        Observed::Failed | Observed::Gone => request.known.as_deref().cloned(),
+        Observed::NotModified | Observed::Content(_) => Known::of_record(record),
+    }
+    .unwrap_or_default();
+    if let Some(k) = request.known.as_deref() {
+        // A requisite or a sitemap file stays one.
+        known.embed = k.embed;
+        known.frame = k.frame;
+        known.embed_budget = k.embed_budget;
+        known.sitemap = k.sitemap;
+    }
+    known.revisit = Some(Box::new(next.schedule));
+    let mut entry = crate::state::entry_of(crate::pipeline::url_key(&request.url), request);
+    entry.known = Some(known);
+    Some(Box::new(NextFetch {
+        due_ms: now_ms.saturating_add((due_in * 1000.0) as i64),
+        entry,
+        authority: record.authority.clone(),
+    }))
 }

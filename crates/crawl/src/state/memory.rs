@@ -1,11 +1,12 @@
 //! Crawl state kept in memory: for crawls that need no resume (the demo,
 //! library users, tests). Same behaviour as a store, nothing durable.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
-use crawlkeeper_model::key::KeySet;
-use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts};
+use crawlkeeper_model::key::{KeyMap, KeySet};
+use crawlkeeper_model::state::DUE_BATCH;
+use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts, NextFetch};
 
 use super::{Batch, CrawlState, Resumed, StateError};
 
@@ -23,6 +24,11 @@ pub struct MemoryState {
     requisites: u64,
     queued: HashMap<Authority, VecDeque<FrontierEntry>>,
     authorities: HashMap<Authority, AuthorityState>,
+    /// A continuous crawl's finished URLs by due time, with whether
+    /// their last record failed.
+    revisits: BTreeMap<(i64, u128), (NextFetch, bool)>,
+    /// Each scheduled key's due time.
+    due_of: KeyMap<i64>,
 }
 
 impl MemoryState {
@@ -59,8 +65,16 @@ impl CrawlState for MemoryState {
         batch.recorded.clear();
         for f in &batch.finished {
             let new = self.done.insert(f.key);
-            if new && f.record.error.is_some() {
+            let failed = f.record.error.is_some();
+            if new && failed {
                 self.errors += 1;
+            }
+            if let (true, Some(next)) = (new, &f.next) {
+                if let Some(before) = self.due_of.insert(f.key, next.due_ms) {
+                    self.revisits.remove(&(before, f.key));
+                }
+                self.revisits
+                    .insert((next.due_ms, f.key), ((**next).clone(), failed));
             }
             batch.recorded.push(new);
         }
@@ -89,6 +103,40 @@ impl CrawlState for MemoryState {
         for a in &batch.authorities {
             self.authorities.insert(a.authority.clone(), a.clone());
         }
+        self.requeue_due(batch);
         Ok(())
+    }
+}
+
+impl MemoryState {
+    /// Queues again the finished URLs due by `batch.due`.
+    fn requeue_due(&mut self, batch: &mut Batch) {
+        batch.requeued.clear();
+        batch.next_due = None;
+        let Some(now) = batch.due else {
+            return;
+        };
+        let mut requeued = HashMap::<Authority, u64>::new();
+        for _ in 0..DUE_BATCH {
+            let Some(entry) = self.revisits.first_entry() else {
+                break;
+            };
+            if entry.key().0 > now {
+                break;
+            }
+            let ((_, key), (next, failed)) = entry.remove_entry();
+            self.due_of.remove(&key);
+            self.done.remove(&key);
+            if failed {
+                self.errors = self.errors.saturating_sub(1);
+            }
+            let NextFetch {
+                entry, authority, ..
+            } = next;
+            *requeued.entry(authority.clone()).or_default() += 1;
+            self.queued.entry(authority).or_default().push_back(entry);
+        }
+        batch.requeued = requeued.into_iter().collect();
+        batch.next_due = self.revisits.first_key_value().map(|((due, _), _)| *due);
     }
 }

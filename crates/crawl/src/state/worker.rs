@@ -66,6 +66,9 @@ pub enum Command {
     Poll {
         /// Nothing is held in memory.
         sweep: bool,
+        /// A continuous crawl: queue again the URLs due at or before this
+        /// time (see [`Batch::due`]).
+        due: Option<i64>,
     },
     /// Confirm that the held shards are still this process's.
     Verify,
@@ -91,6 +94,12 @@ pub struct Polled {
     pub job_seen: Option<u64>,
     /// Requisites admitted to the whole job, when the state counts them.
     pub job_requisites: Option<u64>,
+    /// With `due`: authorities with URLs queued again, and how many.
+    pub requeued: Vec<(Authority, u64)>,
+    /// With `due`: the earliest due time left.
+    pub next_due: Option<i64>,
+    /// Someone asked the job to stop.
+    pub stopping: bool,
 }
 
 /// What the state worker answers.
@@ -291,7 +300,7 @@ fn is_urgent(c: &Command) -> bool {
         c,
         Command::Load { .. }
             | Command::Close
-            | Command::Poll { sweep: true }
+            | Command::Poll { sweep: true, .. }
             | Command::Verify
             | Command::TakeShards(_)
     )
@@ -345,9 +354,10 @@ fn run(
                     loads.push((slot, limit));
                 }
                 Command::Save(a) => batch.authorities.push(a),
-                Command::Poll { sweep } => {
+                Command::Poll { sweep, due } => {
                     batch.poll = true;
                     batch.sweep |= sweep;
+                    batch.due = batch.due.max(due);
                 }
                 Command::Verify => batch.verify = true,
                 Command::Archive(bytes) => extra.push(bytes),
@@ -436,6 +446,9 @@ fn run(
                 open: batch.open,
                 job_seen: batch.job_seen,
                 job_requisites: batch.job_requisites,
+                requeued: std::mem::take(&mut batch.requeued),
+                next_due: batch.next_due,
+                stopping: batch.stopping,
             }));
         }
         let written = batch

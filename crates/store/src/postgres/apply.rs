@@ -4,7 +4,7 @@
 //! in one order.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crawlkeeper_model::state::Batch;
 use crawlkeeper_model::{Authority, FrontierEntry, shard_of};
@@ -17,7 +17,7 @@ use super::probes;
 use crate::StoreError;
 use crate::codec::{chain_from, chain_text, key_bytes, key_from, parse_authority};
 use crate::schema::{self, state};
-use crate::tally::Tally;
+use crate::tally::Tallies;
 
 /// Applies `batch` to `job` in `tx`; with a `lease`, only if it still
 /// holds its shards. What it changes of the job's counts is added to the
@@ -37,6 +37,9 @@ pub fn apply_in(
     batch.open = None;
     batch.job_seen = None;
     batch.job_requisites = None;
+    batch.requeued.clear();
+    batch.next_due = None;
+    batch.stopping = false;
     if let Some(lease) = lease {
         fence(tx, cache, job, lease)?;
     }
@@ -84,6 +87,9 @@ pub fn apply_in(
             notify(tx, job)?;
         }
     }
+    // After the loads: a slot hears of URLs queued again once its load
+    // is answered.
+    super::revisit::requeue_due(tx, job, lease, batch, &mut tallies)?;
     if batch.poll {
         poll(tx, job, lease, batch)?;
     }
@@ -124,9 +130,6 @@ pub fn apply_in(
     }
     Ok(())
 }
-
-/// What a batch changed of its job's counts, by shard, in shard order.
-type Tallies = BTreeMap<i32, Tally>;
 
 /// Saves the authorities' states of the batch in one statement (the last
 /// of an authority's states wins).
@@ -224,6 +227,8 @@ fn finish(
     // key probes (`probes.rs`). The rows marked are counted
     // by the same statement: one round trip less per commit.
     let mut claimed: HashMap<u128, i64> = HashMap::with_capacity(count);
+    // The row of each key marked now, for its next fetch.
+    let mut rows: HashMap<u128, i64> = HashMap::new();
     for row in q(
         tx,
         cache,
@@ -241,7 +246,9 @@ fn finish(
     )
     .map_err(err)?
     {
-        claimed.insert(key_from(row.get(0))?, row.get(1));
+        let key = key_from(row.get(0))?;
+        claimed.insert(key, row.get(1));
+        rows.insert(key, row.get(2));
     }
     // Never admitted (skipped with its authority): the row is made done.
     let fresh: Vec<usize> = order
@@ -282,11 +289,11 @@ fn finish(
              c AS (
                  INSERT INTO urls (job, key, auth, url, depth, parent, state, seq)
                  SELECT $1, k, a, u, d, p, 2, s FROM v
-                 ON CONFLICT DO NOTHING RETURNING key, seq),
+                 ON CONFLICT DO NOTHING RETURNING key, seq, id),
              i AS (
                  INSERT INTO results (job, seq, failed, record, shard, generation)
                  SELECT $1, c.seq, v.f, v.r, v.h, v.g FROM c JOIN v ON v.k = c.key)
-             SELECT key, seq FROM c",
+             SELECT key, seq, id FROM c",
             &[
                 &job,
                 &cols.keys,
@@ -304,6 +311,7 @@ fn finish(
         {
             let key = key_from(row.get(0))?;
             claimed.insert(key, row.get(1));
+            rows.insert(key, row.get(2));
             let i = index[&key];
             let t = tallies.entry(shard_of_record(i)).or_default();
             t.seen += 1;
@@ -317,6 +325,7 @@ fn finish(
     if batch.keep_archives {
         keep_archives(tx, job, batch, &index, &claimed)?;
     }
+    super::revisit::schedule(tx, job, shards, batch, &index, &rows)?;
     // Done already: by an attempt of this batch whose commit was not confirmed?
     let done_before: Vec<Vec<u8>> = order
         .iter()
@@ -709,13 +718,15 @@ fn poll(
             "SELECT EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state = 0)
                     OR EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state = 1),
                     (SELECT admitted FROM jobs WHERE id = $1),
-                    (SELECT requisites FROM jobs WHERE id = $1)",
+                    (SELECT requisites FROM jobs WHERE id = $1),
+                    (SELECT stopping FROM jobs WHERE id = $1)",
             &[&job],
         )
         .map_err(err)?;
     batch.open = Some(row.get(0));
     batch.job_seen = row.get::<_, Option<i64>>(1).map(|n| n as u64);
     batch.job_requisites = row.get::<_, Option<i64>>(2).map(|n| n as u64);
+    batch.stopping = row.get::<_, Option<i16>>(3).unwrap_or(0) != 0;
     if batch.open == Some(false) {
         // Complete: the processes waiting for it need not wait for their poll.
         notify(tx, job)?;

@@ -17,6 +17,7 @@ mod cache;
 mod lease;
 mod listen;
 mod probes;
+mod revisit;
 
 #[cfg(test)]
 mod admit_tests;
@@ -474,6 +475,7 @@ impl Store for PgStore {
                 "leases",
                 "handoff",
                 "job_counts",
+                "revisits",
             ] {
                 tx.execute(&format!("DELETE FROM {table} WHERE job = $1"), &[&job.id.0])
                     .map_err(err)?;
@@ -604,6 +606,7 @@ impl Store for PgStore {
             for sql in [
                 "DELETE FROM results WHERE job = $1",
                 "DELETE FROM archives WHERE job = $1",
+                "DELETE FROM revisits WHERE job = $1",
                 "DELETE FROM handoff WHERE job = $1",
                 "UPDATE authorities SET state = NULL WHERE job = $1",
                 "UPDATE job_counts SET done = 0, errors = 0 WHERE job = $1",
@@ -612,6 +615,32 @@ impl Store for PgStore {
             }
             tx.commit().map_err(err)?;
             Ok(queued)
+        })
+    }
+
+    fn results_count(&mut self, job: JobId, shards: Option<&[u32]>) -> Result<u64, StoreError> {
+        let shards: Option<Vec<i32>> = shards.map(|s| s.iter().map(|&h| h as i32).collect());
+        self.with(|c, _, _| {
+            let n: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM results
+                     WHERE job = $1 AND ($2::int4[] IS NULL OR shard = ANY($2))",
+                    &[&job.0, &shards],
+                )
+                .map_err(err)?
+                .get(0);
+            Ok(n.max(0) as u64)
+        })
+    }
+
+    fn set_stopping(&mut self, job: JobId, stopping: bool) -> Result<(), StoreError> {
+        self.with(|c, _, _| {
+            c.execute(
+                "UPDATE jobs SET stopping = $1 WHERE id = $2",
+                &[&i16::from(stopping), &job.0],
+            )
+            .map(drop)
+            .map_err(err)
         })
     }
 

@@ -22,7 +22,7 @@
 /// `urls_key` finds the row); `$7` the writer's row of counts,
 /// `job_counts.slot`). Positions are drawn in
 /// that order for every key, and a row already done is left alone;
-/// returns each key marked with its position. The counts' rows are
+/// returns each key marked with its position and its row's id. The counts' rows are
 /// taken in shard order, as [`crate::schema::PG_ADD_COUNTS`] takes them.
 pub const FINISH: &str = "WITH v AS (
          SELECT k, f, r, h, g, i, nextval('result_seqs') AS s
@@ -37,7 +37,7 @@ pub const FINISH: &str = "WITH v AS (
      c AS (
          UPDATE urls u SET state = 2, seq = w.s FROM w
          WHERE u.id = ANY(ARRAY(SELECT id FROM w)) AND u.id = w.id AND u.state <> 2
-         RETURNING w.k, w.s, w.f, w.r, w.h, w.g),
+         RETURNING w.k, w.s, w.f, w.r, w.h, w.g, u.id),
      i AS (
          INSERT INTO results (job, seq, failed, record, shard, generation)
          SELECT $1, s, f, r, h, g FROM c),
@@ -47,7 +47,7 @@ pub const FINISH: &str = "WITH v AS (
          GROUP BY h ORDER BY h
          ON CONFLICT (job, shard, slot) DO UPDATE SET done = job_counts.done + excluded.done,
              errors = job_counts.errors + excluded.errors)
-     SELECT k, s FROM c";
+     SELECT k, s, id FROM c";
 
 /// Gives queued URLs found again by a shorter path that path (`$1` the
 /// job; arrays `$2` keys, `$3` depths, `$4` parents, `$5` chains);

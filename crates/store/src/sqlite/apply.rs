@@ -14,6 +14,7 @@ use super::done::DoneBits;
 use super::err;
 use super::finish::{Held, finish_urls};
 use super::keys::{Keys, RowIds};
+use super::revisit;
 use super::rows::{AuthorityIds, authority_id, log_loaded};
 use crate::StoreError;
 use crate::codec::{chain_from, key_from};
@@ -78,6 +79,9 @@ pub fn apply_in(
     batch.recorded.clear();
     batch.admitted.clear();
     batch.loaded.clear();
+    batch.requeued.clear();
+    batch.next_due = None;
+    batch.stopping = false;
     let version = data_version(tx)?;
     let mut ids = RowIds::read(tx)?;
     let keys = match memo.keys.entry(job) {
@@ -131,6 +135,12 @@ pub fn apply_in(
         batch
             .loaded
             .push(rows.into_iter().map(|(_, e)| e).collect());
+    }
+    // After the loads: a slot hears of URLs queued again once its load
+    // is answered.
+    revisit::requeue_due(tx, bits, job, batch, &mut tally)?;
+    if batch.poll {
+        batch.stopping = revisit::stopping(tx, job)?;
     }
     for saved in &batch.authorities {
         let auth = authority_id(tx, cache, job, &saved.authority)?;

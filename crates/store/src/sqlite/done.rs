@@ -9,8 +9,10 @@
 //! grows with the job: 25 million entries at 50 million URLs, larger than
 //! the cache. The bits of 50 million rows are 6 MB (a billion: 125 MB):
 //! the pages a finish writes stay few and in memory, whatever the job's
-//! size. A bit is set exactly when a result names the row: set by the
-//! finish that writes the result, cleared where results are deleted.
+//! size. A bit is set exactly when a result of the row's latest fetch
+//! names the row: set by the finish that writes the result, cleared where
+//! results are deleted and where a continuous crawl queues the row again
+//! (its earlier fetches' results stay).
 //!
 //! The writing connection keeps the chunks it read ([`DoneBits`]) while
 //! no other connection commits to the file, and writes the ones it

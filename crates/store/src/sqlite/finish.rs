@@ -18,7 +18,7 @@ use super::err;
 use super::keys::{Keys, RowIds};
 use super::rows::{AuthorityIds, MultiRow, authority_id};
 use crate::StoreError;
-use crate::codec::key_bytes;
+use crate::codec::{chain_text, key_bytes};
 use crate::tally::Tally;
 
 /// The statement inserting records.
@@ -162,6 +162,12 @@ pub fn finish_urls(
     INSERT.execute(tx, &records, |(seq, url, failed, i), v| {
         v.extend([&job as &dyn ToSql, seq, url, failed, &finished[*i].json]);
     })?;
+    schedule(
+        tx,
+        job,
+        finished,
+        records.iter().map(|&(_, id, failed, i)| (id, failed, i)),
+    )?;
     if batch.keep_archives {
         let mut archive = tx
             .prepare_cached("INSERT INTO archives (job, seq, data) VALUES (?1, ?2, ?3)")
@@ -174,4 +180,32 @@ pub fn finish_urls(
         }
     }
     Ok(seq)
+}
+
+/// Gives each URL of a continuous crawl that was recorded now (`(row,
+/// failed, index in finished)`) its next fetch: its row's `chain` carries
+/// what that fetch needs, and `revisits` its due time (one shard: 0).
+fn schedule(
+    tx: &Connection,
+    job: i64,
+    finished: &[crawlkeeper_model::FinishedUrl],
+    recorded: impl Iterator<Item = (i64, i64, usize)>,
+) -> Result<(), StoreError> {
+    for (id, failed, i) in recorded {
+        let Some(next) = &finished[i].next else {
+            continue;
+        };
+        tx.prepare_cached("UPDATE urls SET chain = ?1 WHERE id = ?2")
+            .map_err(err)?
+            .execute(params![chain_text(&next.entry), id])
+            .map_err(err)?;
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO revisits (job, url, shard, due, failed)
+             VALUES (?1, ?2, 0, ?3, ?4)",
+        )
+        .map_err(err)?
+        .execute(params![job, id, next.due_ms, failed])
+        .map_err(err)?;
+    }
+    Ok(())
 }

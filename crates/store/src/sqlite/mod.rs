@@ -9,6 +9,7 @@ mod apply;
 pub mod done;
 mod finish;
 pub mod keys;
+mod revisit;
 mod rows;
 #[cfg(test)]
 mod tests;
@@ -171,6 +172,18 @@ impl SqliteStore {
                 }
                 if old < schema::SQLITE_REKEYED {
                     crate::rekey::sqlite(&tx).map_err(err)?;
+                }
+                if old < schema::SQLITE_STOPPING {
+                    let has: i64 = tx
+                        .query_row(
+                            "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'stopping'",
+                            [],
+                            |r| r.get(0),
+                        )
+                        .map_err(err)?;
+                    if has == 0 {
+                        tx.execute(schema::SQLITE_TO_V7, []).map_err(err)?;
+                    }
                 }
                 if old < schema::SQLITE_DONE_BITS {
                     // The bits from the results, in row order (through
@@ -372,6 +385,7 @@ impl Store for SqliteStore {
             "authorities",
             "job_counts",
             "loaded",
+            "revisits",
         ] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
@@ -510,7 +524,7 @@ impl Store for SqliteStore {
             )
             .map_err(err)?;
         done::set_rows(&tx, done::JOB_RESULT_ROWS, [job.id.0], false)?;
-        for table in ["results", "archives"] {
+        for table in ["results", "archives", "revisits"] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
         }
@@ -524,6 +538,29 @@ impl Store for SqliteStore {
         tx.commit().map_err(err)?;
         self.memo.forget(job.id.0);
         Ok(queued as u64)
+    }
+
+    fn results_count(&mut self, job: JobId, _shards: Option<&[u32]>) -> Result<u64, StoreError> {
+        // One shard: the job's results are all of it.
+        let n: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM results WHERE job = ?1",
+                [job.0],
+                |r| r.get(0),
+            )
+            .map_err(err)?;
+        Ok(n.max(0) as u64)
+    }
+
+    fn set_stopping(&mut self, job: JobId, stopping: bool) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE jobs SET stopping = ?1 WHERE id = ?2",
+                params![i64::from(stopping), job.0],
+            )
+            .map(drop)
+            .map_err(err)
     }
 
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {

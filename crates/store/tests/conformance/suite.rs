@@ -343,6 +343,7 @@ pub fn loads_take_the_shallowest_and_resume_requeues_what_was_loaded(b: &mut Bac
 pub fn authority_state_survives(b: &mut Backend) {
     let job = b.store.open_job(&spec("j")).unwrap().id;
     let saved = AuthorityState {
+        robots_at_ms: None,
         authority: authority("a.test"),
         robots: Some(RobotsSnapshot::Body("User-agent: *\nDisallow: /x\n".into())),
         delay_ms: 250,
@@ -529,6 +530,7 @@ pub fn a_recrawl_queues_every_url_again_with_what_its_record_tells(b: &mut Backe
             FinishedUrl::new(failed.0.key, record(&failed.0, true)),
         ],
         authorities: vec![AuthorityState {
+            robots_at_ms: None,
             authority: authority("a.test"),
             robots: Some(RobotsSnapshot::AllowAll),
             delay_ms: 250,

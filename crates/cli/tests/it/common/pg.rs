@@ -1,5 +1,5 @@
-//! The test PostgreSQL server: a database per test, admin statements, a
-//! restart.
+//! The test PostgreSQL server: a database per test, admin statements
+//! (its restart is `tests/restarts`'s).
 
 /// The test server's URL for database `db` (the server named by
 /// `CRAWLKEEPER_TEST_POSTGRES`, default 127.0.0.1:5432).
@@ -21,18 +21,4 @@ pub async fn admin(sql: String) {
     })
     .await
     .unwrap();
-}
-
-/// Restarts the server (Debian's cluster `main`), waiting until it is back.
-pub fn restart_postgres() {
-    let version = std::fs::read_dir("/etc/postgresql")
-        .expect("PostgreSQL from Debian's package (scripts/postgres.sh installs it)")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .max()
-        .unwrap();
-    let status = std::process::Command::new("pg_ctlcluster")
-        .args(["--skip-systemctl-redirect", &version, "main", "restart"])
-        .status()
-        .unwrap();
-    assert!(status.success(), "restarting PostgreSQL failed");
 }

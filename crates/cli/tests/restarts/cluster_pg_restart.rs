@@ -1,15 +1,15 @@
 //! PostgreSQL restarted under a job crawled by a cluster of real
 //! `crawlkeeper node` processes: the nodes wait and go on, nobody is
-//! declared dead, nothing is lost or fetched twice. A test binary of its
-//! own: the restart would break the other tests' connections.
+//! declared dead, nothing is lost or fetched twice.
 
 use crate::common;
 
+use crate::restart_postgres;
 use common::cluster::{Cluster, check_members, role};
-use common::pg::restart_postgres;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_restart_under_the_cluster_kills_nobody_and_loses_nothing() {
+    let _turn = crate::TURN.lock().await;
     // Long enough (4 hosts × 150 pages, 20 ms each, one at a time per host:
     // 3 s and more) that `pg_ctlcluster` stops the server mid-crawl.
     let c = Cluster::start("clpg", 2, 1, 2, 4, 150, 20).await;

@@ -1,14 +1,14 @@
 //! PostgreSQL restarted under a job crawled by two processes: both wait
-//! and go on; nothing is lost or fetched twice. A test binary of its own:
-//! the restart would break the other tests' connections.
+//! and go on; nothing is lost or fetched twice.
 
 use crate::common;
 
-use common::pg::restart_postgres;
+use crate::restart_postgres;
 use common::sharded::{Sharded, exit_of};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_restart_under_a_sharded_crawl_loses_nothing() {
+    let _turn = crate::TURN.lock().await;
     let job = Sharded::start("pgrestart", 2, 4, 80, 10).await;
     let a = job.process(0, "zero", &[]).spawn().unwrap();
     let b = job.process(1, "one", &[]).spawn().unwrap();

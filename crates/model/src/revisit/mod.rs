@@ -2,7 +2,8 @@
 //! each page's change rate estimated from what its fetches saw
 //! ([`estimate`]), and a job's request budget spread across its pages to
 //! maximise the share of them whose stored copy is current
-//! ([`allocate`]).
+//! ([`allocate`]), and each page's schedule from one fetch to the next
+//! ([`schedule`]).
 //!
 //! Pure functions of numbers: no clock, no I/O. `crawlkeeper-bench
 //! freshness` measures them against a fixed interval and the rules of
@@ -10,6 +11,8 @@
 
 pub mod allocate;
 pub mod estimate;
+pub mod schedule;
 
 pub use allocate::{Bounds, freshness, interval, solve_mu};
 pub use estimate::ChangeHistory;
+pub use schedule::{Next, Observed, PageSchedule, RETIRE_AFTER, RevisitRule, signature};

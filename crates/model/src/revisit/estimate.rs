@@ -43,6 +43,10 @@ pub struct ChangeHistory {
     prior_secs: f64,
 }
 
+// Its numbers are never NaN (`observe` keeps out what is not finite),
+// so equality is an equivalence: a URL's `Known` compares as a whole.
+impl Eq for ChangeHistory {}
+
 impl ChangeHistory {
     /// Adds a fetch `interval_secs` after the one before, which saw the
     /// content `changed` or not. Intervals of zero or less, or not finite,

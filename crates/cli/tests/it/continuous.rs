@@ -1,0 +1,217 @@
+//! `crawl --continuous`, end to end on a site that changes while it is
+//! crawled (`crawlkeeper_testsite::edition`): every page is fetched again
+//! when due, conditionally; its records say whether it `changed`; links
+//! new on changed pages join the crawl; `crawlkeeper stop` ends it with
+//! every fetch recorded once; a `kill -9` loses no page's schedule and
+//! fetches none early.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crawlkeeper_model::CrawlRecord;
+use crawlkeeper_testsite::edition::revision;
+use crawlkeeper_testsite::{SiteConfig, TestSite};
+use tokio::process::Command;
+
+use crate::common;
+
+use common::sharded::exit_of;
+
+/// How long a test waits for anything before it fails.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// `crawl --follow --continuous --revisit-min MIN --revisit-max MAX
+/// --out out.jsonl --state state.db SEED`, with its messages.
+fn continuous(dir: &Path, seed: &str, min: &str, max: &str) -> Command {
+    let mut c = common::command_in(
+        dir,
+        &[
+            "crawl",
+            "--follow",
+            "--continuous",
+            "--revisit-min",
+            min,
+            "--revisit-max",
+            max,
+            "--out",
+            "out.jsonl",
+            "--state",
+            "state.db",
+        ],
+    );
+    c.arg(seed);
+    c
+}
+
+/// Waits until `ready()` holds, checking every 20 ms; fails the test,
+/// saying `what`, if it does not within [`DEADLINE`].
+async fn until(what: &str, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < DEADLINE, "waited {DEADLINE:?} for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The records in `out.jsonl` of `dir` so far (whole lines only).
+fn records(dir: &Path) -> Vec<CrawlRecord> {
+    let text = std::fs::read_to_string(dir.join("out.jsonl")).unwrap_or_default();
+    let whole = text.rfind('\n').map_or("", |end| &text[..=end]);
+    common::records(whole)
+}
+
+/// `crawlkeeper stop --state state.db` in `dir`: it must succeed.
+async fn stop(dir: &Path) {
+    let out = common::command_in(dir, &["stop", "--state", "state.db"])
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("asked to stop"), "{err}");
+}
+
+/// The page number of a `/p/N` URL.
+fn page_of(url: &str) -> Option<u32> {
+    url.rsplit_once("/p/")?.1.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_are_fetched_again_when_due_with_changes_told_and_stop_ends_it() {
+    const PAGES: u32 = 20;
+    let mut config = SiteConfig::uniform(1, PAGES);
+    config.hosts[0].changed_percent = 50;
+    let site = TestSite::start(config).await.unwrap();
+    let d = common::fresh_dir("continuous", "changes");
+    let child = continuous(&d, &site.url(0, "/"), "1s", "2s")
+        .spawn()
+        .unwrap();
+    // The first pass: the index and every page, each a change.
+    until("the first pass", || records(&d).len() > PAGES as usize).await;
+    site.set_edition(1);
+    // Some pages change (13 of these 20): each gains a link to a new
+    // page, which the crawl finds when it fetches the page again.
+    let changed: Vec<u32> = (0..PAGES).filter(|&p| revision(p, 1, 50) > 0).collect();
+    assert!((1..PAGES as usize).contains(&changed.len()), "{changed:?}");
+    until("the new pages", || {
+        records(&d)
+            .iter()
+            .filter(|r| r.url.contains("/new/"))
+            .count()
+            == changed.len()
+    })
+    .await;
+    stop(&d).await;
+    let (code, err) = exit_of(child).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("stopped on request"), "{err}");
+
+    let recs = records(&d);
+    let mut by_page: BTreeMap<u32, Vec<&CrawlRecord>> = BTreeMap::new();
+    for r in &recs {
+        if let Some(p) = page_of(&r.url) {
+            by_page.entry(p).or_default().push(r);
+        }
+    }
+    assert_eq!(by_page.len(), PAGES as usize, "every page");
+    for (p, fetches) in &by_page {
+        let first = fetches[0];
+        assert_eq!(
+            (first.status, first.changed),
+            (Some(200), Some(true)),
+            "a first fetch is a change"
+        );
+        assert!(fetches.len() >= 2, "page {p} fetched again: {fetches:?}");
+        let seen_change = fetches[1..].iter().any(|r| r.changed == Some(true));
+        assert_eq!(
+            seen_change,
+            changed.contains(p),
+            "page {p}: a change told exactly when it changed: {fetches:#?}"
+        );
+        for r in &fetches[1..] {
+            match r.changed {
+                // Unchanged: asked with its validators, answered 304.
+                Some(false) => assert_eq!(r.status, Some(304), "{r:?}"),
+                Some(true) => assert_eq!(r.status, Some(200), "{r:?}"),
+                None => panic!("a page's fetch says whether it changed: {r:?}"),
+            }
+        }
+    }
+    // The index has no validators: it is asked whole each time, and its
+    // body, the same, is not a change.
+    let index: Vec<_> = recs.iter().filter(|r| r.url.ends_with('/')).collect();
+    assert!(index.len() >= 2, "{index:?}");
+    assert!(
+        index[1..]
+            .iter()
+            .all(|r| (r.status, r.changed) == (Some(200), Some(false))),
+        "{index:#?}"
+    );
+    // Every fetch has one record, in the file and in the store alike.
+    let log = site.log();
+    let pages_asked = log
+        .targets(0)
+        .iter()
+        .filter(|t| t.as_str() != "/robots.txt")
+        .count();
+    assert_eq!(recs.len(), pages_asked, "one record per request");
+    let stored = common::run_in(&d, &["results", "--state", "state.db"], None).await;
+    assert_eq!(stored.code, 0, "{}", stored.stderr);
+    assert_eq!(stored.stdout.lines().count(), recs.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_continuous_crawl_keeps_every_page_s_schedule() {
+    const PAGES: u32 = 30;
+    const INTERVAL: Duration = Duration::from_secs(4);
+    let site = TestSite::start(SiteConfig::uniform(1, PAGES))
+        .await
+        .unwrap();
+    let d = common::fresh_dir("continuous", "kill");
+    let seed = site.url(0, "/");
+    let first = continuous(&d, &seed, "4s", "4s").spawn().unwrap();
+    // Every page's first fetch is durable (records reach the file once
+    // they are): then the crawl is killed, waiting for the next ones.
+    until("the first pass recorded", || {
+        records(&d).len() > PAGES as usize
+    })
+    .await;
+    common::signal(&first, "-KILL");
+    let (code, _) = exit_of(first).await;
+    assert_eq!(code, -1, "killed");
+    let killed_at = site.log().len();
+
+    let again = continuous(&d, &seed, "4s", "4s").spawn().unwrap();
+    until("every page fetched a second time", || {
+        records(&d).len() >= 2 * (PAGES as usize + 1)
+    })
+    .await;
+    stop(&d).await;
+    let (code, err) = exit_of(again).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("continuing"), "{err}");
+
+    // From the site's own log: each page's second request came no sooner
+    // than its interval after its first (the schedule was kept; 100 ms
+    // for the two clocks' reading), and none was forgotten.
+    let mut asked: BTreeMap<String, Vec<std::time::SystemTime>> = BTreeMap::new();
+    for e in site.log().entries() {
+        if e.target != "/robots.txt" {
+            asked.entry(e.target.clone()).or_default().push(e.wall);
+        }
+    }
+    assert_eq!(asked.len(), PAGES as usize + 1, "no page forgotten");
+    for (target, times) in &asked {
+        assert!(times.len() >= 2, "{target} fetched again");
+        let gap = times[1].duration_since(times[0]).unwrap();
+        assert!(
+            gap + Duration::from_millis(100) >= INTERVAL,
+            "{target} fetched again {gap:?} after its first fetch, before its interval"
+        );
+    }
+    assert!(
+        killed_at <= PAGES as usize + 2,
+        "the kill came between passes"
+    );
+}

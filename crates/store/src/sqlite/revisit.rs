@@ -1,0 +1,86 @@
+//! A continuous crawl's due URLs queued again (see
+//! [`crate::schema`]'s `REVISITS`): the rows of `revisits` due by a time,
+//! read from the due end of `revisits_due`, each turned back into a
+//! queued row of `urls` without a result bit, and the job's counts taken
+//! down by the results they no longer count.
+
+use std::collections::BTreeMap;
+
+use crawlkeeper_model::state::{Batch, DUE_BATCH};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::done::DoneBits;
+use super::err;
+use crate::StoreError;
+use crate::codec::parse_authority;
+use crate::schema::state;
+use crate::tally::Tally;
+
+/// Queues again the URLs of `job` due by `batch.due` (at most
+/// [`DUE_BATCH`]), filling `batch.requeued` and `batch.next_due`.
+pub fn requeue_due(
+    tx: &Connection,
+    bits: &mut DoneBits,
+    job: i64,
+    batch: &mut Batch,
+    tally: &mut Tally,
+) -> Result<(), StoreError> {
+    let Some(now) = batch.due else {
+        return Ok(());
+    };
+    let due: Vec<(i64, i64, i64)> = tx
+        .prepare_cached(
+            "SELECT r.url, r.failed, u.auth FROM revisits r JOIN urls u ON u.id = r.url
+             WHERE r.job = ?1 AND r.shard = 0 AND r.due <= ?2 ORDER BY r.due LIMIT ?3",
+        )
+        .map_err(err)?
+        .query_map(params![job, now, DUE_BATCH as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .map_err(err)?
+        .collect::<Result<_, _>>()
+        .map_err(err)?;
+    let mut by_auth = BTreeMap::<i64, u64>::new();
+    for &(id, failed, auth) in &due {
+        tx.prepare_cached("DELETE FROM revisits WHERE job = ?1 AND url = ?2")
+            .map_err(err)?
+            .execute(params![job, id])
+            .map_err(err)?;
+        tx.prepare_cached("UPDATE urls SET state = ?1 WHERE id = ?2")
+            .map_err(err)?
+            .execute(params![state::QUEUED, id])
+            .map_err(err)?;
+        bits.set(tx, id, false)?;
+        tally.done -= 1;
+        tally.errors -= failed;
+        *by_auth.entry(auth).or_default() += 1;
+    }
+    for (auth, n) in by_auth {
+        let name: String = tx
+            .prepare_cached("SELECT authority FROM authorities WHERE job = ?1 AND id = ?2")
+            .map_err(err)?
+            .query_row(params![job, auth], |r| r.get(0))
+            .map_err(err)?;
+        batch.requeued.push((parse_authority(name)?, n));
+    }
+    batch.next_due = tx
+        .prepare_cached(
+            "SELECT due FROM revisits WHERE job = ?1 AND shard = 0 ORDER BY due LIMIT 1",
+        )
+        .map_err(err)?
+        .query_row([job], |r| r.get(0))
+        .optional()
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Whether someone asked `job` to stop (`crawlkeeper stop`).
+pub fn stopping(tx: &Connection, job: i64) -> Result<bool, StoreError> {
+    let flag: Option<i64> = tx
+        .prepare_cached("SELECT stopping FROM jobs WHERE id = ?1")
+        .map_err(err)?
+        .query_row([job], |r| r.get(0))
+        .optional()
+        .map_err(err)?;
+    Ok(flag.unwrap_or(0) != 0)
+}
