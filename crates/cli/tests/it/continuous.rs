@@ -16,14 +16,23 @@ use tokio::process::Command;
 
 use crate::common;
 
+use common::pg::{admin, postgres_url};
 use common::sharded::exit_of;
 
 /// How long a test waits for anything before it fails.
 const DEADLINE: Duration = Duration::from_secs(60);
 
+/// Where a test's job is kept: `--state state.db`, or `--store URL`.
+fn place(store: Option<&str>) -> [&str; 2] {
+    match store {
+        Some(url) => ["--store", url],
+        None => ["--state", "state.db"],
+    }
+}
+
 /// `crawl --follow --continuous --revisit-min MIN --revisit-max MAX
-/// --out out.jsonl --state state.db SEED`, with its messages.
-fn continuous(dir: &Path, seed: &str, min: &str, max: &str) -> Command {
+/// --out out.jsonl PLACE SEED`, with its messages.
+fn continuous(dir: &Path, store: Option<&str>, seed: &str, min: &str, max: &str) -> Command {
     let mut c = common::command_in(
         dir,
         &[
@@ -36,11 +45,9 @@ fn continuous(dir: &Path, seed: &str, min: &str, max: &str) -> Command {
             max,
             "--out",
             "out.jsonl",
-            "--state",
-            "state.db",
         ],
     );
-    c.arg(seed);
+    c.args(place(store)).arg(seed);
     c
 }
 
@@ -61,12 +68,11 @@ fn records(dir: &Path) -> Vec<CrawlRecord> {
     common::records(whole)
 }
 
-/// `crawlkeeper stop --state state.db` in `dir`: it must succeed.
-async fn stop(dir: &Path) {
-    let out = common::command_in(dir, &["stop", "--state", "state.db"])
-        .output()
-        .await
-        .unwrap();
+/// `crawlkeeper stop PLACE` in `dir`: it must succeed.
+async fn stop(dir: &Path, store: Option<&str>) {
+    let mut args = vec!["stop"];
+    args.extend(place(store));
+    let out = common::command_in(dir, &args).output().await.unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("asked to stop"), "{err}");
@@ -84,7 +90,7 @@ async fn pages_are_fetched_again_when_due_with_changes_told_and_stop_ends_it() {
     config.hosts[0].changed_percent = 50;
     let site = TestSite::start(config).await.unwrap();
     let d = common::fresh_dir("continuous", "changes");
-    let child = continuous(&d, &site.url(0, "/"), "1s", "2s")
+    let child = continuous(&d, None, &site.url(0, "/"), "1s", "2s")
         .spawn()
         .unwrap();
     // The first pass: the index and every page, each a change.
@@ -102,7 +108,7 @@ async fn pages_are_fetched_again_when_due_with_changes_told_and_stop_ends_it() {
             == changed.len()
     })
     .await;
-    stop(&d).await;
+    stop(&d, None).await;
     let (code, err) = exit_of(child).await;
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("stopped on request"), "{err}");
@@ -163,18 +169,34 @@ async fn pages_are_fetched_again_when_due_with_changes_told_and_stop_ends_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_continuous_crawl_keeps_every_page_s_schedule() {
+    killed_and_started_again(&common::fresh_dir("continuous", "kill"), None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_continuous_crawl_over_postgres_keeps_every_page_s_schedule() {
+    let db = format!("ck_continuous_{}", std::process::id());
+    admin(format!("DROP DATABASE IF EXISTS {db}")).await;
+    admin(format!("CREATE DATABASE {db}")).await;
+    let url = postgres_url(&db);
+    killed_and_started_again(&common::fresh_dir("continuous", "kill-pg"), Some(&url)).await;
+    admin(format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await;
+}
+
+/// A continuous crawl (pages due 4 s after each fetch) killed between
+/// passes, in `d` with its job in `store`, then started again: no page is
+/// fetched early and none is forgotten.
+async fn killed_and_started_again(d: &Path, store: Option<&str>) {
     const PAGES: u32 = 30;
     const INTERVAL: Duration = Duration::from_secs(4);
     let site = TestSite::start(SiteConfig::uniform(1, PAGES))
         .await
         .unwrap();
-    let d = common::fresh_dir("continuous", "kill");
     let seed = site.url(0, "/");
-    let first = continuous(&d, &seed, "4s", "4s").spawn().unwrap();
+    let first = continuous(d, store, &seed, "4s", "4s").spawn().unwrap();
     // Every page's first fetch is durable (records reach the file once
     // they are): then the crawl is killed, waiting for the next ones.
     until("the first pass recorded", || {
-        records(&d).len() > PAGES as usize
+        records(d).len() > PAGES as usize
     })
     .await;
     common::signal(&first, "-KILL");
@@ -182,12 +204,12 @@ async fn a_killed_continuous_crawl_keeps_every_page_s_schedule() {
     assert_eq!(code, -1, "killed");
     let killed_at = site.log().len();
 
-    let again = continuous(&d, &seed, "4s", "4s").spawn().unwrap();
+    let again = continuous(d, store, &seed, "4s", "4s").spawn().unwrap();
     until("every page fetched a second time", || {
-        records(&d).len() >= 2 * (PAGES as usize + 1)
+        records(d).len() >= 2 * (PAGES as usize + 1)
     })
     .await;
-    stop(&d).await;
+    stop(d, store).await;
     let (code, err) = exit_of(again).await;
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("continuing"), "{err}");
@@ -214,4 +236,44 @@ async fn a_killed_continuous_crawl_keeps_every_page_s_schedule() {
         killed_at <= PAGES as usize + 2,
         "the kill came between passes"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continuous_crawl_in_memory_revisits_until_its_timeout() {
+    let site = TestSite::start(SiteConfig::uniform(1, 5)).await.unwrap();
+    let d = common::fresh_dir("continuous", "memory");
+    let mut c = common::command_in(
+        &d,
+        &[
+            "crawl",
+            "--follow",
+            "--continuous",
+            "--revisit-min",
+            "1s",
+            "--revisit-max",
+            "1s",
+            "--no-state",
+            "--timeout",
+            "3500ms",
+            "--out",
+            "out.jsonl",
+        ],
+    );
+    let (code, err) = exit_of(c.arg(site.url(0, "/")).spawn().unwrap()).await;
+    assert_eq!(code, 124, "a --timeout ends it: {err}");
+    let recs = records(&d);
+    for page in 0..5 {
+        let fetches: Vec<_> = recs
+            .iter()
+            .filter(|r| page_of(&r.url) == Some(page))
+            .collect();
+        assert!(fetches.len() >= 2, "page {page} fetched again: {fetches:?}");
+        assert!(
+            fetches[1..]
+                .iter()
+                .all(|r| (r.status, r.changed) == (Some(304), Some(false))),
+            "{fetches:#?}"
+        );
+    }
+    assert!(!d.join("crawlkeeper.db").exists(), "nothing kept");
 }

@@ -34,6 +34,7 @@ conformance!(
     authority_state_survives,
     deleting_a_job_leaves_the_others,
     a_recrawl_queues_every_url_again_with_what_its_record_tells,
+    a_continuous_crawl_s_urls_are_queued_again_when_due,
     archives_are_kept_when_asked_once_per_result_and_go_with_the_job,
     a_job_is_locked_by_one_owner,
     large_batches,

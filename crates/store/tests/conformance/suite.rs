@@ -2,7 +2,8 @@
 
 use crawlkeeper_model::state::{Batch, Resumed};
 use crawlkeeper_model::{
-    Authority, AuthorityState, CrawlRecord, FinishedUrl, FrontierEntry, RobotsSnapshot,
+    Authority, AuthorityState, CrawlRecord, FinishedUrl, FrontierEntry, Known, NextFetch,
+    RobotsSnapshot,
 };
 use crawlkeeper_store::{JobId, JobSpec, StoreError};
 
@@ -343,9 +344,9 @@ pub fn loads_take_the_shallowest_and_resume_requeues_what_was_loaded(b: &mut Bac
 pub fn authority_state_survives(b: &mut Backend) {
     let job = b.store.open_job(&spec("j")).unwrap().id;
     let saved = AuthorityState {
-        robots_at_ms: None,
         authority: authority("a.test"),
         robots: Some(RobotsSnapshot::Body("User-agent: *\nDisallow: /x\n".into())),
+        robots_at_ms: None,
         delay_ms: 250,
         consecutive_failures: 2,
         abandoned: true,
@@ -530,9 +531,9 @@ pub fn a_recrawl_queues_every_url_again_with_what_its_record_tells(b: &mut Backe
             FinishedUrl::new(failed.0.key, record(&failed.0, true)),
         ],
         authorities: vec![AuthorityState {
-            robots_at_ms: None,
             authority: authority("a.test"),
             robots: Some(RobotsSnapshot::AllowAll),
+            robots_at_ms: None,
             delay_ms: 250,
             consecutive_failures: 0,
             abandoned: false,
@@ -635,5 +636,118 @@ pub fn archives_are_kept_when_asked_once_per_result_and_go_with_the_job(b: &mut 
     assert!(
         b.store.archives(job.id, 0, 10).unwrap().is_empty(),
         "deleted with the job"
+    );
+}
+
+/// A continuous crawl's URL, finished with its next fetch due at `due_ms`,
+/// carrying validators to it.
+fn finished_for_again(e: &(FrontierEntry, Authority), error: bool, due_ms: i64) -> FinishedUrl {
+    let mut f = FinishedUrl::new(e.0.key, record(&e.0, error));
+    let mut entry = e.0.clone();
+    entry.known = Some(Known {
+        etag: Some(format!("\"{due_ms}\"")),
+        ..Known::default()
+    });
+    f.next = Some(Box::new(NextFetch {
+        due_ms,
+        entry,
+        authority: e.1.clone(),
+    }));
+    f
+}
+
+/// A batch asking for the URLs due by `now`: what it queued again, and
+/// the next due time left.
+fn due(b: &mut Backend, job: JobId, now: i64) -> (Vec<(Authority, u64)>, Option<i64>) {
+    let mut batch = Batch {
+        due: Some(now),
+        ..Batch::default()
+    };
+    b.store.apply(job, &mut batch).unwrap();
+    let mut requeued = batch.requeued;
+    requeued.sort_by_key(|(a, _)| a.to_string());
+    (requeued, batch.next_due)
+}
+
+pub fn a_continuous_crawl_s_urls_are_queued_again_when_due(b: &mut Backend) {
+    let job = b.store.open_job(&spec("forever")).unwrap();
+    let page = entry("a.test", "/redir-page", 1);
+    let later = entry("b.test", "/later", 2);
+    let once = entry("b.test", "/once", 2);
+    admit(
+        b,
+        job.id,
+        &[page.clone(), later.clone(), once.clone()],
+        true,
+    );
+    let mut batch = Batch {
+        finished: vec![
+            finished_for_again(&page, false, 1_000),
+            finished_for_again(&later, true, 5_000),
+            // A page retired (or of a one-shot crawl): never due.
+            FinishedUrl::new(once.0.key, record(&once.0, false)),
+        ],
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut batch).unwrap();
+    assert_eq!(batch.recorded, [true, true, true]);
+    let counts = |b: &mut Backend| b.store.find_job("forever").unwrap().unwrap().counts;
+    assert_eq!((counts(b).done, counts(b).errors), (3, 1));
+
+    assert_eq!(
+        due(b, job.id, 999),
+        (vec![], Some(1_000)),
+        "nothing due yet"
+    );
+    assert_eq!(
+        due(b, job.id, 1_000),
+        (vec![(authority("a.test"), 1)], Some(5_000)),
+        "due at its time"
+    );
+    assert_eq!(due(b, job.id, 1_000), (vec![], Some(5_000)), "queued once");
+    let c = counts(b);
+    assert_eq!((c.done, c.errors, c.pending()), (2, 1, 1));
+    let resumed = b.store.resume(job.id).unwrap();
+    assert_eq!(
+        resumed.queued,
+        [(authority("a.test"), 1)],
+        "queued in the store"
+    );
+    let mut load = Batch {
+        load: vec![(authority("a.test"), 10)],
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut load).unwrap();
+    let loaded = &load.loaded[0];
+    assert_eq!(loaded.len(), 1);
+    assert_eq!(
+        loaded[0].known.as_ref().and_then(|k| k.etag.as_deref()),
+        Some("\"1000\""),
+        "what its last fetch told the next one"
+    );
+    assert_eq!(
+        loaded[0].redirect_chain, page.0.redirect_chain,
+        "chain kept"
+    );
+    let mut again = Batch {
+        finished: vec![finished_for_again(&page, false, 10_000)],
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut again).unwrap();
+    assert_eq!(again.recorded, [true], "a record per fetch");
+    assert_eq!(b.store.results_count(job.id, None).unwrap(), 4);
+    assert_eq!(
+        due(b, job.id, 20_000),
+        (
+            vec![(authority("a.test"), 1), (authority("b.test"), 1)],
+            None
+        ),
+        "the one-shot page is never due"
+    );
+    let c = counts(b);
+    assert_eq!(
+        (c.done, c.errors, c.pending()),
+        (1, 0, 2),
+        "a failed fetch counts until its URL is due again"
     );
 }
