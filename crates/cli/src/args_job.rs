@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::values::{duration, positive_usize};
+use crate::values::{duration, positive_usize, request_rate};
 use clap::{Args, ValueEnum};
 use crawlkeeper_crawl::FieldSpec;
 use crawlkeeper_crawl::config::{
@@ -156,6 +156,13 @@ pub struct JobArgs {
     /// long is still fetched this often.
     #[arg(long, value_name = "DURATION", value_parser = duration, requires = "continuous")]
     pub revisit_max: Option<Duration>,
+    /// The request budget of a --continuous crawl's revisits (50/s,
+    /// 3000/h, 20000/d): each page's interval is chosen so that the
+    /// budget buys the most freshness, from how often each page changes;
+    /// pages that change faster than it can follow are revisited at
+    /// --revisit-max. Without it, each page about once per expected change.
+    #[arg(long, value_name = "RATE", value_parser = request_rate, requires = "continuous")]
+    pub budget: Option<f64>,
     /// Time allowed for one request, body included.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = duration)]
     pub request_timeout: Duration,
@@ -466,6 +473,7 @@ impl JobArgs {
             let mut r = RevisitConfig::default();
             r.min = self.revisit_min.unwrap_or(r.min);
             r.max = self.revisit_max.unwrap_or(r.max);
+            r.budget = self.budget;
             // A page's first interval, before anything is known of it,
             // within the bounds given.
             r.first = r.first.clamp(r.min, r.max.max(r.min));

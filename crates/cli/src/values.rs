@@ -25,9 +25,43 @@ pub fn positive_usize(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A rate of requests: `N/s`, `N/m`, `N/h` or `N/d` (a bare `N` is per
+/// second), more than zero; in requests a second.
+pub fn request_rate(s: &str) -> Result<f64, String> {
+    let (count, per) = match s.trim().split_once('/') {
+        Some((n, unit)) => (n, unit.trim()),
+        None => (s.trim(), "s"),
+    };
+    let seconds = match per {
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3_600.0,
+        "d" => 86_400.0,
+        _ => return Err(format!("rate '{s}': the unit after '/' is s, m, h or d")),
+    };
+    match count.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 && n <= 1e9 => Ok(n / seconds),
+        _ => Err(format!(
+            "rate '{s}': a number of requests from more than 0 to 1e9, like 50/s or 20000/d"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_rate_is_read_per_second() {
+        assert_eq!(request_rate("50/s"), Ok(50.0));
+        assert_eq!(request_rate("50"), Ok(50.0));
+        assert_eq!(request_rate("120/m"), Ok(2.0));
+        assert_eq!(request_rate("86400/d"), Ok(1.0));
+        assert_eq!(request_rate(" 7200 / h "), Ok(2.0));
+        for bad in ["0/s", "-1/s", "nan/s", "inf", "1e10/s", "5/w", "x/s", ""] {
+            assert!(request_rate(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn each_kind_of_value_is_refused_with_one_message() {

@@ -108,6 +108,13 @@ pub struct RevisitConfig {
     /// of how it changes (within `min` and `max`). Default 1 day.
     #[serde(with = "duration::text")]
     pub first: Duration,
+    /// The job's request budget for revisits (`--budget`), requests a
+    /// second: intervals are chosen so that it buys the most freshness
+    /// (the pages' share of the time their copy is current), pages that
+    /// change faster than it can follow at `max`. Without: each page is
+    /// revisited about once per expected change. Default none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
 }
 
 impl Default for RevisitConfig {
@@ -116,6 +123,7 @@ impl Default for RevisitConfig {
             min: DEFAULT_REVISIT_MIN,
             max: DEFAULT_REVISIT_MAX,
             first: DEFAULT_REVISIT_FIRST,
+            budget: None,
         }
     }
 }
@@ -139,19 +147,26 @@ impl RevisitConfig {
                 problems.push(format!("{name} must be at most 365d"));
             }
         }
+        if let Some(b) = self.budget
+            && !(b.is_finite() && b > 0.0)
+        {
+            problems.push("budget must be a positive number of requests".to_owned());
+        }
         problems
     }
 
-    /// The rule each page's fetch applies: each page revisited about once
-    /// per expected change, within the bounds.
-    pub fn rule(&self) -> crawlkeeper_model::revisit::RevisitRule {
+    /// The rule each page's fetch applies, at the job's marginal value of
+    /// freshness `mu` when it spends a budget (before `mu` is known, and
+    /// without a budget: each page revisited about once per expected
+    /// change), within the bounds.
+    pub fn rule(&self, mu: Option<f64>) -> crawlkeeper_model::revisit::RevisitRule {
         crawlkeeper_model::revisit::RevisitRule {
             bounds: crawlkeeper_model::revisit::Bounds {
                 min_secs: self.min.as_secs_f64(),
                 max_secs: self.max.as_secs_f64(),
             },
             first_secs: self.first.as_secs_f64(),
-            mu: None,
+            mu: mu.filter(|_| self.budget.is_some()),
         }
     }
 }

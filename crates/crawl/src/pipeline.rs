@@ -100,7 +100,8 @@ pub struct Processed {
     pub retry: Option<RetryHint>,
     /// The page's WARC records, encoded, when the crawl archives.
     pub archive: Vec<u8>,
-    /// What the response tells a continuous crawl of the page's content.
+    /// What the response tells a continuous crawl of the page's content
+    /// (`Failed`, telling nothing, outside continuous crawls).
     pub observed: Observed,
 }
 
@@ -141,6 +142,9 @@ pub struct Pipeline {
     pub(crate) requisites: Option<crate::config::RequisitesScope>,
     /// Longer URLs are not requested.
     pub(crate) max_url_length: usize,
+    /// A continuous crawl: each 2xx body's signature is taken, to tell
+    /// whether the page changed.
+    pub(crate) signatures: bool,
 }
 
 impl Pipeline {
@@ -515,7 +519,11 @@ impl Pipeline {
             }
             _ => {}
         }
-        let observed = observed(request, r);
+        let observed = if self.signatures {
+            observed(request, r)
+        } else {
+            Observed::Failed
+        };
         let processed = Processed {
             record,
             discovered,
@@ -704,7 +712,8 @@ fn header_validator(r: &FetchResponse, name: http::header::HeaderName) -> Option
     crawlkeeper_model::known::validator(value.as_bytes())
 }
 
-/// What response `r` to `request` tells a continuous crawl: a `304` to
+/// What response `r` to `request` tells a continuous crawl (which alone
+/// asks, [`Pipeline::signatures`]): a `304` to
 /// a conditional request confirms the copy, a `2xx` body is content (its
 /// signature), `404` and `410` say the page is gone; nothing else tells
 /// anything of the content.

@@ -250,6 +250,7 @@ impl Registry {
                 sitemaps: config.scope.sitemaps,
                 requisites: config.scope.requisites,
                 max_url_length: config.scope.max_url_length,
+                signatures: config.revisit.is_some(),
             }),
             _ => Err(ConfigError { problems }),
         }

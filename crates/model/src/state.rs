@@ -61,6 +61,9 @@ pub struct FinishedUrl {
     /// entry carries to that fetch. `None`: never again (a one-shot
     /// crawl, a retired page).
     pub next: Option<Box<NextFetch>>,
+    /// In a continuous crawl: how the URL moved in its job's rate
+    /// histogram (applied when its record is stored).
+    pub moved: Option<crate::revisit::RateMove>,
 }
 
 /// When a finished URL of a continuous crawl is fetched again.
@@ -85,6 +88,7 @@ impl FinishedUrl {
             json,
             archive: Vec::new(),
             next: None,
+            moved: None,
         }
     }
 }
@@ -228,6 +232,10 @@ pub struct Batch {
     pub requeued: Vec<(Authority, u64)>,
     /// Out (with `due`): the earliest due time left in the held shards.
     pub next_due: Option<i64>,
+    /// Out (with `due`): the job's rate histogram, every shard's: how
+    /// many of its pages are counted in each bucket
+    /// ([`crate::revisit::rate_bucket`]).
+    pub rates: Vec<(i16, u64)>,
     /// Out (with `poll`): someone asked the job to stop (`crawlkeeper
     /// stop`).
     pub stopping: bool,

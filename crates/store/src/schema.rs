@@ -106,6 +106,7 @@ const TABLES: &[&str] = &[
         PRIMARY KEY (job, seq))",
     REVISITS,
     REVISITS_DUE,
+    REVISIT_RATES,
 ];
 
 /// PostgreSQL version 10 and SQLite version 7: continuous crawls
@@ -124,6 +125,17 @@ const REVISITS: &str = "CREATE TABLE IF NOT EXISTS revisits (
         due BIGINT NOT NULL,
         failed SMALLINT NOT NULL,
         PRIMARY KEY (job, url))";
+
+/// A continuous crawl's rate histogram: how many of a job's pages (of a
+/// shard) are counted in each bucket of change rates, kept as they move
+/// (each stored record moves its page), so that the request budget is
+/// spread over the job's pages without reading them.
+const REVISIT_RATES: &str = "CREATE TABLE IF NOT EXISTS revisit_rates (
+        job BIGINT NOT NULL,
+        shard INTEGER NOT NULL,
+        bucket SMALLINT NOT NULL,
+        pages BIGINT NOT NULL,
+        PRIMARY KEY (job, shard, bucket))";
 
 /// See [`REVISITS`].
 const REVISITS_DUE: &str = "CREATE INDEX IF NOT EXISTS revisits_due ON revisits (job, shard, due)";

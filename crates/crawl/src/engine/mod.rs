@@ -33,7 +33,7 @@ use polls::Polls;
 pub use slot::Slot;
 use tasks::TaskOutput;
 
-use crate::config::{ConfigError, CrawlConfig, RevisitConfig};
+use crate::config::{ConfigError, CrawlConfig};
 use crate::pipeline::{Discovered, Pipeline, Processed, Request, url_key};
 use crate::registry::Registry;
 use crate::sink::{Sink, SinkError};
@@ -133,6 +133,8 @@ struct PendingFinish {
     held: bool,
     /// In a continuous crawl: when it is fetched again.
     next: Option<Box<crawlkeeper_model::NextFetch>>,
+    /// In a continuous crawl: how it moved in the job's rate histogram.
+    moved: Option<crawlkeeper_model::revisit::RateMove>,
 }
 
 impl Engine {
@@ -523,6 +525,7 @@ impl Engine {
                 json: p.json,
                 archive: p.archive,
                 next: p.next,
+                moved: p.moved,
             };
             store
                 .tx
@@ -610,7 +613,7 @@ impl Engine {
                     request,
                     robots,
                 } => {
-                    let rule = self.config.revisit.as_ref().map(RevisitConfig::rule);
+                    let rule = self.config.revisit.as_ref().map(|r| r.rule(self.polls.mu));
                     tasks.spawn(tasks::page(pipeline, slot, request, robots, rule));
                 }
             }
@@ -710,6 +713,7 @@ impl Engine {
                 processed,
                 json,
                 next,
+                moved,
             } => {
                 let Processed {
                     record,
@@ -754,6 +758,7 @@ impl Engine {
                         archive,
                         held,
                         next,
+                        moved,
                     },
                 );
                 if self.hold_places {

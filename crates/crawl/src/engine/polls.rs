@@ -3,6 +3,8 @@
 
 use tokio::time::Instant;
 
+use crawlkeeper_model::revisit::{bucket_rate, solve_mu};
+
 use super::{Engine, EngineError};
 use crate::state::{Command, Polled, StateError, StateHandle};
 
@@ -22,6 +24,9 @@ pub(super) struct Polls {
     pub(super) sent_at: Option<Instant>,
     /// Someone asked the job to stop (`crawlkeeper stop`).
     pub(super) stopping: bool,
+    /// A continuous crawl with a request budget: the job's marginal
+    /// value of freshness, from its rate histogram at the last poll.
+    pub(super) mu: Option<f64>,
 }
 
 impl Engine {
@@ -58,6 +63,23 @@ impl Engine {
             self.frontier.requeued(authority, more);
         }
         self.polls.stopping |= polled.stopping;
+        if let Some(revisit) = &self.config.revisit
+            && let Some(budget) = revisit.budget
+            && !polled.rates.is_empty()
+        {
+            let rates: Vec<(f64, f64)> = polled
+                .rates
+                .iter()
+                .map(|&(b, n)| (bucket_rate(b), n as f64))
+                .collect();
+            let mu = solve_mu(&rates, budget, revisit.rule(None).bounds);
+            tracing::debug!(
+                mu,
+                pages = rates.iter().map(|r| r.1).sum::<f64>(),
+                "revisit budget spread"
+            );
+            self.polls.mu = Some(mu);
+        }
         if let Some(seen) = polled.job_seen {
             self.frontier.job_admitted(seen);
         }

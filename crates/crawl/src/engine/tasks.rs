@@ -7,7 +7,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use crawlkeeper_model::revisit::{Observed, RevisitRule};
+use crawlkeeper_model::revisit::{Observed, RateMove, RevisitRule};
 use crawlkeeper_model::{Authority, Known, NextFetch, RobotsSnapshot};
 use futures_util::FutureExt;
 use tracing::error;
@@ -37,6 +37,8 @@ pub(super) enum TaskOutput {
         json: String,
         /// In a continuous crawl: when the page is fetched again.
         next: Option<Box<NextFetch>>,
+        /// In a continuous crawl: how it moved in the job's rate histogram.
+        moved: Option<RateMove>,
     },
 }
 
@@ -96,7 +98,10 @@ pub(super) async fn page(
     let mut processed = run.catch_unwind().await.unwrap_or_else(|panic| {
         records::internal_error(&request, &records::panic_message(&*panic))
     });
-    let next = rule.and_then(|rule| revisit(&rule, &request, &mut processed));
+    let (next, moved) = match rule {
+        Some(rule) => revisit(&rule, &request, &mut processed),
+        None => (None, None),
+    };
     let json = processed.record.to_json();
     TaskOutput::Page {
         slot,
@@ -104,22 +109,26 @@ pub(super) async fn page(
         processed: Box::new(processed),
         json,
         next,
+        moved,
     }
 }
 
 /// Applies `rule` to what `processed` saw of `request`'s page: marks its
 /// record changed or not, and gives its next fetch (none when the page
-/// is retired).
+/// is retired) and its move in the job's rate histogram.
 fn revisit(
     rule: &RevisitRule,
     request: &Request,
     processed: &mut Processed,
-) -> Option<Box<NextFetch>> {
+) -> (Option<Box<NextFetch>>, Option<RateMove>) {
     let now_ms = chrono::Utc::now().timestamp_millis();
     let before = request.known.as_deref().and_then(|k| k.revisit.as_deref());
     let next = rule.next(before, now_ms, processed.observed);
     processed.record.changed = next.changed;
-    let due_in = next.due_in_secs?;
+    let moved = Some(next.moved);
+    let Some(due_in) = next.due_in_secs else {
+        return (None, moved);
+    };
     let record = &processed.record;
     // What the next request knows: this copy's validators (a 304 keeps
     // the ones it confirmed) and the schedule.
@@ -139,9 +148,10 @@ fn revisit(
     known.revisit = Some(Box::new(next.schedule));
     let mut entry = crate::state::entry_of(crate::pipeline::url_key(&request.url), request);
     entry.known = Some(known);
-    Some(Box::new(NextFetch {
+    let next = Box::new(NextFetch {
         due_ms: now_ms.saturating_add((due_in * 1000.0) as i64),
         entry,
         authority: record.authority.clone(),
-    }))
+    });
+    (Some(next), moved)
 }

@@ -29,6 +29,8 @@ pub struct MemoryState {
     revisits: BTreeMap<(i64, u128), (NextFetch, bool)>,
     /// Each scheduled key's due time.
     due_of: KeyMap<i64>,
+    /// The job's rate histogram: pages by bucket.
+    rates: BTreeMap<i16, i64>,
 }
 
 impl MemoryState {
@@ -68,6 +70,14 @@ impl CrawlState for MemoryState {
             let failed = f.record.error.is_some();
             if new && failed {
                 self.errors += 1;
+            }
+            if let (true, Some(m)) = (new, f.moved) {
+                if let Some(from) = m.from {
+                    *self.rates.entry(from).or_default() -= 1;
+                }
+                if let Some(to) = m.to {
+                    *self.rates.entry(to).or_default() += 1;
+                }
             }
             if let (true, Some(next)) = (new, &f.next) {
                 if let Some(before) = self.due_of.insert(f.key, next.due_ms) {
@@ -113,9 +123,16 @@ impl MemoryState {
     fn requeue_due(&mut self, batch: &mut Batch) {
         batch.requeued.clear();
         batch.next_due = None;
+        batch.rates.clear();
         let Some(now) = batch.due else {
             return;
         };
+        batch.rates = self
+            .rates
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(b, n)| (*b, *n as u64))
+            .collect();
         let mut requeued = HashMap::<Authority, u64>::new();
         for _ in 0..DUE_BATCH {
             let Some(entry) = self.revisits.first_entry() else {

@@ -98,6 +98,8 @@ pub struct Polled {
     pub requeued: Vec<(Authority, u64)>,
     /// With `due`: the earliest due time left.
     pub next_due: Option<i64>,
+    /// With `due`: the job's rate histogram (pages by bucket).
+    pub rates: Vec<(i16, u64)>,
     /// Someone asked the job to stop.
     pub stopping: bool,
 }
@@ -448,6 +450,7 @@ fn run(
                 job_requisites: batch.job_requisites,
                 requeued: std::mem::take(&mut batch.requeued),
                 next_due: batch.next_due,
+                rates: std::mem::take(&mut batch.rates),
                 stopping: batch.stopping,
             }));
         }

@@ -15,4 +15,7 @@ pub mod schedule;
 
 pub use allocate::{Bounds, freshness, interval, solve_mu};
 pub use estimate::ChangeHistory;
-pub use schedule::{Next, Observed, PageSchedule, RETIRE_AFTER, RevisitRule, signature};
+pub use schedule::{
+    Next, Observed, PageSchedule, RETIRE_AFTER, RateMove, RevisitRule, bucket_rate, rate_bucket,
+    signature,
+};

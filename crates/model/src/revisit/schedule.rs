@@ -44,6 +44,10 @@ pub struct PageSchedule {
     /// The page's observed changes, summarised.
     #[serde(default)]
     pub history: ChangeHistory,
+    /// The bucket of the job's rate histogram the page is counted in
+    /// ([`rate_bucket`]); absent once it is retired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<i16>,
 }
 
 // Its numbers are finite (see `ChangeHistory`'s `Eq`).
@@ -74,6 +78,30 @@ pub enum Observed {
     Failed,
 }
 
+/// The bucket of a change rate (per second) in a job's rate histogram:
+/// a quarter of an octave wide, so that a bucket's pages are taken at one
+/// rate ([`bucket_rate`]) within 9 %.
+pub fn rate_bucket(rate: f64) -> i16 {
+    let rate = rate.clamp(super::estimate::MIN_RATE, super::estimate::MAX_RATE);
+    (rate.log2() * 4.0).floor() as i16
+}
+
+/// The rate a bucket's pages are taken at: its geometric middle.
+pub fn bucket_rate(bucket: i16) -> f64 {
+    ((f64::from(bucket) + 0.5) / 4.0).exp2()
+}
+
+/// A page moved in its job's rate histogram by one fetch: out of `from`,
+/// into `to` (either absent: the page was not counted before, or is
+/// retired).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateMove {
+    /// The bucket it leaves.
+    pub from: Option<i16>,
+    /// The bucket it enters.
+    pub to: Option<i16>,
+}
+
 /// The signature of a body as a [`PageSchedule`] keeps it.
 pub fn signature(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
@@ -102,6 +130,8 @@ pub struct Next {
     pub changed: Option<bool>,
     /// Seconds to the next fetch; `None`: the page is retired.
     pub due_in_secs: Option<f64>,
+    /// How the page moved in the job's rate histogram.
+    pub moved: RateMove,
 }
 
 impl RevisitRule {
@@ -167,7 +197,10 @@ impl RevisitRule {
             };
         }
         let due_in_secs = (s.gone < RETIRE_AFTER).then_some(s.interval_secs);
+        let from = s.bucket;
+        s.bucket = due_in_secs.map(|_| rate_bucket(s.rate().unwrap_or(1.0 / self.first())));
         Next {
+            moved: RateMove { from, to: s.bucket },
             schedule: s,
             changed,
             due_in_secs,
@@ -276,6 +309,42 @@ mod tests {
         // A 304 with no copy to confirm compares nothing either.
         let none = r.next(None, 1, Observed::NotModified);
         assert_eq!(none.changed, None);
+    }
+
+    #[test]
+    fn a_page_moves_between_rate_buckets_and_leaves_them_when_retired() {
+        let r = rule();
+        let first = r.next(None, 1, Observed::Content(0));
+        let start = rate_bucket(1.0 / 3_600.0);
+        assert_eq!(
+            first.moved,
+            RateMove {
+                from: None,
+                to: Some(start)
+            }
+        );
+        let mut s = first.schedule;
+        let mut at = 1;
+        for sig in 1..10 {
+            at += 60_000;
+            s = r.next(Some(&s), at, Observed::Content(sig)).schedule;
+        }
+        let fast = s.bucket.expect("counted");
+        assert!(fast > start, "a page seen to change often counts as faster");
+        let mut retire = s.clone();
+        retire.gone = RETIRE_AFTER - 1;
+        let gone = r.next(Some(&retire), at + 1, Observed::Gone);
+        assert_eq!(
+            gone.moved,
+            RateMove {
+                from: Some(fast),
+                to: None
+            }
+        );
+        for rate in [1e-9, 1e-5, 0.01, 1.0, 999.0] {
+            let b = bucket_rate(rate_bucket(rate));
+            assert!((b / rate - 1.0).abs() < 0.1, "{rate} taken as {b}");
+        }
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub fn apply_in(
     batch.job_requisites = None;
     batch.requeued.clear();
     batch.next_due = None;
+    batch.rates.clear();
     batch.stopping = false;
     if let Some(lease) = lease {
         fence(tx, cache, job, lease)?;

@@ -476,6 +476,7 @@ impl Store for PgStore {
                 "handoff",
                 "job_counts",
                 "revisits",
+                "revisit_rates",
             ] {
                 tx.execute(&format!("DELETE FROM {table} WHERE job = $1"), &[&job.id.0])
                     .map_err(err)?;
@@ -607,6 +608,7 @@ impl Store for PgStore {
                 "DELETE FROM results WHERE job = $1",
                 "DELETE FROM archives WHERE job = $1",
                 "DELETE FROM revisits WHERE job = $1",
+                "DELETE FROM revisit_rates WHERE job = $1",
                 "DELETE FROM handoff WHERE job = $1",
                 "UPDATE authorities SET state = NULL WHERE job = $1",
                 "UPDATE job_counts SET done = 0, errors = 0 WHERE job = $1",

@@ -37,17 +37,39 @@ pub fn schedule(
     rows: &HashMap<u128, i64>,
 ) -> Result<(), StoreError> {
     let mut cols = Columns::default();
+    let mut moves = std::collections::BTreeMap::<(i32, i16), i64>::new();
     for (key, &id) in rows {
         let f = &batch.finished[index[key]];
+        let shard = shard_of(f.record.authority.host(), shards) as i32;
+        if let Some(m) = f.moved {
+            if let Some(from) = m.from {
+                *moves.entry((shard, from)).or_default() -= 1;
+            }
+            if let Some(to) = m.to {
+                *moves.entry((shard, to)).or_default() += 1;
+            }
+        }
         let Some(next) = &f.next else {
             continue;
         };
         cols.ids.push(id);
-        cols.shards
-            .push(shard_of(f.record.authority.host(), shards) as i32);
+        cols.shards.push(shard);
         cols.due.push(next.due_ms);
         cols.failed.push(i16::from(f.record.error.is_some()));
         cols.chains.push(chain_text(&next.entry));
+    }
+    moves.retain(|_, d| *d != 0);
+    if !moves.is_empty() {
+        let ((shards, buckets), deltas): ((Vec<i32>, Vec<i16>), Vec<i64>) =
+            moves.into_iter().unzip();
+        tx.execute(
+            "INSERT INTO revisit_rates (job, shard, bucket, pages)
+             SELECT $1, h, b, d FROM unnest($2::int4[], $3::int2[], $4::int8[]) AS v(h, b, d)
+             ON CONFLICT (job, shard, bucket) DO UPDATE
+                 SET pages = revisit_rates.pages + excluded.pages",
+            &[&job, &shards, &buckets, &deltas],
+        )
+        .map_err(err)?;
     }
     if cols.ids.is_empty() {
         return Ok(());
@@ -137,5 +159,16 @@ pub fn requeue_due(
         )
         .map_err(err)?
         .get(0);
+    // The whole job's, for a budget spread over all of it.
+    for row in tx
+        .query(
+            "SELECT bucket, CAST(sum(pages) AS BIGINT) FROM revisit_rates WHERE job = $1
+             GROUP BY bucket HAVING sum(pages) > 0 ORDER BY bucket",
+            &[&job],
+        )
+        .map_err(err)?
+    {
+        batch.rates.push((row.get(0), row.get::<_, i64>(1) as u64));
+    }
     Ok(())
 }

@@ -81,6 +81,7 @@ pub fn apply_in(
     batch.loaded.clear();
     batch.requeued.clear();
     batch.next_due = None;
+    batch.rates.clear();
     batch.stopping = false;
     let version = data_version(tx)?;
     let mut ids = RowIds::read(tx)?;

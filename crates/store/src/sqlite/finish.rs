@@ -184,14 +184,24 @@ pub fn finish_urls(
 
 /// Gives each URL of a continuous crawl that was recorded now (`(row,
 /// failed, index in finished)`) its next fetch: its row's `chain` carries
-/// what that fetch needs, and `revisits` its due time (one shard: 0).
+/// what that fetch needs, and `revisits` its due time (one shard: 0); and
+/// moves it in the job's rate histogram.
 fn schedule(
     tx: &Connection,
     job: i64,
     finished: &[crawlkeeper_model::FinishedUrl],
     recorded: impl Iterator<Item = (i64, i64, usize)>,
 ) -> Result<(), StoreError> {
+    let mut moves = std::collections::BTreeMap::<i16, i64>::new();
     for (id, failed, i) in recorded {
+        if let Some(m) = finished[i].moved {
+            if let Some(from) = m.from {
+                *moves.entry(from).or_default() -= 1;
+            }
+            if let Some(to) = m.to {
+                *moves.entry(to).or_default() += 1;
+            }
+        }
         let Some(next) = &finished[i].next else {
             continue;
         };
@@ -205,6 +215,15 @@ fn schedule(
         )
         .map_err(err)?
         .execute(params![job, id, next.due_ms, failed])
+        .map_err(err)?;
+    }
+    for (bucket, delta) in moves.into_iter().filter(|(_, d)| *d != 0) {
+        tx.prepare_cached(
+            "INSERT INTO revisit_rates (job, shard, bucket, pages) VALUES (?1, 0, ?2, ?3)
+             ON CONFLICT (job, shard, bucket) DO UPDATE SET pages = pages + excluded.pages",
+        )
+        .map_err(err)?
+        .execute(params![job, bucket, delta])
         .map_err(err)?;
     }
     Ok(())

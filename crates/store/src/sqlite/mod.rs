@@ -386,6 +386,7 @@ impl Store for SqliteStore {
             "job_counts",
             "loaded",
             "revisits",
+            "revisit_rates",
         ] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
@@ -524,7 +525,7 @@ impl Store for SqliteStore {
             )
             .map_err(err)?;
         done::set_rows(&tx, done::JOB_RESULT_ROWS, [job.id.0], false)?;
-        for table in ["results", "archives", "revisits"] {
+        for table in ["results", "archives", "revisits", "revisit_rates"] {
             tx.execute(&format!("DELETE FROM {table} WHERE job = ?1"), [job.id.0])
                 .map_err(err)?;
         }

@@ -17,7 +17,8 @@ use crate::schema::state;
 use crate::tally::Tally;
 
 /// Queues again the URLs of `job` due by `batch.due` (at most
-/// [`DUE_BATCH`]), filling `batch.requeued` and `batch.next_due`.
+/// [`DUE_BATCH`]), filling `batch.requeued`, `batch.next_due` and
+/// `batch.rates`.
 pub fn requeue_due(
     tx: &Connection,
     bits: &mut DoneBits,
@@ -70,6 +71,17 @@ pub fn requeue_due(
         .map_err(err)?
         .query_row([job], |r| r.get(0))
         .optional()
+        .map_err(err)?;
+    batch.rates = tx
+        .prepare_cached(
+            "SELECT bucket, pages FROM revisit_rates WHERE job = ?1 AND pages > 0 ORDER BY bucket",
+        )
+        .map_err(err)?
+        .query_map([job], |r| {
+            Ok((r.get::<_, i16>(0)?, r.get::<_, i64>(1)? as u64))
+        })
+        .map_err(err)?
+        .collect::<Result<_, _>>()
         .map_err(err)?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The conformance tests, written once against `dyn Store`.
 
+use crawlkeeper_model::revisit::RateMove;
 use crawlkeeper_model::state::{Batch, Resumed};
 use crawlkeeper_model::{
     Authority, AuthorityState, CrawlRecord, FinishedUrl, FrontierEntry, Known, NextFetch,
@@ -640,9 +641,18 @@ pub fn archives_are_kept_when_asked_once_per_result_and_go_with_the_job(b: &mut 
 }
 
 /// A continuous crawl's URL, finished with its next fetch due at `due_ms`,
-/// carrying validators to it.
-fn finished_for_again(e: &(FrontierEntry, Authority), error: bool, due_ms: i64) -> FinishedUrl {
+/// carrying validators to it, and moved in the rate histogram `moved`.
+fn finished_for_again(
+    e: &(FrontierEntry, Authority),
+    error: bool,
+    due_ms: i64,
+    moved: (Option<i16>, Option<i16>),
+) -> FinishedUrl {
     let mut f = FinishedUrl::new(e.0.key, record(&e.0, error));
+    f.moved = Some(RateMove {
+        from: moved.0,
+        to: moved.1,
+    });
     let mut entry = e.0.clone();
     entry.known = Some(Known {
         etag: Some(format!("\"{due_ms}\"")),
@@ -659,6 +669,17 @@ fn finished_for_again(e: &(FrontierEntry, Authority), error: bool, due_ms: i64) 
 /// A batch asking for the URLs due by `now`: what it queued again, and
 /// the next due time left.
 fn due(b: &mut Backend, job: JobId, now: i64) -> (Vec<(Authority, u64)>, Option<i64>) {
+    let (requeued, next, _) = due_and_rates(b, job, now);
+    (requeued, next)
+}
+
+/// [`due`], with the job's rate histogram.
+#[allow(clippy::type_complexity)]
+fn due_and_rates(
+    b: &mut Backend,
+    job: JobId,
+    now: i64,
+) -> (Vec<(Authority, u64)>, Option<i64>, Vec<(i16, u64)>) {
     let mut batch = Batch {
         due: Some(now),
         ..Batch::default()
@@ -666,7 +687,7 @@ fn due(b: &mut Backend, job: JobId, now: i64) -> (Vec<(Authority, u64)>, Option<
     b.store.apply(job, &mut batch).unwrap();
     let mut requeued = batch.requeued;
     requeued.sort_by_key(|(a, _)| a.to_string());
-    (requeued, batch.next_due)
+    (requeued, batch.next_due, batch.rates)
 }
 
 pub fn a_continuous_crawl_s_urls_are_queued_again_when_due(b: &mut Backend) {
@@ -682,8 +703,8 @@ pub fn a_continuous_crawl_s_urls_are_queued_again_when_due(b: &mut Backend) {
     );
     let mut batch = Batch {
         finished: vec![
-            finished_for_again(&page, false, 1_000),
-            finished_for_again(&later, true, 5_000),
+            finished_for_again(&page, false, 1_000, (None, Some(-60))),
+            finished_for_again(&later, true, 5_000, (None, Some(-60))),
             // A page retired (or of a one-shot crawl): never due.
             FinishedUrl::new(once.0.key, record(&once.0, false)),
         ],
@@ -695,9 +716,9 @@ pub fn a_continuous_crawl_s_urls_are_queued_again_when_due(b: &mut Backend) {
     assert_eq!((counts(b).done, counts(b).errors), (3, 1));
 
     assert_eq!(
-        due(b, job.id, 999),
-        (vec![], Some(1_000)),
-        "nothing due yet"
+        due_and_rates(b, job.id, 999),
+        (vec![], Some(1_000), vec![(-60, 2)]),
+        "nothing due yet; two pages counted at one rate"
     );
     assert_eq!(
         due(b, job.id, 1_000),
@@ -730,11 +751,34 @@ pub fn a_continuous_crawl_s_urls_are_queued_again_when_due(b: &mut Backend) {
         "chain kept"
     );
     let mut again = Batch {
-        finished: vec![finished_for_again(&page, false, 10_000)],
+        finished: vec![finished_for_again(
+            &page,
+            false,
+            10_000,
+            (Some(-60), Some(-40)),
+        )],
         ..Batch::default()
     };
     b.store.apply(job.id, &mut again).unwrap();
     assert_eq!(again.recorded, [true], "a record per fetch");
+    // The same fetch's record again (as a retried batch would send it):
+    // stored once, moved once.
+    let mut twice = Batch {
+        finished: vec![finished_for_again(
+            &page,
+            false,
+            10_000,
+            (Some(-60), Some(-40)),
+        )],
+        ..Batch::default()
+    };
+    b.store.apply(job.id, &mut twice).unwrap();
+    assert_eq!(twice.recorded, [false]);
+    assert_eq!(
+        due_and_rates(b, job.id, 4_999).2,
+        [(-60, 1), (-40, 1)],
+        "the page moved to a faster bucket"
+    );
     assert_eq!(b.store.results_count(job.id, None).unwrap(), 4);
     assert_eq!(
         due(b, job.id, 20_000),
