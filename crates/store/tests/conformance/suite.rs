@@ -764,12 +764,7 @@ pub fn a_continuous_crawl_s_urls_are_queued_again_when_due(b: &mut Backend) {
     // The same fetch's record again (as a retried batch would send it):
     // stored once, moved once.
     let mut twice = Batch {
-        finished: vec![finished_for_again(
-            &page,
-            false,
-            10_000,
-            (Some(-60), Some(-40)),
-        )],
+        finished: again.finished.clone(),
         ..Batch::default()
     };
     b.store.apply(job.id, &mut twice).unwrap();
