@@ -41,19 +41,30 @@ impl Archiver {
     /// revisit of an identical payload), and its metadata (the links the
     /// crawl took, depth, parent, truncation, and the record's fields as
     /// they are now: read here, after every stage that adds to them).
-    /// Nothing when the response was not captured.
+    /// `same_as`: in a continuous crawl, the date of the page's copy this
+    /// response repeats (an identical-payload revisit of it). Nothing when
+    /// the response was not captured.
     pub fn page(
         &self,
         record: &CrawlRecord,
         response: &FetchResponse,
         outlinks: Vec<String>,
+        same_as: Option<DateTime<Utc>>,
     ) -> Vec<u8> {
         let Some(exchange) = exchange_of(&record.url, response) else {
             return Vec::new();
         };
-        let (main, request) = match not_modified(record) {
-            Some(original) => exchange.revisit(RevisitProfile::NotModified, &original, None),
-            None => self.response_or_revisit(&exchange, response.status),
+        let (main, request) = match (not_modified(record), same_as) {
+            (Some(original), _) => exchange.revisit(RevisitProfile::NotModified, &original, None),
+            (None, Some(date)) if (200..300).contains(&response.status) => {
+                let original = Original {
+                    id: None,
+                    target_uri: record.url.clone(),
+                    date,
+                };
+                exchange.revisit(RevisitProfile::IdenticalPayload, &original, None)
+            }
+            (None, _) => self.response_or_revisit(&exchange, response.status),
         };
         let metadata = PageMetadata {
             outlinks,

@@ -356,7 +356,8 @@ impl Pipeline {
                         .iter()
                         .map(|d| d.request.url.to_string())
                         .collect();
-                    processed.archive = archiver.page(&processed.record, &response, outlinks);
+                    let same = same_copy(request, &processed.observed, &response);
+                    processed.archive = archiver.page(&processed.record, &response, outlinks, same);
                 }
                 processed
             }
@@ -724,6 +725,23 @@ fn observed(request: &Request, r: &FetchResponse) -> Observed {
         404 | 410 => Observed::Gone,
         _ => Observed::Failed,
     }
+}
+
+/// In a continuous crawl: when the copy a whole `2xx` body repeats (the
+/// same signature as the page's last changed fetch) was fetched; it is
+/// archived as an identical-payload revisit of that copy.
+fn same_copy(
+    request: &Request,
+    observed: &Observed,
+    r: &FetchResponse,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    let Observed::Content(sig) = observed else {
+        return None;
+    };
+    let before = request.known.as_deref()?.revisit.as_deref()?;
+    let same = !r.truncated && before.signature.as_deref() == Some(&format!("{sig:016x}"));
+    same.then(|| chrono::DateTime::from_timestamp_millis(before.changed_ms?))
+        .flatten()
 }
 
 /// The record of `request` before anything is known of its response.

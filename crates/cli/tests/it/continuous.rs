@@ -277,3 +277,43 @@ async fn a_continuous_crawl_in_memory_revisits_until_its_timeout() {
     }
     assert!(!d.join("crawlkeeper.db").exists(), "nothing kept");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unchanged_pages_are_archived_as_revisits_of_their_copy() {
+    let site = TestSite::start(SiteConfig::uniform(1, 3)).await.unwrap();
+    let d = common::fresh_dir("continuous", "warc");
+    let mut c = continuous(&d, None, &site.url(0, "/"), "1s", "1s");
+    let child = c.args(["--warc", "pages.warc.gz"]).spawn().unwrap();
+    until("every page fetched three times", || records(&d).len() >= 12).await;
+    stop(&d, None).await;
+    let (code, err) = exit_of(child).await;
+    assert_eq!(code, 0, "{err}");
+
+    // warcio reads every file; the records as our scanner reads them.
+    let recs = common::warc::check_files(&d.join("pages.warc.gz"));
+    let mut responses = common::warc::by_uri(&recs, "response");
+    responses.retain(|uri, _| !uri.ends_with("/robots.txt"));
+    let revisits = common::warc::by_uri(&recs, "revisit");
+    assert_eq!(responses.len(), 4, "one whole copy of each page");
+    for (uri, copies) in &responses {
+        assert_eq!(copies.len(), 1, "{uri}: unchanged, archived whole once");
+        let again = &revisits[uri];
+        assert!(again.len() >= 2, "{uri}: {again:?}");
+        // The index has no validators: asked whole, its same body is an
+        // identical-payload revisit; the pages answer 304.
+        let profile = if uri.ends_with('/') {
+            "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+        } else {
+            "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+        };
+        for v in again {
+            assert_eq!(v.get("WARC-Profile"), Some(profile), "{uri}");
+            assert_eq!(v.get("WARC-Refers-To-Target-URI"), Some(uri.as_str()));
+            assert_eq!(
+                v.get("WARC-Refers-To-Date"),
+                Some(copies[0].date.as_str()),
+                "{uri}: the revisit names its copy's date exactly"
+            );
+        }
+    }
+}

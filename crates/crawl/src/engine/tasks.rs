@@ -121,7 +121,12 @@ fn revisit(
     request: &Request,
     processed: &mut Processed,
 ) -> (Option<Box<NextFetch>>, Option<RateMove>) {
-    let now_ms = chrono::Utc::now().timestamp_millis();
+    // The fetch's own time (its record's, as its WARC records have it),
+    // so that a later revisit names the copy's date exactly.
+    let now_ms = chrono::DateTime::parse_from_rfc3339(&processed.record.fetched_at).map_or_else(
+        |_| chrono::Utc::now().timestamp_millis(),
+        |t| t.timestamp_millis(),
+    );
     let before = request.known.as_deref().and_then(|k| k.revisit.as_deref());
     let next = rule.next(before, now_ms, processed.observed);
     processed.record.changed = next.changed;
