@@ -168,7 +168,7 @@ pub fn stop(args: StopArgs) -> Result<Outcome, CliError> {
             job.name
         )));
     }
-    store.set_stopping(job.id, true).map_err(fatal)?;
+    store.request_stop(job.id).map_err(fatal)?;
     eprintln!(
         "job {}: asked to stop; its crawl stops within seconds, keeping what it fetched",
         job.name

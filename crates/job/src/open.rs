@@ -95,10 +95,6 @@ pub fn open(o: &Opening) -> Result<Opened, JobError> {
     if !recrawl {
         notes.extend(standing(o.start, &job, config.revisit.is_some()));
     }
-    if !o.location.is_shared() {
-        // This run goes on with the job: an earlier `stop` is done with.
-        store.set_stopping(job.id, false)?;
-    }
     if job.shards > 1 {
         notes.push(Note::Crawling {
             shards: o.shards.clone(),

@@ -165,6 +165,9 @@ pub struct Resumed {
     pub authorities: Vec<AuthorityState>,
     /// Authorities with queued URLs, and how many.
     pub queued: Vec<(Authority, u64)>,
+    /// How many times the job was asked to stop so far: a run stops when
+    /// a poll finds more.
+    pub stops: u64,
 }
 
 /// One transaction's worth of changes.
@@ -236,9 +239,9 @@ pub struct Batch {
     /// many of its pages are counted in each bucket
     /// ([`crate::revisit::rate_bucket`]).
     pub rates: Vec<(i16, u64)>,
-    /// Out (with `poll`): someone asked the job to stop (`crawlkeeper
-    /// stop`).
-    pub stopping: bool,
+    /// Out (with `poll`, when the store counts them): how many times the
+    /// job was asked to stop (`crawlkeeper stop`) so far.
+    pub stops: Option<u64>,
 }
 
 /// The most URLs a batch queues again because they are due.

@@ -255,10 +255,10 @@ pub trait Store: Send {
     /// whole job first. Returns how many URLs are queued.
     fn recrawl(&mut self, job: &JobInfo) -> Result<u64, StoreError>;
 
-    /// Asks the processes crawling `job` to stop it (`stopping`; they see
-    /// it at their next poll, a second or so), or takes the request back
-    /// (a run that starts the job again). Writes nothing else.
-    fn set_stopping(&mut self, job: JobId, stopping: bool) -> Result<(), StoreError>;
+    /// Asks the processes crawling `job` now to stop it (they see it at
+    /// their next poll, a second or so): counts one more request, so that
+    /// a run begun later is not stopped by it. Writes nothing else.
+    fn request_stop(&mut self, job: JobId) -> Result<(), StoreError>;
 
     /// Applies `batch` to `job` in one transaction, filling its outputs.
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError>;

@@ -71,7 +71,7 @@ const TABLES: &[&str] = &[
         seeds TEXT NOT NULL,
         options TEXT NOT NULL,
         requisites BIGINT NOT NULL DEFAULT 0,
-        stopping SMALLINT NOT NULL DEFAULT 0)",
+        stops BIGINT NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS authorities (
         job BIGINT NOT NULL,
         id BIGINT NOT NULL,
@@ -116,8 +116,9 @@ const TABLES: &[&str] = &[
 /// and its `chain` carries what the next fetch needs (validators, the
 /// page's schedule). A poll moves the due rows of its shards back to the
 /// queue through `revisits_due`: a probe of the index's due end, not a
-/// scan. `jobs.stopping`: someone asked the job to stop
-/// (`crawlkeeper stop`).
+/// scan. `jobs.stops`: how many times the job was asked to stop
+/// (`crawlkeeper stop`); a run stops when it grows past what the run
+/// read when it began (no clock, and nothing to take back).
 const REVISITS: &str = "CREATE TABLE IF NOT EXISTS revisits (
         job BIGINT NOT NULL,
         url BIGINT NOT NULL,
@@ -143,12 +144,12 @@ const REVISITS_DUE: &str = "CREATE INDEX IF NOT EXISTS revisits_due ON revisits 
 /// PostgreSQL version 10: see [`REVISITS`] (the tables' statements make
 /// the table).
 pub const PG_TO_V10: &[&str] =
-    &["ALTER TABLE jobs ADD COLUMN IF NOT EXISTS stopping SMALLINT NOT NULL DEFAULT 0"];
+    &["ALTER TABLE jobs ADD COLUMN IF NOT EXISTS stops BIGINT NOT NULL DEFAULT 0"];
 
 /// SQLite version 7: see [`REVISITS`]. Run on an older file whose
-/// `jobs` has no `stopping` yet (SQLite cannot add a column "if not
+/// `jobs` has no `stops` yet (SQLite cannot add a column "if not
 /// exists").
-pub const SQLITE_TO_V7: &str = "ALTER TABLE jobs ADD COLUMN stopping SMALLINT NOT NULL DEFAULT 0";
+pub const SQLITE_TO_V7: &str = "ALTER TABLE jobs ADD COLUMN stops BIGINT NOT NULL DEFAULT 0";
 
 /// SQLite's version of [`SQLITE_TO_V7`].
 pub const SQLITE_STOPPING: i64 = 7;

@@ -317,3 +317,26 @@ async fn unchanged_pages_are_archived_as_revisits_of_their_copy() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_crawl_started_again_goes_on_until_stopped_again() {
+    let site = TestSite::start(SiteConfig::uniform(1, 3)).await.unwrap();
+    let d = common::fresh_dir("continuous", "again");
+    let seed = site.url(0, "/");
+    let first = continuous(&d, None, &seed, "1s", "1s").spawn().unwrap();
+    until("the first pass", || records(&d).len() >= 4).await;
+    stop(&d, None).await;
+    let (code, err) = exit_of(first).await;
+    assert_eq!(code, 0, "{err}");
+    let before = records(&d).len();
+    // The request made before it began does not stop the new run.
+    let again = continuous(&d, None, &seed, "1s", "1s").spawn().unwrap();
+    until("two more passes", || records(&d).len() >= before + 8).await;
+    stop(&d, None).await;
+    let (code, err) = exit_of(again).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("continuing") && err.contains("stopped on request"),
+        "{err}"
+    );
+}

@@ -318,6 +318,7 @@ impl Engine {
                     );
                 }
                 self.frontier.restore(&resumed);
+                self.polls.stops_before = resumed.stops;
                 if let Some(live) = &mut self.live {
                     live.done_before = resumed.counts.done;
                 }

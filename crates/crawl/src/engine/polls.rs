@@ -22,7 +22,9 @@ pub(super) struct Polls {
     pub(super) due: bool,
     /// When the last poll was sent.
     pub(super) sent_at: Option<Instant>,
-    /// Someone asked the job to stop (`crawlkeeper stop`).
+    /// Stop requests (`crawlkeeper stop`) made before this run began.
+    pub(super) stops_before: u64,
+    /// One was made since: the run stops.
     pub(super) stopping: bool,
     /// A continuous crawl with a request budget: the job's marginal
     /// value of freshness, from its rate histogram at the last poll.
@@ -62,7 +64,7 @@ impl Engine {
         for (authority, more) in polled.requeued {
             self.frontier.requeued(authority, more);
         }
-        self.polls.stopping |= polled.stopping;
+        self.polls.stopping |= polled.stops.is_some_and(|n| n > self.polls.stops_before);
         if let Some(revisit) = &self.config.revisit
             && let Some(budget) = revisit.budget
             && !polled.rates.is_empty()

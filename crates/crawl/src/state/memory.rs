@@ -60,6 +60,8 @@ impl CrawlState for MemoryState {
                 .filter(|(_, q)| !q.is_empty())
                 .map(|(a, q)| (a.clone(), q.len() as u64))
                 .collect(),
+            // Nothing outside this process can ask it to stop.
+            stops: 0,
         })
     }
 

@@ -100,8 +100,9 @@ pub struct Polled {
     pub next_due: Option<i64>,
     /// With `due`: the job's rate histogram (pages by bucket).
     pub rates: Vec<(i16, u64)>,
-    /// Someone asked the job to stop.
-    pub stopping: bool,
+    /// How many times the job was asked to stop so far, when the state
+    /// counts them.
+    pub stops: Option<u64>,
 }
 
 /// What the state worker answers.
@@ -451,7 +452,7 @@ fn run(
                 requeued: std::mem::take(&mut batch.requeued),
                 next_due: batch.next_due,
                 rates: std::mem::take(&mut batch.rates),
-                stopping: batch.stopping,
+                stops: batch.stops,
             }));
         }
         let written = batch

@@ -40,7 +40,7 @@ pub fn apply_in(
     batch.requeued.clear();
     batch.next_due = None;
     batch.rates.clear();
-    batch.stopping = false;
+    batch.stops = None;
     if let Some(lease) = lease {
         fence(tx, cache, job, lease)?;
     }
@@ -720,14 +720,14 @@ fn poll(
                     OR EXISTS (SELECT 1 FROM urls WHERE job = $1 AND state = 1),
                     (SELECT admitted FROM jobs WHERE id = $1),
                     (SELECT requisites FROM jobs WHERE id = $1),
-                    (SELECT stopping FROM jobs WHERE id = $1)",
+                    (SELECT stops FROM jobs WHERE id = $1)",
             &[&job],
         )
         .map_err(err)?;
     batch.open = Some(row.get(0));
     batch.job_seen = row.get::<_, Option<i64>>(1).map(|n| n as u64);
     batch.job_requisites = row.get::<_, Option<i64>>(2).map(|n| n as u64);
-    batch.stopping = row.get::<_, Option<i16>>(3).unwrap_or(0) != 0;
+    batch.stops = row.get::<_, Option<i64>>(3).map(|n| n.max(0) as u64);
     if batch.open == Some(false) {
         // Complete: the processes waiting for it need not wait for their poll.
         notify(tx, job)?;

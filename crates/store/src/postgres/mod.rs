@@ -290,11 +290,16 @@ impl PgStore {
                 queued.push((parse_authority(row.get(0))?, row.get::<_, i64>(1) as u64));
             }
             let counts = counts(&mut tx, job.0)?;
+            let stops: i64 = tx
+                .query_one("SELECT stops FROM jobs WHERE id = $1", &[&job.0])
+                .map_err(err)?
+                .get(0);
             tx.commit().map_err(err)?;
             Ok(Resumed {
                 counts,
                 authorities,
                 queued,
+                stops: stops.max(0) as u64,
             })
         })
     }
@@ -635,14 +640,11 @@ impl Store for PgStore {
         })
     }
 
-    fn set_stopping(&mut self, job: JobId, stopping: bool) -> Result<(), StoreError> {
+    fn request_stop(&mut self, job: JobId) -> Result<(), StoreError> {
         self.with(|c, _, _| {
-            c.execute(
-                "UPDATE jobs SET stopping = $1 WHERE id = $2",
-                &[&i16::from(stopping), &job.0],
-            )
-            .map(drop)
-            .map_err(err)
+            c.execute("UPDATE jobs SET stops = stops + 1 WHERE id = $1", &[&job.0])
+                .map(drop)
+                .map_err(err)
         })
     }
 

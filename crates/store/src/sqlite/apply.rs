@@ -82,7 +82,7 @@ pub fn apply_in(
     batch.requeued.clear();
     batch.next_due = None;
     batch.rates.clear();
-    batch.stopping = false;
+    batch.stops = None;
     let version = data_version(tx)?;
     let mut ids = RowIds::read(tx)?;
     let keys = match memo.keys.entry(job) {
@@ -141,7 +141,7 @@ pub fn apply_in(
     // is answered.
     revisit::requeue_due(tx, bits, job, batch, &mut tally)?;
     if batch.poll {
-        batch.stopping = revisit::stopping(tx, job)?;
+        batch.stops = Some(revisit::stops(tx, job)?);
     }
     for saved in &batch.authorities {
         let auth = authority_id(tx, cache, job, &saved.authority)?;

@@ -176,7 +176,7 @@ impl SqliteStore {
                 if old < schema::SQLITE_STOPPING {
                     let has: i64 = tx
                         .query_row(
-                            "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'stopping'",
+                            "SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'stops'",
                             [],
                             |r| r.get(0),
                         )
@@ -483,6 +483,7 @@ impl Store for SqliteStore {
             out
         };
         let counts = counts(&tx, job.0)?;
+        let stops = revisit::stops(&tx, job.0)?;
         tx.commit().map_err(err)?;
         // Rows this connection held may be queued again.
         self.memo.held.remove(&job.0);
@@ -490,6 +491,7 @@ impl Store for SqliteStore {
             counts,
             authorities,
             queued,
+            stops,
         })
     }
 
@@ -554,12 +556,9 @@ impl Store for SqliteStore {
         Ok(n.max(0) as u64)
     }
 
-    fn set_stopping(&mut self, job: JobId, stopping: bool) -> Result<(), StoreError> {
+    fn request_stop(&mut self, job: JobId) -> Result<(), StoreError> {
         self.conn
-            .execute(
-                "UPDATE jobs SET stopping = ?1 WHERE id = ?2",
-                params![i64::from(stopping), job.0],
-            )
+            .execute("UPDATE jobs SET stops = stops + 1 WHERE id = ?1", [job.0])
             .map(drop)
             .map_err(err)
     }

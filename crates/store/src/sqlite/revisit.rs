@@ -86,13 +86,13 @@ pub fn requeue_due(
     Ok(())
 }
 
-/// Whether someone asked `job` to stop (`crawlkeeper stop`).
-pub fn stopping(tx: &Connection, job: i64) -> Result<bool, StoreError> {
-    let flag: Option<i64> = tx
-        .prepare_cached("SELECT stopping FROM jobs WHERE id = ?1")
+/// How many times `job` was asked to stop (`crawlkeeper stop`).
+pub fn stops(tx: &Connection, job: i64) -> Result<u64, StoreError> {
+    let n: Option<i64> = tx
+        .prepare_cached("SELECT stops FROM jobs WHERE id = ?1")
         .map_err(err)?
         .query_row([job], |r| r.get(0))
         .optional()
         .map_err(err)?;
-    Ok(flag.unwrap_or(0) != 0)
+    Ok(n.unwrap_or(0).max(0) as u64)
 }
