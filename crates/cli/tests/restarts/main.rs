@@ -9,6 +9,7 @@
 mod common;
 
 mod cluster_pg_restart;
+mod continuous_pg_restart;
 mod crawl_pg_restart;
 mod shards_restart;
 
