@@ -17,6 +17,7 @@ mod cache;
 mod lease;
 mod listen;
 mod probes;
+mod recrawl;
 mod revisit;
 
 #[cfg(test)]
@@ -35,7 +36,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use tracing::{info, warn};
 
-use crate::codec::{now_text, parse_authority, requeued_chain, saved_state};
+use crate::codec::{now_text, parse_authority, saved_state};
 use crate::location::scrub;
 use crate::schema;
 use crate::{
@@ -86,9 +87,6 @@ fn next_slot() -> i32 {
         .wrapping_add(n)
         % COUNT_SLOTS) as i32
 }
-
-/// Finished URLs rewritten at a time by a re-crawl.
-const RECRAWL_CHUNK: i32 = 10_000;
 
 fn err(e: postgres::Error) -> StoreError {
     let lost = e.is_closed()
@@ -576,50 +574,7 @@ impl Store for PgStore {
             if let Some(lease) = leases.get(&job.id.0) {
                 lease::fence(&mut tx, cache, job.id.0, lease)?;
             }
-            // Read through a portal and rewritten a chunk at a time: a job
-            // of millions of URLs is never in memory (or in one message).
-            let portal = tx
-                .bind(
-                    "SELECT u.id, u.chain, r.record FROM urls u
-                     JOIN results r ON r.job = u.job AND r.seq = u.seq WHERE u.job = $1",
-                    &[&job.id.0],
-                )
-                .map_err(err)?;
-            loop {
-                let rows = tx.query_portal(&portal, RECRAWL_CHUNK).map_err(err)?;
-                if rows.is_empty() {
-                    break;
-                }
-                let mut ids = Vec::with_capacity(rows.len());
-                let mut chains = Vec::with_capacity(rows.len());
-                for r in rows {
-                    ids.push(r.get::<_, i64>(0));
-                    chains.push(requeued_chain(r.get(1), r.get(2))?);
-                }
-                tx.execute(
-                    "UPDATE urls u SET chain = v.c FROM unnest($1::bigint[], $2::text[]) AS v(i, c)
-                     WHERE u.id = v.i",
-                    &[&ids, &chains],
-                )
-                .map_err(err)?;
-            }
-            let queued = tx
-                .execute(
-                    "UPDATE urls SET state = 0, seq = NULL WHERE job = $1",
-                    &[&job.id.0],
-                )
-                .map_err(err)?;
-            for sql in [
-                "DELETE FROM results WHERE job = $1",
-                "DELETE FROM archives WHERE job = $1",
-                "DELETE FROM revisits WHERE job = $1",
-                "DELETE FROM revisit_rates WHERE job = $1",
-                "DELETE FROM handoff WHERE job = $1",
-                "UPDATE authorities SET state = NULL WHERE job = $1",
-                "UPDATE job_counts SET done = 0, errors = 0 WHERE job = $1",
-            ] {
-                tx.execute(sql, &[&job.id.0]).map_err(err)?;
-            }
+            let queued = recrawl::new_pass(&mut tx, job.id.0)?;
             tx.commit().map_err(err)?;
             Ok(queued)
         })
