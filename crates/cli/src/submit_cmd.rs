@@ -27,7 +27,8 @@ pub async fn run(args: SubmitArgs, registry: &Registry) -> Result<Outcome, CliEr
         // The cluster's Runners would take a continuous job whose URLs all
         // wait for their next fetch as complete and leave it.
         return Err(CliError::Usage(
-            "--continuous runs with crawl (one process, or --shards over PostgreSQL);              submit does not take it yet"
+            "--continuous runs with crawl (one process, or --shards over PostgreSQL); \
+             submit does not take it yet"
                 .to_owned(),
         ));
     }
