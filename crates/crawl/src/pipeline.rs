@@ -739,7 +739,7 @@ fn same_copy(
         return None;
     };
     let before = request.known.as_deref()?.revisit.as_deref()?;
-    let same = !r.truncated && before.signature.as_deref() == Some(&format!("{sig:016x}"));
+    let same = !r.truncated && before.holds(*sig);
     same.then(|| chrono::DateTime::from_timestamp_millis(before.changed_ms?))
         .flatten()
 }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
 use crawlkeeper_model::key::{KeyMap, KeySet};
+use crawlkeeper_model::revisit::RateMove;
 use crawlkeeper_model::state::DUE_BATCH;
 use crawlkeeper_model::{Authority, AuthorityState, FrontierEntry, JobCounts, NextFetch};
 
@@ -73,13 +74,13 @@ impl CrawlState for MemoryState {
             if new && failed {
                 self.errors += 1;
             }
-            if let (true, Some(m)) = (new, f.moved) {
-                if let Some(from) = m.from {
-                    *self.rates.entry(from).or_default() -= 1;
-                }
-                if let Some(to) = m.to {
-                    *self.rates.entry(to).or_default() += 1;
-                }
+            for (bucket, n) in f
+                .moved
+                .filter(|_| new)
+                .into_iter()
+                .flat_map(RateMove::deltas)
+            {
+                *self.rates.entry(bucket).or_default() += n;
             }
             if let (true, Some(next)) = (new, &f.next) {
                 if let Some(before) = self.due_of.insert(f.key, next.due_ms) {

@@ -58,6 +58,11 @@ fn is_zero(n: &u8) -> bool {
 }
 
 impl PageSchedule {
+    /// Whether a body of signature `sig` is the copy this schedule holds.
+    pub fn holds(&self, sig: u64) -> bool {
+        self.signature.as_deref() == Some(signature_text(sig).as_str())
+    }
+
     /// The page's estimated change rate, per second; `None` before its
     /// first comparison.
     pub fn rate(&self) -> Option<f64> {
@@ -100,6 +105,22 @@ pub struct RateMove {
     pub from: Option<i16>,
     /// The bucket it enters.
     pub to: Option<i16>,
+}
+
+impl RateMove {
+    /// What the move changes of the histogram: (bucket, pages added).
+    pub fn deltas(self) -> impl Iterator<Item = (i16, i64)> {
+        self.from
+            .map(|b| (b, -1))
+            .into_iter()
+            .chain(self.to.map(|b| (b, 1)))
+    }
+}
+
+/// A signature as a [`PageSchedule`] keeps it: 16 hex digits (JSON
+/// numbers past 2^53 are not read back exactly everywhere).
+fn signature_text(sig: u64) -> String {
+    format!("{sig:016x}")
 }
 
 /// The signature of a body as a [`PageSchedule`] keeps it.
@@ -174,15 +195,14 @@ impl RevisitRule {
             // A 304 with no copy of ours to confirm: nothing to compare.
             Observed::NotModified => None,
             Observed::Content(sig) => {
-                let sig = format!("{sig:016x}");
-                let changed = !(had_copy && s.signature.as_deref() == Some(sig.as_str()));
+                let changed = !(had_copy && s.holds(sig));
                 if had_copy {
                     s.history.observe(since, changed);
                 }
                 if changed {
                     s.changed_ms = Some(now_ms);
                 }
-                s.signature = Some(sig);
+                s.signature = Some(signature_text(sig));
                 s.fetched_ms = now_ms;
                 Some(changed)
             }

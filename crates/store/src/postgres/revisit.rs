@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use crawlkeeper_model::revisit::RateMove;
 use crawlkeeper_model::shard_of;
 use crawlkeeper_model::state::{Batch, DUE_BATCH};
 use postgres::Transaction;
@@ -41,13 +42,8 @@ pub fn schedule(
     for (key, &id) in rows {
         let f = &batch.finished[index[key]];
         let shard = shard_of(f.record.authority.host(), shards) as i32;
-        if let Some(m) = f.moved {
-            if let Some(from) = m.from {
-                *moves.entry((shard, from)).or_default() -= 1;
-            }
-            if let Some(to) = m.to {
-                *moves.entry((shard, to)).or_default() += 1;
-            }
+        for (bucket, n) in f.moved.into_iter().flat_map(RateMove::deltas) {
+            *moves.entry((shard, bucket)).or_default() += n;
         }
         let Some(next) = &f.next else {
             continue;

@@ -20,6 +20,7 @@ use super::rows::{AuthorityIds, MultiRow, authority_id};
 use crate::StoreError;
 use crate::codec::{chain_text, key_bytes};
 use crate::tally::Tally;
+use crawlkeeper_model::revisit::RateMove;
 
 /// The statement inserting records.
 static INSERT: LazyLock<MultiRow> = LazyLock::new(|| {
@@ -194,13 +195,8 @@ fn schedule(
 ) -> Result<(), StoreError> {
     let mut moves = std::collections::BTreeMap::<i16, i64>::new();
     for (id, failed, i) in recorded {
-        if let Some(m) = finished[i].moved {
-            if let Some(from) = m.from {
-                *moves.entry(from).or_default() -= 1;
-            }
-            if let Some(to) = m.to {
-                *moves.entry(to).or_default() += 1;
-            }
+        for (bucket, n) in finished[i].moved.into_iter().flat_map(RateMove::deltas) {
+            *moves.entry(bucket).or_default() += n;
         }
         let Some(next) = &finished[i].next else {
             continue;
