@@ -6,6 +6,7 @@
 use crawlkeeper_cluster::node::Placement;
 use crawlkeeper_cluster::{Coordinator, Layout, metadata};
 use crawlkeeper_crawl::{Engine, Registry};
+use crawlkeeper_job::identity::is_continuous;
 use crawlkeeper_job::job_spec;
 use crawlkeeper_model::cluster::GroupState;
 use crawlkeeper_node::submit::{SubmitJobError, submit_job};
@@ -23,15 +24,6 @@ use crawlkeeper_job::seeds::{read_seeds, stdin, take_credentials};
 /// Runs `crawlkeeper submit`.
 pub async fn run(args: SubmitArgs, registry: &Registry) -> Result<Outcome, CliError> {
     args.job.check().map_err(CliError::Usage)?;
-    if args.job.continuous {
-        // The cluster's Runners would take a continuous job whose URLs all
-        // wait for their next fetch as complete and leave it.
-        return Err(CliError::Usage(
-            "--continuous runs with crawl (one process, or --shards over PostgreSQL); \
-             submit does not take it yet"
-                .to_owned(),
-        ));
-    }
     let mut seeds = read_seeds(&args.seeds, stdin()).map_err(|e| CliError::Usage(e.0))?;
     let mut config = args.job.to_config();
     take_credentials(&mut seeds, &mut config).map_err(|e| CliError::Usage(e.0))?;
@@ -80,7 +72,14 @@ pub async fn run(args: SubmitArgs, registry: &Registry) -> Result<Outcome, CliEr
     let job = &submitted.job;
     println!("{}", job.name);
     if !args.quiet {
-        if complete(job) {
+        let held = !submitted.placed.is_empty() || !submitted.already.is_empty();
+        if complete(job, held) && is_continuous(job) {
+            eprintln!(
+                "job {} was stopped (`crawlkeeper stop`) and stays stopped ({} fetches stored); \
+                 see `crawlkeeper results`",
+                job.name, job.counts.done
+            );
+        } else if complete(job, held) {
             eprintln!(
                 "job {} is complete already ({} URLs done); see `crawlkeeper results`",
                 job.name, job.counts.done
@@ -128,6 +127,13 @@ async fn wait(
         .await
         .map_err(|e| CliError::Fatal(e.into()))?;
     Ok(match end {
+        JobEnd::Complete(job) if is_continuous(&job) => {
+            eprintln!(
+                "job {name} stopped: {} fetches stored, {} with errors",
+                job.counts.done, job.counts.errors
+            );
+            Outcome::Finished
+        }
         JobEnd::Complete(job) if job.counts.errors == job.counts.done => {
             eprintln!(
                 "job {name} complete: every one of its {} URLs failed",

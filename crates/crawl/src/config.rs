@@ -169,6 +169,33 @@ impl RevisitConfig {
             mu: mu.filter(|_| self.budget.is_some()),
         }
     }
+
+    /// The job's marginal value of freshness `μ` for its rate histogram
+    /// (`(bucket, pages)`): the one at which the pages' intervals spend
+    /// the budget. `None` without a budget or without pages.
+    pub fn mu(&self, histogram: &[(i16, u64)]) -> Option<f64> {
+        let budget = self.budget?;
+        if histogram.is_empty() {
+            return None;
+        }
+        let rates: Vec<(f64, f64)> = histogram
+            .iter()
+            .map(|&(b, n)| (crawlkeeper_model::revisit::bucket_rate(b), n as f64))
+            .collect();
+        Some(crawlkeeper_model::revisit::solve_mu(
+            &rates,
+            budget,
+            self.rule(None).bounds,
+        ))
+    }
+
+    /// The expected freshness of the job's pages (the share of them whose
+    /// copy holds the live content, at any moment) when each is revisited
+    /// at the interval its estimated rate gets, from the job's rate
+    /// histogram. `None` before any page's rate is estimated.
+    pub fn expected_freshness(&self, histogram: &[(i16, u64)]) -> Option<f64> {
+        self.rule(self.mu(histogram)).expected_freshness(histogram)
+    }
 }
 
 /// What of each page is kept beyond its record.

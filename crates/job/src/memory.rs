@@ -58,6 +58,7 @@ pub(crate) fn open_in_memory(o: &Opening) -> Result<Opened, JobError> {
         options: spec.options.clone(),
         shards: 1,
         counts: JobCounts::default(),
+        stops: 0,
     };
     Ok(Opened {
         job,

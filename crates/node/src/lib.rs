@@ -6,6 +6,7 @@
 //!
 //! | module | what it does |
 //! |---|---|
+//! | [`continuing`] | a continuous job's stop and expected freshness, for `status` |
 //! | [`group`] | what the nodes of a group must agree on, checked before joining |
 //! | [`item`] | a shard of a job as a task item ([`ShardItem`]) |
 //! | [`offer`] | the processors each node runs, for `submit` and `status` |
@@ -26,6 +27,7 @@
     warn(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)
 )]
 
+pub mod continuing;
 pub mod group;
 pub mod item;
 pub mod offer;

@@ -415,5 +415,7 @@ fn prepare(settings: &NodeSettings, job: &str, shards: Vec<u32>) -> Result<Engin
     config.fetch.local_address = settings.local_address;
     let engine = Engine::configure(config, opened.seeds, &settings.registry)
         .map_err(|e| Ended::Failed(e.to_string()))?;
-    Ok(engine.attach(opened.state, opened.sink))
+    // A stop ends a cluster job for good: a Runner that takes its shards
+    // over after the stop ends at once, and the job is complete.
+    Ok(engine.attach(opened.state, opened.sink).stopped_for_good())
 }

@@ -13,6 +13,7 @@ use crawlkeeper_model::cluster::{GroupState, Heartbeat, NodeName, NodeState, Tas
 use crawlkeeper_store::{JobInfo, ShardInfo, Store, StoreError};
 use serde::Serialize;
 
+use crate::continuing::Continuing;
 use crate::tasks::{TaskAt, complete, members, pending_shards, tasks_of};
 
 /// How a member's heart looked between two looks.
@@ -80,8 +81,11 @@ pub struct JobStatus {
     pub seeds: Vec<String>,
     /// When it was created.
     pub created_at: String,
-    /// Whether every URL is finished.
+    /// Whether it is over: every URL finished, or a continuous job
+    /// stopped and its Runners ended.
     pub complete: bool,
+    /// A continuous job's revisits (`None`: a one-shot job).
+    pub continuous: Option<Continuing>,
     /// Its shards.
     pub shards: Vec<ShardStatus>,
     /// Pages finished per second between the two looks.
@@ -162,13 +166,15 @@ async fn look_coord(c: &impl Coordinator, layout: &Layout) -> Result<CoordLook, 
     })
 }
 
-type StoreLook = Vec<(JobInfo, Vec<ShardInfo>)>;
+/// Each job, its shards and (a continuous job) its revisits.
+type StoreLook = Vec<(JobInfo, Vec<ShardInfo>, Option<Continuing>)>;
 
 fn look_store(store: &mut dyn Store) -> Result<StoreLook, StoreError> {
     let mut out = Vec::new();
     for job in store.jobs()? {
         let shards = store.shards(&job)?;
-        out.push((job, shards));
+        let continuous = crate::continuing::read(store, &job)?;
+        out.push((job, shards, continuous));
     }
     Ok(out)
 }
@@ -202,7 +208,7 @@ pub async fn status(
     let mut warnings = Vec::new();
     let mut jobs: Vec<JobStatus> = last_store
         .into_iter()
-        .map(|(job, shards)| seen.job(job, shards, &mut warnings))
+        .map(|(job, shards, continuous)| seen.job(job, shards, continuous, &mut warnings))
         .collect();
     order_jobs(&mut jobs);
     Ok(ClusterStatus {
@@ -289,7 +295,7 @@ fn member_statuses(first: &CoordLook, second: &CoordLook) -> Vec<MemberStatus> {
 /// Each shard's pages done at the first look.
 fn done_counts(look: &StoreLook) -> BTreeMap<(String, u32), u64> {
     look.iter()
-        .flat_map(|(j, shards)| {
+        .flat_map(|(j, shards, _)| {
             shards
                 .iter()
                 .map(move |s| ((j.name.clone(), s.shard), s.counts.done))
@@ -313,8 +319,15 @@ impl Seen<'_> {
     /// A job's status, its shards' rates over the window, and a warning
     /// for each shard the coordinator and the store disagree on or that
     /// waits for a processor its node does not run.
-    fn job(&self, job: JobInfo, shards: Vec<ShardInfo>, warnings: &mut Vec<String>) -> JobStatus {
-        let is_complete = complete(&job);
+    fn job(
+        &self,
+        job: JobInfo,
+        shards: Vec<ShardInfo>,
+        continuous: Option<Continuing>,
+        warnings: &mut Vec<String>,
+    ) -> JobStatus {
+        let pending = self.assigned.keys().any(|(name, _)| *name == job.name);
+        let is_complete = complete(&job, pending);
         let needed = crate::offer::used_by(&job.options);
         let shards: Vec<ShardStatus> = shards
             .into_iter()
@@ -345,6 +358,7 @@ impl Seen<'_> {
             seeds: job.seeds,
             created_at: job.created_at,
             complete: is_complete,
+            continuous,
             shards,
             pages_per_second,
         }
@@ -477,7 +491,12 @@ impl std::fmt::Display for ClusterStatus {
             writeln!(f, "jobs")?;
         }
         for j in &self.jobs {
-            let state = if j.complete { "complete" } else { "running" };
+            let state = match (&j.continuous, j.complete) {
+                (_, true) => "complete",
+                (Some(c), false) if c.stopping => "stopping",
+                (Some(_), false) => "continuous",
+                (None, false) => "running",
+            };
             writeln!(
                 f,
                 "  {} {state} {:.0} pages/s  {}",
@@ -485,6 +504,20 @@ impl std::fmt::Display for ClusterStatus {
                 j.pages_per_second,
                 j.seeds.first().map_or("", String::as_str)
             )?;
+            if let Some(c) = &j.continuous {
+                match c.freshness {
+                    Some(fresh) => writeln!(
+                        f,
+                        "    freshness {:.1}% expected, over {} pages with estimated change rates",
+                        fresh * 100.0,
+                        c.estimated_pages
+                    )?,
+                    None => writeln!(
+                        f,
+                        "    freshness not estimated yet (a page's change rate needs two fetches)"
+                    )?,
+                }
+            }
             for s in &j.shards {
                 writeln!(
                     f,
@@ -519,6 +552,7 @@ mod tests {
             seeds: Vec::new(),
             created_at: String::new(),
             complete,
+            continuous: None,
             shards: Vec::new(),
             pages_per_second: 0.0,
         }

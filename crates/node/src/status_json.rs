@@ -128,6 +128,7 @@ fn job(j: &JobStatus, rows: usize, caps: &Caps) -> Value {
         "seeds_total": j.seeds.len(),
         "created_at": j.created_at,
         "complete": j.complete,
+        "continuous": j.continuous,
         "pages_per_second": j.pages_per_second,
         "seen": sum(|s| s.seen),
         "done": sum(|s| s.done),
@@ -176,6 +177,7 @@ mod tests {
                 .collect(),
             created_at: "2026-11-26T07:00:00Z".to_owned(),
             complete,
+            continuous: None,
             shards: (0..shards).map(|n| shard(n, n % 2 == 1)).collect(),
             pages_per_second: 10.0,
         }

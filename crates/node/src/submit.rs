@@ -207,7 +207,7 @@ async fn place(
         .collect();
     let url = job.seeds.first().cloned().unwrap_or_default();
     let missing: Vec<u32> = (0..job.shards).filter(|s| !held.contains(s)).collect();
-    if missing.is_empty() || complete(job) {
+    if missing.is_empty() || complete(job, !held.is_empty()) {
         return Ok((Vec::new(), held.into_iter().collect()));
     }
     let task = Task {
@@ -328,6 +328,7 @@ mod tests {
             options: "{}".into(),
             shards: 3,
             counts: Default::default(),
+            stops: 0,
         };
         let layout = Layout::new("g").unwrap();
         let (placed, already) = place(&c, "g", &layout, &job, None).await.unwrap();

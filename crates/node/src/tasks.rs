@@ -62,9 +62,23 @@ pub(crate) async fn members(
     Ok(names)
 }
 
-/// Whether a job's every URL is finished.
-pub fn complete(job: &JobInfo) -> bool {
+/// Whether a job is over. A one-shot job: every URL of it is finished. A
+/// continuous job, which never finishes: it was asked to stop, and none
+/// of its shards is still pending on a Runner (`shards_pending`): every
+/// engine crawling it ended, with its last records stored.
+pub fn complete(job: &JobInfo, shards_pending: bool) -> bool {
+    if crawlkeeper_job::identity::is_continuous(job) {
+        return job.stops > 0 && !shards_pending;
+    }
     job.counts.seen > 0 && job.counts.pending() == 0
+}
+
+/// Whether any shard of job `name` is pending on a Runner or queued.
+pub fn job_pending(tasks: &[(TaskAt, Task)], name: &str) -> bool {
+    tasks
+        .iter()
+        .flat_map(|(_, t)| pending_shards(t))
+        .any(|s| s.job == name)
 }
 
 /// The shards a task has pending (not finished): held or waiting.

@@ -1,14 +1,16 @@
-//! Waiting for a submitted job's end: complete in the store, or a shard
-//! failed on its Runner (what `submit --wait` reports).
+//! Waiting for a submitted job's end: complete (every URL finished, or a
+//! continuous job stopped and its engines ended), or a shard failed on its
+//! Runner (what `submit --wait` reports).
 
 use std::time::Duration;
 
 use crawlkeeper_cluster::{Coordinator, Layout, MetaError};
-use crawlkeeper_model::cluster::TaskState;
-use crawlkeeper_store::{JobInfo, Store, StoreError};
+use crawlkeeper_job::identity::is_continuous;
+use crawlkeeper_model::cluster::{Task, TaskState};
+use crawlkeeper_store::{JobId, JobInfo, Store, StoreError};
 
 use crate::item::ShardItem;
-use crate::tasks::{complete, tasks_of};
+use crate::tasks::{TaskAt, complete, job_pending, tasks_of};
 
 /// How often the job is looked at.
 pub const WAIT_EVERY: Duration = Duration::from_millis(500);
@@ -17,7 +19,8 @@ pub const WAIT_EVERY: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum JobEnd {
-    /// Every URL is done (the job as the store holds it at the end).
+    /// Every URL is done, or a continuous job was stopped and every
+    /// Runner crawling it ended (the job as the store holds it then).
     Complete(JobInfo),
     /// A shard of it failed on its Runner: `<job>/<shard>: why`.
     ShardFailed(String),
@@ -41,7 +44,7 @@ pub enum WaitError {
     Thread(String),
 }
 
-/// Waits until job `name` is complete in `store` or one of its shards
+/// Waits until job `name` is complete ([`complete`]) or one of its shards
 /// failed on its Runner, looking every [`WAIT_EVERY`]. The store is put
 /// back in `store` after each look (to be let go of off the async threads).
 pub async fn wait_for_job(
@@ -50,21 +53,26 @@ pub async fn wait_for_job(
     store: &mut Option<Box<dyn Store>>,
     name: &str,
 ) -> Result<JobEnd, WaitError> {
-    let mut id = None;
+    let mut known: Option<Known> = None;
     loop {
         let Some(mut s) = store.take() else {
             return Err(WaitError::Thread("no store to look in".into()));
         };
         let owned = name.to_owned();
-        // The job is found once; then only whether it is complete is
+        // The job is found once; then only whether it may be over is
         // asked (counting a large job's URLs every look would cost the
-        // store more than the crawl), and its counts once it is.
+        // store more than the crawl), and its counts once it may be.
         let (job, s) = tokio::task::spawn_blocking(move || {
-            let look = match id.map(|id| s.is_complete(id)) {
-                Some(Ok(Some(false))) => Ok(Look::Open),
-                Some(Err(e)) => Err(e),
-                // First, complete, or gone: the job as it is now.
-                _ => s
+            let look = match known {
+                Some(Known::OneShot(id)) => s.is_complete(id).map(|c| c == Some(false)),
+                Some(Known::Continuous(id)) => s.stops(id).map(|n| n == 0),
+                None => Ok(false),
+            };
+            let look = match look {
+                Ok(true) => Ok(Look::Open),
+                Err(e) => Err(e),
+                // First, perhaps over, or gone: the job as it is now.
+                Ok(false) => s
                     .find_job(&owned)
                     .map(|j| j.map_or(Look::Gone, Look::Found)),
             };
@@ -73,48 +81,57 @@ pub async fn wait_for_job(
         .await
         .map_err(|e| WaitError::Thread(e.to_string()))?;
         *store = Some(s);
+        let tasks = tasks_of(zk, layout).await?;
         match job? {
-            Look::Found(job) if complete(&job) => return Ok(JobEnd::Complete(job)),
-            Look::Found(job) => id = Some(job.id),
+            Look::Found(job) if complete(&job, job_pending(&tasks, name)) => {
+                return Ok(JobEnd::Complete(job));
+            }
+            Look::Found(job) if is_continuous(&job) => known = Some(Known::Continuous(job.id)),
+            Look::Found(job) => known = Some(Known::OneShot(job.id)),
             Look::Gone => return Err(WaitError::Gone(name.to_owned())),
             Look::Open => {}
         }
-        if let Some(why) = failed_shard(zk, layout, name).await? {
+        if let Some(why) = failed_shard(&tasks, name) {
             return Ok(JobEnd::ShardFailed(why));
         }
         tokio::time::sleep(WAIT_EVERY).await;
     }
 }
 
+/// A job found in the store, and how its end is told.
+#[derive(Clone, Copy)]
+enum Known {
+    /// Every URL finished.
+    OneShot(JobId),
+    /// Asked to stop (and its shards' engines ended).
+    Continuous(JobId),
+}
+
 /// What a look at the store found.
 enum Look {
     /// The job, with its counts.
     Found(JobInfo),
-    /// The job, not complete yet.
+    /// The job, not over yet.
     Open,
     /// No such job.
     Gone,
 }
 
 /// A shard of job `name` recorded as failed on a Runner, if any.
-async fn failed_shard(
-    zk: &impl Coordinator,
-    layout: &Layout,
-    name: &str,
-) -> Result<Option<String>, MetaError> {
-    for (_, task) in tasks_of(zk, layout).await? {
+fn failed_shard(tasks: &[(TaskAt, Task)], name: &str) -> Option<String> {
+    for (_, task) in tasks {
         for d in &task.result_detail {
             let Some(item) = task.running_content.iter().find(|i| i.task_id == d.task_id) else {
                 continue;
             };
             if d.state == TaskState::Error && ShardItem::of(item).is_ok_and(|s| s.job == name) {
-                return Ok(Some(format!(
+                return Some(format!(
                     "shard {}: {}",
                     d.task_id,
                     d.error_msg.as_deref().unwrap_or("error")
-                )));
+                ));
             }
         }
     }
-    Ok(None)
+    None
 }

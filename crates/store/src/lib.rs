@@ -79,6 +79,8 @@ pub struct JobInfo {
     pub shards: u32,
     /// Its counts.
     pub counts: JobCounts,
+    /// How many times it was asked to stop (`crawlkeeper stop`).
+    pub stops: u64,
 }
 
 /// What a claim took: the shards it took from a live process (fenced off
@@ -259,6 +261,15 @@ pub trait Store: Send {
     /// their next poll, a second or so): counts one more request, so that
     /// a run begun later is not stopped by it. Writes nothing else.
     fn request_stop(&mut self, job: JobId) -> Result<(), StoreError>;
+
+    /// How many times `job` was asked to stop: one row's column, cheap
+    /// enough to ask every second (a cluster's `submit --wait`).
+    fn stops(&mut self, job: JobId) -> Result<u64, StoreError>;
+
+    /// A continuous job's rate histogram: pages by estimated change rate
+    /// (`(bucket, pages)`, buckets of
+    /// [`crawlkeeper_model::revisit::rate_bucket`]), over every shard.
+    fn revisit_rates(&mut self, job: JobId) -> Result<Vec<(i16, u64)>, StoreError>;
 
     /// Applies `batch` to `job` in one transaction, filling its outputs.
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError>;

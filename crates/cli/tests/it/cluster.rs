@@ -250,13 +250,10 @@ async fn cluster_commands_refuse_bad_input_with_one_line() {
         code, 2,
         "a bad job is refused before anything is written: {err}"
     );
-    // A continuous job is crawl's alone for now: refused in one line.
-    let (code, _, err) = c.submit(&["--continuous"]).await;
+    // A continuous job's bad revisit bounds: refused in one line.
+    let (code, _, err) = c.submit(&["--continuous", "--revisit-max", "1m"]).await;
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("submit does not take it yet") && !err.contains("  "),
-        "{err}"
-    );
+    assert!(err.contains("revisit") && !err.contains("  "), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     let s = c.status().await;
     assert!(s["jobs"].as_array().unwrap().is_empty(), "{s:#}");

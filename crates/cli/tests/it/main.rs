@@ -10,6 +10,7 @@ mod common;
 mod browser;
 mod cli;
 mod cluster;
+mod cluster_continuous;
 mod cluster_faults;
 mod cluster_leave;
 mod cluster_processors;

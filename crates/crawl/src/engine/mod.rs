@@ -242,6 +242,16 @@ impl Engine {
         rx
     }
 
+    /// Makes any stop request of the job (`crawlkeeper stop`) end this
+    /// run, also one made before it began: a cluster's continuous job,
+    /// which a stop ends for good whoever holds its shards then. Without,
+    /// only requests made while it runs stop it (a crawl started again
+    /// goes on).
+    pub fn stopped_for_good(mut self) -> Self {
+        self.polls.for_good = true;
+        self
+    }
+
     /// The crawl's configuration.
     pub fn config(&self) -> &CrawlConfig {
         &self.config
@@ -318,7 +328,10 @@ impl Engine {
                     );
                 }
                 self.frontier.restore(&resumed);
-                self.polls.stops_before = resumed.stops;
+                if !self.polls.for_good {
+                    self.polls.stops_before = resumed.stops;
+                }
+                self.polls.stopping |= resumed.stops > self.polls.stops_before;
                 if let Some(live) = &mut self.live {
                     live.done_before = resumed.counts.done;
                 }

@@ -3,8 +3,6 @@
 
 use tokio::time::Instant;
 
-use crawlkeeper_model::revisit::{bucket_rate, solve_mu};
-
 use super::{Engine, EngineError};
 use crate::state::{Command, Polled, StateError, StateHandle};
 
@@ -22,8 +20,11 @@ pub(super) struct Polls {
     pub(super) due: bool,
     /// When the last poll was sent.
     pub(super) sent_at: Option<Instant>,
-    /// Stop requests (`crawlkeeper stop`) made before this run began.
+    /// Stop requests (`crawlkeeper stop`) that do not stop this run: those
+    /// made before it began, or none ([`Engine::stopped_for_good`]).
     pub(super) stops_before: u64,
+    /// Any stop request ends this run, also one made before it began.
+    pub(super) for_good: bool,
     /// One was made since: the run stops.
     pub(super) stopping: bool,
     /// A continuous crawl with a request budget: the job's marginal
@@ -65,19 +66,15 @@ impl Engine {
             self.frontier.requeued(authority, more);
         }
         self.polls.stopping |= polled.stops.is_some_and(|n| n > self.polls.stops_before);
-        if let Some(revisit) = &self.config.revisit
-            && let Some(budget) = revisit.budget
-            && !polled.rates.is_empty()
+        if let Some(mu) = self
+            .config
+            .revisit
+            .as_ref()
+            .and_then(|r| r.mu(&polled.rates))
         {
-            let rates: Vec<(f64, f64)> = polled
-                .rates
-                .iter()
-                .map(|&(b, n)| (bucket_rate(b), n as f64))
-                .collect();
-            let mu = solve_mu(&rates, budget, revisit.rule(None).bounds);
             tracing::debug!(
                 mu,
-                pages = rates.iter().map(|r| r.1).sum::<f64>(),
+                pages = polled.rates.iter().map(|r| r.1).sum::<u64>(),
                 "revisit budget spread"
             );
             self.polls.mu = Some(mu);

@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::allocate::{Bounds, interval};
+use super::allocate::{Bounds, freshness, interval};
 use super::estimate::ChangeHistory;
 
 /// `404`/`410` answers in a row after which a page is retired.
@@ -166,6 +166,21 @@ impl RevisitRule {
         }
     }
 
+    /// The expected freshness of pages revisited by this rule, from the
+    /// job's rate histogram (`(bucket, pages)`): each bucket's share of
+    /// the time its pages' copies hold their live content at the interval
+    /// the rule gives its rate, weighted by pages. `None` without pages.
+    pub fn expected_freshness(&self, histogram: &[(i16, u64)]) -> Option<f64> {
+        let (mut fresh, mut pages) = (0.0, 0.0);
+        for &(bucket, n) in histogram {
+            let rate = bucket_rate(bucket);
+            let n = n as f64;
+            fresh += n * freshness(rate, 1.0 / self.interval_for(rate));
+            pages += n;
+        }
+        (pages > 0.0).then(|| fresh / pages)
+    }
+
     /// The first interval, within the bounds.
     fn first(&self) -> f64 {
         self.first_secs
@@ -244,6 +259,27 @@ mod tests {
             first_secs: 3_600.0,
             mu: None,
         }
+    }
+
+    #[test]
+    fn expected_freshness_weighs_each_bucket_by_its_pages() {
+        let r = rule();
+        assert_eq!(r.expected_freshness(&[]), None);
+        // Revisited once per expected change (no budget): 1 − 1/e fresh.
+        let hourly = rate_bucket(1.0 / 3_600.0);
+        let at_once = 1.0 - (-1.0_f64).exp();
+        let f = r.expected_freshness(&[(hourly, 10)]).unwrap();
+        assert!((f - at_once).abs() < 0.05, "{f}");
+        // A page changing every second is revisited at MIN: nearly never
+        // fresh; weighted 1 to 3 against the hourly ones.
+        let fast = rate_bucket(1.0);
+        let mixed = r.expected_freshness(&[(hourly, 30), (fast, 10)]).unwrap();
+        let fast_alone = r.expected_freshness(&[(fast, 1)]).unwrap();
+        assert!(fast_alone < 0.05, "{fast_alone}");
+        assert!(
+            (mixed - (3.0 * f + fast_alone) / 4.0).abs() < 1e-9,
+            "{mixed}"
+        );
     }
 
     #[test]

@@ -391,11 +391,12 @@ fn info(client: &mut Client, row: &postgres::Row) -> Result<JobInfo, StoreError>
         options: row.get(4),
         shards: u32::try_from(row.get::<_, i32>(5)).unwrap_or(1).max(1),
         counts: counts(client, id)?,
+        stops: row.get::<_, i64>(6).max(0) as u64,
         name,
     })
 }
 
-const JOB_COLUMNS: &str = "id, name, created_at, seeds, options, shards";
+const JOB_COLUMNS: &str = "id, name, created_at, seeds, options, shards, stops";
 
 impl Store for PgStore {
     fn open_job(&mut self, spec: &JobSpec) -> Result<JobInfo, StoreError> {
@@ -601,6 +602,20 @@ impl Store for PgStore {
                 .map(drop)
                 .map_err(err)
         })
+    }
+
+    fn stops(&mut self, job: JobId) -> Result<u64, StoreError> {
+        self.with(|c, _, _| {
+            let n: Option<i64> = c
+                .query_opt("SELECT stops FROM jobs WHERE id = $1", &[&job.0])
+                .map_err(err)?
+                .map(|r| r.get(0));
+            Ok(n.unwrap_or(0).max(0) as u64)
+        })
+    }
+
+    fn revisit_rates(&mut self, job: JobId) -> Result<Vec<(i16, u64)>, StoreError> {
+        self.with(|c, _, _| revisit::rates(c, job.0))
     }
 
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {

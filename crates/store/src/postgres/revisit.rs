@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crawlkeeper_model::revisit::RateMove;
 use crawlkeeper_model::shard_of;
 use crawlkeeper_model::state::{Batch, DUE_BATCH};
-use postgres::Transaction;
+use postgres::{GenericClient, Transaction};
 
 use super::err;
 use super::lease::Lease;
@@ -156,15 +156,19 @@ pub fn requeue_due(
         .map_err(err)?
         .get(0);
     // The whole job's, for a budget spread over all of it.
-    for row in tx
-        .query(
-            "SELECT bucket, CAST(sum(pages) AS BIGINT) FROM revisit_rates WHERE job = $1
-             GROUP BY bucket HAVING sum(pages) > 0 ORDER BY bucket",
-            &[&job],
-        )
-        .map_err(err)?
-    {
-        batch.rates.push((row.get(0), row.get::<_, i64>(1) as u64));
-    }
+    batch.rates = rates(tx, job)?;
     Ok(())
+}
+
+/// The job's rate histogram, `(bucket, pages)`, over every shard.
+pub fn rates(c: &mut impl GenericClient, job: i64) -> Result<Vec<(i16, u64)>, StoreError> {
+    Ok(c.query(
+        "SELECT bucket, CAST(sum(pages) AS BIGINT) FROM revisit_rates WHERE job = $1
+         GROUP BY bucket HAVING sum(pages) > 0 ORDER BY bucket",
+        &[&job],
+    )
+    .map_err(err)?
+    .iter()
+    .map(|row| (row.get(0), row.get::<_, i64>(1).max(0) as u64))
+    .collect())
 }

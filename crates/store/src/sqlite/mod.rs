@@ -209,8 +209,8 @@ impl SqliteStore {
         tx.commit().map_err(err)
     }
 
-    fn info(&self, row: (i64, String, String, String, String)) -> Result<JobInfo, StoreError> {
-        let (id, name, created_at, seeds, options) = row;
+    fn info(&self, row: JobRow) -> Result<JobInfo, StoreError> {
+        let (id, name, created_at, seeds, options, stops) = row;
         let seeds: Vec<String> = serde_json::from_str(&seeds)
             .map_err(|e| StoreError::Corrupt(format!("seeds of job {name}: {e}")))?;
         let counts = counts(&self.conn, id)?;
@@ -222,6 +222,7 @@ impl SqliteStore {
             options,
             shards: 1,
             counts,
+            stops: stops.max(0) as u64,
         })
     }
 }
@@ -243,10 +244,20 @@ fn counts(conn: &Connection, job: i64) -> Result<JobCounts, StoreError> {
     Ok(counts)
 }
 
-const JOB_COLUMNS: &str = "id, name, created_at, seeds, options";
+const JOB_COLUMNS: &str = "id, name, created_at, seeds, options, stops";
 
-fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, String, String)> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+/// A row of [`JOB_COLUMNS`].
+type JobRow = (i64, String, String, String, String, i64);
+
+fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
 }
 
 /// A job's lock: an exclusive `flock` on a file beside the state file
@@ -561,6 +572,14 @@ impl Store for SqliteStore {
             .execute("UPDATE jobs SET stops = stops + 1 WHERE id = ?1", [job.0])
             .map(drop)
             .map_err(err)
+    }
+
+    fn stops(&mut self, job: JobId) -> Result<u64, StoreError> {
+        revisit::stops(&self.conn, job.0)
+    }
+
+    fn revisit_rates(&mut self, job: JobId) -> Result<Vec<(i16, u64)>, StoreError> {
+        revisit::rates(&self.conn, job.0)
     }
 
     fn apply(&mut self, job: JobId, batch: &mut Batch) -> Result<(), StoreError> {

@@ -72,18 +72,22 @@ pub fn requeue_due(
         .query_row([job], |r| r.get(0))
         .optional()
         .map_err(err)?;
-    batch.rates = tx
-        .prepare_cached(
-            "SELECT bucket, pages FROM revisit_rates WHERE job = ?1 AND pages > 0 ORDER BY bucket",
-        )
-        .map_err(err)?
-        .query_map([job], |r| {
-            Ok((r.get::<_, i16>(0)?, r.get::<_, i64>(1)? as u64))
-        })
-        .map_err(err)?
-        .collect::<Result<_, _>>()
-        .map_err(err)?;
+    batch.rates = rates(tx, job)?;
     Ok(())
+}
+
+/// The job's rate histogram, `(bucket, pages)`.
+pub fn rates(tx: &Connection, job: i64) -> Result<Vec<(i16, u64)>, StoreError> {
+    tx.prepare_cached(
+        "SELECT bucket, pages FROM revisit_rates WHERE job = ?1 AND pages > 0 ORDER BY bucket",
+    )
+    .map_err(err)?
+    .query_map([job], |r| {
+        Ok((r.get::<_, i16>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+    })
+    .map_err(err)?
+    .collect::<Result<_, _>>()
+    .map_err(err)
 }
 
 /// How many times `job` was asked to stop (`crawlkeeper stop`).

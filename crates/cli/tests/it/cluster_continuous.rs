@@ -1,0 +1,205 @@
+//! `submit --continuous`: a cluster job that never completes by itself.
+//! Its Runner is killed (`kill -9`) between two passes; the backup takes
+//! its shard over and keeps every page's schedule (judged from the site's
+//! own log: no page fetched before its interval, none forgotten);
+//! `status` shows the job continuous with its expected freshness;
+//! `crawlkeeper stop` ends it on every Runner, and `submit --wait` then
+//! returns with every fetch stored once.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::process::Child;
+
+use crate::common::cluster::{Cluster, send, shards_of};
+
+/// The interval between two fetches of a page (`--revisit-min` and
+/// `--revisit-max` alike).
+const INTERVAL: Duration = Duration::from_secs(4);
+
+/// Every page request in the site's log (not robots.txt), by host and
+/// target, with when each came.
+fn asked(c: &Cluster) -> BTreeMap<(usize, String), Vec<(SystemTime, Instant)>> {
+    let mut asked: BTreeMap<_, Vec<_>> = BTreeMap::new();
+    for e in c.site.site.log().entries() {
+        if e.target != "/robots.txt" {
+            asked
+                .entry((e.host, e.target.clone()))
+                .or_default()
+                .push((e.wall, e.at));
+        }
+    }
+    asked
+}
+
+/// URLs done in the job's shards, as `status --json` shows them.
+fn done(status: &serde_json::Value) -> u64 {
+    status["jobs"][0]["shards"]
+        .as_array()
+        .map_or(0, |s| s.iter().filter_map(|s| s["done"].as_u64()).sum())
+}
+
+/// Two Runners and a backup crawling 4 hosts of `pages` pages each as a
+/// continuous job of `options`, once its first pass is stored: the
+/// cluster, its nodes, the job's name and the status at that moment.
+async fn first_pass(
+    name: &str,
+    pages: u32,
+    options: &[&str],
+) -> (Cluster, Vec<Child>, String, serde_json::Value) {
+    let c = Cluster::start(name, 2, 1, 2, 4, pages, 5)
+        .await
+        .seeding_every_host();
+    for shard in 0..2 {
+        assert!(!c.hosts_of(shard).is_empty(), "shard {shard} has no host");
+    }
+    let nodes: Vec<_> = (1..=3).map(|i| c.node_logged(i, &[])).collect();
+    c.formed().await;
+    let (code, job, err) = c.submit(options).await;
+    assert_eq!(code, 0, "{err}");
+    let total = c.total_pages() as u64;
+    let s = c
+        .wait_status("the first pass stored", |s| done(s) >= total)
+        .await;
+    (c, nodes, job.trim().to_owned(), s)
+}
+
+/// `crawlkeeper stop JOB`, then `submit --wait` of the job (submitted
+/// with `options`): both exit 0, the latter saying the job stopped.
+async fn stop_and_wait(c: &Cluster, job: &str, options: &[&str]) {
+    let (code, _, err) = c.run(&["stop", job, "--store", &c.site.url]).await;
+    assert_eq!(code, 0, "{err}");
+    let mut wait = options.to_vec();
+    wait.push("--wait");
+    let (code, _, err) = c.submit(&wait).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(&format!("job {job} stopped")), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continuous_job_keeps_its_schedule_through_a_kill_and_stops_on_every_runner() {
+    let continuous = ["--continuous", "--revisit-min", "4s", "--revisit-max", "4s"];
+    let (c, nodes, job, s) = first_pass("clc_kill", 8, &continuous).await;
+    let total = c.total_pages();
+    assert!(!s["jobs"][0]["complete"].as_bool().unwrap(), "{s:#}");
+    assert_eq!(
+        s["jobs"][0]["continuous"]["stopping"].as_bool(),
+        Some(false),
+        "{s:#}"
+    );
+    let victim = (1..=2)
+        .find(|&i| shards_of(&s, &format!("crawler_{i}")).contains(&0))
+        .expect("a Runner holds shard 0");
+    let mut nodes: Vec<_> = nodes.into_iter().map(Some).collect();
+    let killed = nodes[victim as usize - 1].take().unwrap();
+    send(&killed, libc::SIGKILL);
+    let killed_at = Instant::now();
+    drop(killed);
+    let before_kill = asked(&c);
+    assert_eq!(before_kill.len(), total, "every page asked once");
+    assert!(
+        before_kill.values().all(|t| t.len() == 1),
+        "the kill came between passes: {before_kill:?}"
+    );
+
+    // Every page is fetched a second time (shard 0's by the heir), and
+    // once the estimates exist, `status` shows what freshness they keep.
+    c.wait_log("every page fetched again", || {
+        let a = asked(&c);
+        a.len() == total && a.values().all(|t| t.len() >= 2)
+    })
+    .await;
+    let s = c
+        .wait_status("an expected freshness", |s| {
+            s["jobs"][0]["continuous"]["freshness"].is_number()
+        })
+        .await;
+    let fresh = s["jobs"][0]["continuous"]["freshness"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&fresh), "{s:#}");
+    let heir_hosts = c.hosts_of(0);
+    let heir_fetched = (1..=3)
+        .filter(|&i| i != victim)
+        .any(|i| c.first_request_to(i, &heir_hosts, killed_at).is_some());
+    assert!(heir_fetched, "shard 0's hosts were fetched by an heir");
+
+    // Stopped: every Runner's engine ends, the job is complete, and
+    // `submit --wait` of it says so.
+    stop_and_wait(&c, &job, &continuous).await;
+    // It returned once every Runner's engine had ended, not at the stop.
+    for i in (1..=3).filter(|&i| i != victim) {
+        let log = c.node_log(i);
+        assert!(log.contains("job complete"), "crawler_{i} said:\n{log}");
+    }
+    let s = c.status().await;
+    assert!(s["jobs"][0]["complete"].as_bool().unwrap(), "{s:#}");
+    assert_eq!(
+        s["jobs"][0]["continuous"]["stopping"].as_bool(),
+        Some(true),
+        "{s:#}"
+    );
+    for i in (1..=3).filter(|&i| i != victim) {
+        let name = format!("crawler_{i}");
+        assert!(shards_of(&s, &name).is_empty(), "{name} ended: {s:#}");
+    }
+    // Submitted again, a stopped job stays stopped.
+    let (code, _, err) = c.submit(&continuous).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("stays stopped"), "{err}");
+
+    // From the site's log: no page asked again before its interval (the
+    // schedule was kept through the take-over; 100 ms for the clocks'
+    // reading), none forgotten, and every request has its one result.
+    let after = asked(&c);
+    assert_eq!(after.len(), total, "no page forgotten");
+    for ((host, target), times) in &after {
+        for pair in times.windows(2) {
+            let gap = pair[1].0.duration_since(pair[0].0).unwrap();
+            assert!(
+                gap + Duration::from_millis(100) >= INTERVAL,
+                "host {host} {target} asked again {gap:?} after, before its interval"
+            );
+        }
+    }
+    let requests: usize = after.values().map(Vec::len).sum();
+    let results: usize = c.site.results().await.values().sum();
+    assert_eq!(results, requests, "one result per request");
+    // No request after the job completed.
+    let n = c.site.site.log().len();
+    let s = c.status().await;
+    assert!(s["jobs"][0]["complete"].as_bool().unwrap(), "{s:#}");
+    assert_eq!(c.site.site.log().len(), n, "nothing asked once stopped");
+    drop(nodes);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_ends_the_job_also_on_the_heir_of_a_paused_runner() {
+    // Pages due in an hour: after the first pass nothing is in flight.
+    let continuous = ["--continuous", "--revisit-min", "1h"];
+    let (c, nodes, job, s) = first_pass("clc_pause", 6, &continuous).await;
+    let total = c.total_pages();
+    let paused = (1..=2)
+        .find(|&i| !shards_of(&s, &format!("crawler_{i}")).is_empty())
+        .expect("a Runner holds a shard");
+    // A Runner that cannot hear the stop: its shard goes to the backup,
+    // which must end at once (the job was stopped before it took it), and
+    // `submit --wait` returns only then.
+    send(&nodes[paused as usize - 1], libc::SIGSTOP);
+    stop_and_wait(&c, &job, &continuous).await;
+    let s = c.status().await;
+    for i in 1..=3 {
+        let name = format!("crawler_{i}");
+        assert!(shards_of(&s, &name).is_empty(), "{name} ended: {s:#}");
+    }
+    assert!(
+        c.node_log(3).contains("job complete"),
+        "the backup took the paused Runner's shard and ended it:\n{}",
+        c.node_log(3)
+    );
+    send(&nodes[paused as usize - 1], libc::SIGCONT);
+    // Every page asked once, none again: nothing was due, and the stop
+    // held on the heir.
+    let a = asked(&c);
+    assert_eq!(a.len(), total, "every page");
+    assert!(a.values().all(|t| t.len() == 1), "{a:?}");
+    drop(nodes);
+}
