@@ -131,9 +131,15 @@ pub struct JobArgs {
     #[arg(long, env = "CRAWLKEEPER_MAX_WORKERS", default_value_t = DEFAULT_MAX_WORKERS,
           value_name = "N", value_parser = positive_usize)]
     pub max_workers: usize,
-    /// Requests in flight per host.
+    /// Requests in flight per host, across every job of the process (and
+    /// of a cluster).
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = positive_usize)]
     pub per_host: usize,
+    /// Requests in flight per IP address: the hosts that resolve to one
+    /// address share it, across every job of the process (and of a
+    /// cluster). Default 4, or --per-host when that is more.
+    #[arg(long, value_name = "N", value_parser = positive_usize)]
+    pub per_ip: Option<usize>,
     /// Stop the whole run after this long (e.g. 90s, 6h) and exit 124
     /// (default 6h; a --continuous crawl runs until stopped).
     #[arg(long, env = "CRAWLKEEPER_RUN_TIMEOUT", value_name = "DURATION",
@@ -469,6 +475,7 @@ impl JobArgs {
         c.fetch.allow_private = self.allow_private;
         c.engine.max_workers = self.max_workers;
         c.engine.per_host = self.per_host;
+        c.engine.per_ip = self.per_ip;
         c.revisit = self.continuous.then(|| {
             let mut r = RevisitConfig::default();
             r.min = self.revisit_min.unwrap_or(r.min);

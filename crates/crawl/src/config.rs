@@ -23,6 +23,8 @@ pub const DEFAULT_MAX_REDIRECTS: u32 = 10;
 pub const DEFAULT_MAX_WORKERS: usize = 50;
 /// Default number of requests in flight per authority.
 pub const DEFAULT_PER_HOST: usize = 1;
+/// Requests in flight per IP address, by default (`--per-ip`).
+pub const DEFAULT_PER_IP: usize = 4;
 /// Default run timeout: 6 hours.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
 /// Time in-flight requests get to finish when the crawl stops early.
@@ -307,8 +309,16 @@ pub enum RequisitesScope {
 pub struct EngineConfig {
     /// Requests in flight across all authorities. Default 50.
     pub max_workers: usize,
-    /// Requests in flight per authority. Default 1.
+    /// Requests in flight per authority. Default 1. It bounds the host
+    /// across every crawl of the process (and of a cluster): a request
+    /// goes only while fewer than this are in flight there, whichever
+    /// crawl sent them.
     pub per_host: usize,
+    /// Requests in flight per IP address, across the hosts that resolve
+    /// to it and every crawl of the process (and of a cluster). Default
+    /// ([`EngineConfig::ip_limit`]): 4, or `per_host` when that is more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_ip: Option<usize>,
     /// The crawl stops (exit 124 from the CLI) after this long. Default 6 h.
     #[serde(with = "duration::text")]
     pub run_timeout: Duration,
@@ -398,11 +408,21 @@ impl Default for ScopeConfig {
     }
 }
 
+impl EngineConfig {
+    /// Requests in flight per IP address: `per_ip`, or by default
+    /// [`DEFAULT_PER_IP`] or `per_host` when that is more (a crawl that
+    /// asks for more on one host asks for it on that host's address).
+    pub fn ip_limit(&self) -> usize {
+        self.per_ip.unwrap_or(DEFAULT_PER_IP.max(self.per_host))
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             max_workers: DEFAULT_MAX_WORKERS,
             per_host: DEFAULT_PER_HOST,
+            per_ip: None,
             run_timeout: DEFAULT_RUN_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_redirects: DEFAULT_MAX_REDIRECTS,
@@ -492,6 +512,9 @@ impl CrawlConfig {
         }
         if self.engine.per_host == 0 {
             problems.push("per_host must be at least 1".to_owned());
+        }
+        if self.engine.per_ip == Some(0) {
+            problems.push("per_ip must be at least 1".to_owned());
         }
         problems.extend(self.fetch.problems());
         if self.engine.extract_timeout.is_zero() {

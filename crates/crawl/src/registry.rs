@@ -15,7 +15,7 @@ use crate::scope::{
     DepthScoper, HostScoper, PatternScoper, SchemeScoper, ScopeChain, Scoper, UrlLengthScoper,
 };
 use crawlkeeper_extract::{Extractor, HtmlExtractor};
-use crawlkeeper_fetch::{Fetcher, HttpFetcher};
+use crawlkeeper_fetch::{Fetcher, HttpFetcher, Politeness};
 
 /// What a processor factory may look at.
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +48,9 @@ pub type ProcessorFactory =
 /// The processors a pipeline can be built from, by name.
 pub struct Registry {
     fetcher: FetcherFactory,
+    /// The bounds per host and per IP address every crawl built here
+    /// shares (a node's jobs, a library user's crawls).
+    politeness: Arc<Politeness>,
     extractors: BTreeMap<String, ExtractorFactory>,
     scopers: BTreeMap<String, ScoperFactory>,
     processors: BTreeMap<String, ProcessorFactory>,
@@ -73,12 +76,17 @@ impl Registry {
     /// The built-in processors: the `html` extractor and the `scheme`,
     /// `url-length`, `host`, `depth` and `pattern` scopers, and the HTTP fetcher.
     pub fn builtin() -> Self {
+        let politeness = Politeness::new();
+        let gates = politeness.clone();
         let mut r = Self {
-            fetcher: Box::new(|ctx| {
+            fetcher: Box::new(move |ctx| {
+                let engine = &ctx.config.engine;
                 HttpFetcher::new(&ctx.config.fetch, ctx.seeds)
+                    .map(|f| f.polite(gates.clone(), engine.per_host, engine.ip_limit()))
                     .map(|f| Arc::new(f) as Arc<dyn Fetcher>)
                     .map_err(BuildError::from)
             }),
+            politeness,
             extractors: BTreeMap::new(),
             scopers: BTreeMap::new(),
             processors: BTreeMap::new(),
@@ -165,6 +173,13 @@ impl Registry {
             .filter(|n| !self.processors.contains_key(*n))
             .cloned()
             .collect()
+    }
+
+    /// The bounds per host and per IP address the crawls built here
+    /// share: a node gives them to its cluster's lease keeper
+    /// ([`Politeness::share`]).
+    pub fn politeness(&self) -> &Arc<Politeness> {
+        &self.politeness
     }
 
     /// Replaces the fetcher.

@@ -3,6 +3,8 @@
 //! the SSRF guard ([`super::connect`]).
 
 use std::error::Error;
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
@@ -27,6 +29,7 @@ use super::tls::{TlsConfigError, client_configs};
 use super::{CookieJar, FetchError, FetchResponse, Fetcher, ProxyConfig, WireCapture};
 use crate::config::{FetchConfig, HttpVersion};
 use crate::guard::{AddressPolicy, Blocked, GuardedResolver};
+use crate::polite::{AddressCache, Key, Permit, Politeness};
 
 /// The most a body buffer is given before any of the body arrived.
 const INITIAL_BODY_BUFFER: usize = 64 * 1024;
@@ -56,6 +59,19 @@ pub struct HttpFetcher {
     proxy: ProxyConfig,
     /// The crawl's cookies, unless the jar is off.
     jar: Option<std::sync::Arc<CookieJar>>,
+    /// The process's bounds per host and per address, with this crawl's
+    /// limits, if any.
+    polite: Option<Polite>,
+}
+
+/// The bounds a fetcher's requests enter (see [`crate::polite`]).
+#[derive(Clone, Debug)]
+struct Polite {
+    gates: Arc<Politeness>,
+    per_host: u32,
+    per_ip: u32,
+    /// Each host's address, as last looked up.
+    addresses: Arc<AddressCache>,
 }
 
 /// The headers every request carries, in the order they are sent: the
@@ -166,7 +182,42 @@ impl HttpFetcher {
             credential_hosts,
             site_credentials: config.site_credentials.clone(),
             proxy: config.proxy.clone(),
+            polite: None,
         })
+    }
+
+    /// The same fetcher, its requests bounded by `gates` (shared with the
+    /// process's other crawls): at most `per_host` in flight per host and
+    /// `per_ip` per IP address, whoever sent them.
+    pub fn polite(mut self, gates: Arc<Politeness>, per_host: usize, per_ip: usize) -> Self {
+        let limit = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).max(1);
+        self.polite = Some(Polite {
+            gates,
+            per_host: limit(per_host),
+            per_ip: limit(per_ip),
+            addresses: Arc::default(),
+        });
+        self
+    }
+
+    /// Waits for `url`'s places at its host and at its address (the
+    /// first its name resolves to, what a connection tries first; none
+    /// when it does not resolve here, as through a proxy that resolves
+    /// names itself): held until the returned permits are dropped.
+    async fn enter(&self, url: &Url) -> Option<(Permit, Option<Permit>)> {
+        let p = self.polite.as_ref()?;
+        let host = url.host_str()?.to_ascii_lowercase();
+        let ip = match url.host() {
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            _ => p.addresses.of(&host, &self.guard).await,
+        };
+        let by_host = p.gates.enter(Key::Host(host), p.per_host).await;
+        let by_ip = match ip {
+            Some(ip) => Some(p.gates.enter(Key::Ip(ip), p.per_ip).await),
+            None => None,
+        };
+        Some((by_host, by_ip))
     }
 
     /// Reads the body as it arrives, decoding its content coding with the
@@ -422,6 +473,8 @@ impl Fetcher for HttpFetcher {
         if let Err(blocked) = checked {
             return Err(failed(ErrorKind::BlockedAddress, blocked.to_string()));
         }
+        // Held until the body is read (the end of this call).
+        let _places = self.enter(url).await;
         let uri: http::Uri = url
             .as_str()
             .parse()

@@ -11,6 +11,7 @@
 //! | [`guard`] | the SSRF guard: which addresses a crawl may connect to |
 //! | [`cookies`] | the crawl's cookie jar (RFC 6265), bounded, and Netscape cookie files |
 //! | [`credentials`] | where credentials go: credential headers and seed passwords, per host |
+//! | [`polite`] | requests in flight bounded per host and per IP address across a process's crawls (and a cluster's) |
 //! | the rest (private) | the HTTP client, its connector and TLS, proxies, headers, content decoding |
 
 // Library code never panics on a value it could not get, and never
@@ -29,6 +30,7 @@ mod decode;
 pub mod guard;
 pub(crate) mod headers;
 mod http;
+pub mod polite;
 pub(crate) mod proxy;
 mod tls;
 mod tls_error;
@@ -44,6 +46,7 @@ pub use cookies::{CookieFileError, CookieJar};
 pub use crawlkeeper_model::response::{FetchResponse, WireCapture};
 pub use headers::{ExtraHeader, HeaderError};
 pub use http::HttpFetcher;
+pub use polite::Politeness;
 pub use proxy::{ProxyConfig, ProxyError, ProxyUrl, split_list};
 
 /// Turns a URL into a response. Implementations must be cheap to share:

@@ -13,6 +13,7 @@ mod cluster;
 mod cluster_continuous;
 mod cluster_faults;
 mod cluster_leave;
+mod cluster_politeness;
 mod cluster_processors;
 mod cluster_requisites;
 mod cluster_secrets;

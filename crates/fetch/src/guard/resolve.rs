@@ -188,6 +188,15 @@ impl GuardedResolver {
     }
 }
 
+impl GuardedResolver {
+    /// The first address `host` may be connected to (the one a connection
+    /// tries first), or `None` when it resolves to none here.
+    pub async fn first_address(&self, host: &str) -> Option<IpAddr> {
+        let mut found = self.resolve_host(host).await.ok()?;
+        found.next().map(|a| a.ip())
+    }
+}
+
 /// The HTTP connector's resolver: every name it connects to goes through
 /// the guard.
 impl tower_service::Service<Name> for GuardedResolver {
