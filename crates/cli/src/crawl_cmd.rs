@@ -25,12 +25,22 @@ pub async fn run(args: CrawlArgs, registry: Registry) -> Result<Outcome, CliErro
         engine,
         opening,
         bound,
+        politeness,
     } = Plan::check(&args, registry)?;
     let warc = opening.outputs.warc.clone();
+    let opening_location = opening.location.clone();
+    let opening_holder = opening.holder.to_string();
     // Store set-up blocks (and the PostgreSQL client runs its own runtime).
     let opened = tokio::task::spawn_blocking(move || open(&opening))
         .await
         .map_err(|e| CliError::Fatal(e.into()))??;
+    // Over PostgreSQL, the bounds per host and per IP hold across every
+    // process crawling there (a `--shards` job's others, a cluster's).
+    if let crawlkeeper_job::Location::Store(url) = &opening_location
+        && crawlkeeper_store::location::is_postgres(url)
+    {
+        crawlkeeper_job::polite::keep(politeness, url.clone(), opening_holder);
+    }
     if !args.quiet {
         for note in &opened.notes {
             eprintln!("job {}: {note}", opened.job.name);

@@ -27,6 +27,9 @@ pub struct Plan {
     pub opening: Opening,
     /// The metrics and status addresses, bound.
     pub bound: Bound,
+    /// The bounds per host and per IP address the crawl's requests enter
+    /// (shared through a PostgreSQL store with the job's other processes).
+    pub politeness: std::sync::Arc<crawlkeeper_crawl::Politeness>,
 }
 
 impl Plan {
@@ -99,6 +102,7 @@ impl Plan {
             engine,
             opening,
             bound,
+            politeness: registry.politeness().clone(),
         })
     }
 }

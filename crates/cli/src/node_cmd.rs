@@ -67,10 +67,17 @@ pub async fn run(
     cfg.items = ItemMode::Concurrent;
     cfg.formation_timeout = args.formation_timeout;
     cfg.session_timeout = args.cluster.session_timeout;
+    let holder = Holder::node(&name.to_string());
+    // The bounds per host and per IP hold across the cluster's nodes.
+    crawlkeeper_job::polite::keep(
+        registry.politeness().clone(),
+        args.cluster.store.clone(),
+        holder.to_string(),
+    );
     let runner = CrawlRunner::new(NodeSettings {
         registry: Arc::new(registry),
         store: args.cluster.store.clone(),
-        holder: Holder::node(&name.to_string()),
+        holder,
         max_workers: args.max_workers,
         local_address: args.bind_address,
     });

@@ -63,7 +63,9 @@ pub mod summary;
 pub use archive::Archiver;
 pub use config::CrawlConfig;
 pub use crawlkeeper_extract::{Extracted, Extractor, FieldSpec, FieldValue, Page};
-pub use crawlkeeper_fetch::{FetchError, FetchResponse, Fetcher, HttpFetcher, WireCapture};
+pub use crawlkeeper_fetch::{
+    FetchError, FetchResponse, Fetcher, HttpFetcher, Politeness, WireCapture,
+};
 pub use engine::{Control, Engine, EngineError};
 pub use registry::Registry;
 pub use scope::{Candidate, Disposition, ScopeReason, Scoper, Verdict};

@@ -13,6 +13,7 @@
 //! | [`error`] | [`JobError`]: why a job could not be opened, typed where callers decide by it |
 //! | [`identity`] | a job's name from its seeds, scope and shard count |
 //! | [`state`] | [`StoreState`]: the engine's [`crawlkeeper_crawl::state::CrawlState`] in a store, shards and all |
+//! | [`polite`] | [`polite::keep`]: a process's share of the cluster's bounds per host and per IP, kept through PostgreSQL |
 //! | [`output`] | the JSON Lines output of a job that may be resumed |
 //! | [`seeds`] | a job's seeds from the command line: URLs, files of URLs, standard input (bounded lines) |
 //! | [`records`] | a job's stored records as JSON Lines (`results`), with who stored each if asked |
@@ -37,6 +38,7 @@ mod memory;
 pub mod open;
 pub mod opening;
 pub mod output;
+pub mod polite;
 pub mod records;
 pub mod seeds;
 pub mod state;

@@ -46,7 +46,7 @@
 //!   - Version 1 files (the PostgreSQL layout) are migrated on open.
 
 /// The schema version of PostgreSQL databases this build writes.
-pub const PG_VERSION: i64 = 10;
+pub const PG_VERSION: i64 = 11;
 
 /// The schema version of SQLite files this build writes.
 pub const SQLITE_VERSION: i64 = 7;
@@ -169,6 +169,32 @@ pub const PG_URLS_KEY: &str =
 /// is made again, under the migration's lock: minutes for a job of tens
 /// of millions of URLs.
 pub const PG_TO_V9: &[&str] = &["DROP INDEX IF EXISTS urls_key", PG_URLS_KEY];
+
+/// PostgreSQL version 11: politeness across a cluster's processes
+/// (`crate::postgres::polite`). `polite_holders`: each process sharing
+/// the bounds, with when it last renewed its holdings (the store's
+/// clock); a holder not renewed for 3 s is gone, with its holdings.
+/// `polite_holds`: what each holder holds of a key (`host:NAME` or
+/// `ip:ADDRESS`): `n` counted against the key's limit (what it was
+/// granted, or more while more are in flight), `wants` what it could use
+/// (more than `n`: it waits), `since` when it last got a share (for
+/// turns).
+const POLITE: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS polite_holders (
+        holder TEXT PRIMARY KEY,
+        renewed TIMESTAMPTZ NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS polite_holds (
+        key TEXT NOT NULL,
+        holder TEXT NOT NULL REFERENCES polite_holders ON DELETE CASCADE,
+        n INTEGER NOT NULL,
+        granted INTEGER NOT NULL,
+        wants INTEGER NOT NULL,
+        since TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (key, holder))",
+];
+
+/// PostgreSQL version 11: see [`POLITE`] (made with the other tables).
+pub const PG_TO_V11: &[&str] = &[];
 
 /// PostgreSQL finds a key's row through a unique index, and keeps a
 /// result's position in its URL's row.
@@ -295,6 +321,7 @@ pub const PG_STEPS: &[(i64, &[&str])] = &[
     (7, PG_TO_V7),
     (9, PG_TO_V9),
     (10, PG_TO_V10),
+    (11, PG_TO_V11),
 ];
 
 /// SQLite's migrations in order: each version's statements, run on a file
@@ -448,7 +475,7 @@ fn fill(tables: &[&[&str]], blob: &str, serial: &str) -> Vec<String> {
 
 /// The statements creating PostgreSQL's tables.
 pub fn postgres() -> Vec<String> {
-    fill(&[TABLES, PG_TABLES], "BYTEA", "BIGSERIAL")
+    fill(&[TABLES, PG_TABLES, POLITE], "BYTEA", "BIGSERIAL")
 }
 
 /// The statements creating SQLite's tables (then [`SQLITE_INDEXES`]).

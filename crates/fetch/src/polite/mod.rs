@@ -240,6 +240,12 @@ impl Politeness {
         }
     }
 
+    /// Shared: waits until a key is wanted that was not granted yet (at
+    /// once if one was since the last wait).
+    pub async fn wanted(&self) {
+        self.wanted.notified().await;
+    }
+
     fn wants(&self) -> Vec<Want> {
         let g = self.lock();
         let mut wants: Vec<Want> = g

@@ -16,6 +16,7 @@ mod apply;
 mod cache;
 mod lease;
 mod listen;
+pub mod polite;
 mod probes;
 mod recrawl;
 mod revisit;
@@ -164,6 +165,16 @@ impl PgStore {
         };
         store.client()?;
         Ok(store)
+    }
+
+    /// Renews `holder`'s politeness holdings and grants its `wants`
+    /// across every process sharing the database (see [`polite`]).
+    pub fn polite_exchange(
+        &mut self,
+        holder: &str,
+        wants: &[polite::PoliteWant],
+    ) -> Result<Vec<(String, u32)>, StoreError> {
+        self.with(|c, _, _| polite::exchange(c, holder, wants))
     }
 
     /// The namespace of this store's advisory locks: its schema (advisory

@@ -1,0 +1,295 @@
+//! Politeness across a cluster's processes: how many requests each
+//! process may have in flight at a host or an IP address, so that the
+//! bound holds across every process and job sharing the database.
+//!
+//! Each process ([`PoliteWant`]s in hand) exchanges a few times a second:
+//! it renews its `polite_holders` row, removes holders not renewed for
+//! [`GONE_AFTER`] (with their holdings), and for every key it wants
+//! computes its grant from what the others hold. A key whose grant may
+//! grow is locked first (a transaction-level advisory lock per key, taken
+//! in key order), so that two processes never both take the last place.
+//!
+//! Rules:
+//! - A process is granted at most its limit less what others hold (a
+//!   holder's `n` counts what it was granted, or what it has in flight if
+//!   more: places are given back only once their requests end).
+//! - **Turns:** a process that has held a key for [`TURN`] while others
+//!   wait for it keeps at most the limit less one place per waiter (with a
+//!   limit of 1: none), and waits in its turn.
+//! - A process sends only while its grants were confirmed less than 2 s
+//!   ago by its own clock ([`crawlkeeper_fetch`]'s `GRANT_LIFETIME`,
+//!   measured from when it asked); its holdings are taken back 3 s after it
+//!   last renewed them by the store's clock. A killed or cut-off process's
+//!   places are free 3 s after its last exchange.
+
+use std::collections::HashMap;
+
+use postgres::Client;
+
+use super::err;
+use crate::StoreError;
+
+/// A holder not renewed for this long is gone, and what it held is free.
+pub const GONE_AFTER: &str = "3 seconds";
+
+/// How long a process keeps a key others wait for before it gives its
+/// places up.
+pub const TURN: &str = "1 second";
+
+/// What a process wants of a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoliteWant {
+    /// `host:NAME` or `ip:ADDRESS`.
+    pub key: String,
+    /// The most in flight at the key the process's requests allow.
+    pub limit: u32,
+    /// How many it could use now (within `limit`).
+    pub want: u32,
+    /// How many it has in flight now.
+    pub in_flight: u32,
+}
+
+/// What the store holds of one key.
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    /// Held by the others.
+    others: u32,
+    /// Others waiting (wanting more than they hold).
+    waiting: u32,
+    /// This holder's grant so far.
+    granted: u32,
+    /// This holder's row as it is: `n` and `wants` (`None`: no row).
+    mine: Option<(u32, u32)>,
+    /// This holder had its share for a turn or more.
+    turn_over: bool,
+}
+
+/// Renews `holder`'s holdings, drops gone holders, and grants `wants`:
+/// how many of each key `holder` may have in flight. Keys it held and no
+/// longer wants are given back.
+pub fn exchange(
+    client: &mut Client,
+    holder: &str,
+    wants: &[PoliteWant],
+) -> Result<Vec<(String, u32)>, StoreError> {
+    let mut tx = client.transaction().map_err(err)?;
+    tx.execute(
+        &format!("DELETE FROM polite_holders WHERE renewed < now() - interval '{GONE_AFTER}'"),
+        &[],
+    )
+    .map_err(err)?;
+    tx.execute(
+        "INSERT INTO polite_holders (holder, renewed) VALUES ($1, now())
+         ON CONFLICT (holder) DO UPDATE SET renewed = now()",
+        &[&holder],
+    )
+    .map_err(err)?;
+    let keys: Vec<&str> = wants.iter().map(|w| w.key.as_str()).collect();
+    tx.execute(
+        "DELETE FROM polite_holds WHERE holder = $1 AND NOT (key = ANY($2))",
+        &[&holder, &keys],
+    )
+    .map_err(err)?;
+    let seen = read(&mut tx, holder, &keys)?;
+    // Keys whose grant may grow: locked in key order, then read again.
+    let mut growing: Vec<&str> = wants
+        .iter()
+        .filter(|w| w.want > seen.get(&w.key).map_or(0, |s| s.granted))
+        .map(|w| w.key.as_str())
+        .collect();
+    growing.sort_unstable();
+    let seen = if growing.is_empty() {
+        seen
+    } else {
+        for key in &growing {
+            tx.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 7202612))",
+                &[key],
+            )
+            .map_err(err)?;
+        }
+        read(&mut tx, holder, &keys)?
+    };
+    let mut grants = Vec::with_capacity(wants.len());
+    let (mut put, mut n, mut granted, mut wanted) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for w in wants {
+        let s = seen.get(&w.key).copied().unwrap_or_default();
+        let grant = grant(w, s);
+        grants.push((w.key.clone(), grant));
+        let held = grant.max(w.in_flight);
+        // Rows as they were are not written again (a renewal is the
+        // holder's row alone).
+        if s.mine == Some((held, w.want)) && s.granted == grant {
+            continue;
+        }
+        put.push(w.key.as_str());
+        n.push(i32::try_from(held).unwrap_or(i32::MAX));
+        granted.push(i32::try_from(grant).unwrap_or(i32::MAX));
+        wanted.push(i32::try_from(w.want).unwrap_or(i32::MAX));
+    }
+    // A row for every key held or waited for; `since` starts when a share
+    // is got and is kept while it is held.
+    tx.execute(
+        "INSERT INTO polite_holds AS h (key, holder, n, granted, wants, since)
+         SELECT k, $1, n, g, w, now() FROM unnest($2::text[], $3::int4[], $4::int4[], $5::int4[])
+             AS u(k, n, g, w)
+         WHERE n > 0 OR w > 0
+         ON CONFLICT (key, holder) DO UPDATE
+         SET n = excluded.n, granted = excluded.granted, wants = excluded.wants,
+             since = CASE WHEN h.n = 0 OR excluded.n = 0 THEN now() ELSE h.since END",
+        &[&holder, &put, &n, &granted, &wanted],
+    )
+    .map_err(err)?;
+    tx.execute(
+        "DELETE FROM polite_holds WHERE holder = $1 AND n = 0 AND wants = 0",
+        &[&holder],
+    )
+    .map_err(err)?;
+    tx.commit().map_err(err)?;
+    Ok(grants)
+}
+
+/// What a want is granted, given what the store holds of its key.
+fn grant(w: &PoliteWant, s: Seen) -> u32 {
+    let room = w.limit.saturating_sub(s.others);
+    let mut grant = w.want.min(room);
+    if s.waiting > 0 && s.turn_over {
+        // Its turn is over: a place for each waiter, as far as it can.
+        grant = grant.min(w.limit.saturating_sub(s.waiting));
+    }
+    grant
+}
+
+/// What the store holds of `keys`, for `holder`.
+fn read(
+    tx: &mut postgres::Transaction<'_>,
+    holder: &str,
+    keys: &[&str],
+) -> Result<HashMap<String, Seen>, StoreError> {
+    let rows = tx
+        .query(
+            &format!(
+                "SELECT key,
+                    CAST(coalesce(sum(n) FILTER (WHERE holder <> $1), 0) AS BIGINT),
+                    count(*) FILTER (WHERE holder <> $1 AND wants > n),
+                    CAST(coalesce(max(granted) FILTER (WHERE holder = $1), 0) AS BIGINT),
+                    coalesce(bool_or(holder = $1 AND n > 0
+                        AND since < now() - interval '{TURN}'), false),
+                    max(n) FILTER (WHERE holder = $1),
+                    max(wants) FILTER (WHERE holder = $1)
+                 FROM polite_holds WHERE key = ANY($2) GROUP BY key"
+            ),
+            &[&holder, &keys],
+        )
+        .map_err(err)?;
+    let count = |v: i64| u32::try_from(v.max(0)).unwrap_or(u32::MAX);
+    Ok(rows
+        .iter()
+        .map(|r| {
+            (
+                r.get::<_, String>(0),
+                Seen {
+                    others: count(r.get(1)),
+                    waiting: count(r.get(2)),
+                    granted: count(r.get(3)),
+                    turn_over: r.get(4),
+                    mine: r
+                        .get::<_, Option<i32>>(5)
+                        .zip(r.get::<_, Option<i32>>(6))
+                        .map(|(n, w)| (count(n.into()), count(w.into()))),
+                },
+            )
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(super) fn want(limit: u32, want: u32, in_flight: u32) -> PoliteWant {
+        PoliteWant {
+            key: "ip:127.0.0.1".into(),
+            limit,
+            want,
+            in_flight,
+        }
+    }
+
+    #[test]
+    fn a_grant_is_what_the_others_leave_and_gives_way_when_its_turn_is_over() {
+        let alone = Seen::default();
+        assert_eq!(grant(&want(4, 3, 0), alone), 3);
+        let others = Seen { others: 3, ..alone };
+        assert_eq!(grant(&want(4, 3, 0), others), 1);
+        assert_eq!(grant(&want(1, 1, 0), Seen { others: 1, ..alone }), 0);
+        // Others waiting: nothing given up before the turn is over…
+        let waited = Seen {
+            waiting: 1,
+            granted: 1,
+            ..alone
+        };
+        assert_eq!(grant(&want(1, 1, 1), waited), 1);
+        // …then a place for each waiter.
+        let over = Seen {
+            turn_over: true,
+            ..waited
+        };
+        assert_eq!(grant(&want(1, 1, 1), over), 0);
+        assert_eq!(grant(&want(4, 4, 4), Seen { waiting: 2, ..over }), 2);
+    }
+
+    fn ip(limit: u32, want: u32, in_flight: u32) -> Vec<PoliteWant> {
+        vec![super::tests::want(limit, want, in_flight)]
+    }
+
+    #[test]
+    fn holders_share_a_key_s_limit_take_turns_and_a_gone_one_s_places_come_back() {
+        let (url, space, mut admin) = crate::postgres::test_schema::fresh("polite");
+        let mut a = crate::PgStore::connect_in_schema(&url, Some(&space)).unwrap();
+        let mut b = crate::PgStore::connect_in_schema(&url, Some(&space)).unwrap();
+        let g = |r: Vec<(String, u32)>| r[0].1;
+        // A takes the one place; B waits.
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 1, 0)).unwrap()), 1);
+        assert_eq!(g(b.polite_exchange("b", &ip(1, 1, 0)).unwrap()), 0);
+        // A keeps it while its turn lasts, then gives it up: at once when
+        // nothing of its is in flight, else once its request ended.
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 1, 1)).unwrap()), 1);
+        admin
+            .batch_execute(
+                "UPDATE polite_holds SET since = since - interval '2 s' WHERE holder = 'a'",
+            )
+            .unwrap();
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 1, 1)).unwrap()), 0);
+        assert_eq!(
+            g(b.polite_exchange("b", &ip(1, 1, 0)).unwrap()),
+            0,
+            "a's request is in flight"
+        );
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 1, 0)).unwrap()), 0);
+        assert_eq!(
+            g(b.polite_exchange("b", &ip(1, 1, 0)).unwrap()),
+            1,
+            "b's turn"
+        );
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 1, 0)).unwrap()), 0);
+        // B is gone (not renewed for 3 s): its place comes back to A.
+        admin
+            .batch_execute(
+                "UPDATE polite_holders SET renewed = renewed - interval '4 s' WHERE holder = 'b'",
+            )
+            .unwrap();
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 1, 0)).unwrap()), 1);
+        // A key no longer wanted is given back.
+        assert!(a.polite_exchange("a", &[]).unwrap().is_empty());
+        let held: i64 = admin
+            .query_one("SELECT count(*) FROM polite_holds", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(held, 0);
+        // Larger limits: each holder gets what the others leave.
+        assert_eq!(g(a.polite_exchange("a", &ip(4, 3, 0)).unwrap()), 3);
+        assert_eq!(g(b.polite_exchange("b", &ip(4, 4, 0)).unwrap()), 1);
+    }
+}
