@@ -26,6 +26,15 @@ pub enum ScopeArg {
     Any,
 }
 
+/// What a continuous crawl's page signature is a hash of.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum SignatureArg {
+    /// The body's bytes.
+    Body,
+    /// An HTML page's text as a reader sees it (takes --text).
+    Text,
+}
+
 /// Which hosts a page's requisites may come from.
 #[derive(ValueEnum, Clone, Copy, Debug)]
 pub enum RequisitesScopeArg {
@@ -169,6 +178,12 @@ pub struct JobArgs {
     /// --revisit-max. Without it, each page about once per expected change.
     #[arg(long, value_name = "RATE", value_parser = request_rate, requires = "continuous")]
     pub budget: Option<f64>,
+    /// What tells a --continuous crawl that a page changed: a hash of its
+    /// body (default), or of its text as --text takes it (markup,
+    /// scripts and comments that change are then no change; --text is
+    /// implied, and each record carries fields.text).
+    #[arg(long, value_enum, value_name = "OF", requires = "continuous")]
+    pub signature: Option<SignatureArg>,
     /// Time allowed for one request, body included.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = duration)]
     pub request_timeout: Duration,
@@ -388,7 +403,8 @@ impl JobArgs {
         extra_headers(&self.headers)?;
         proxy_url(self.proxy.as_deref())?;
         cookie_file(self.cookies.as_deref())?;
-        if self.max_text.is_some() && !self.text {
+        let text = self.text || matches!(self.signature, Some(SignatureArg::Text));
+        if self.max_text.is_some() && !text {
             return Err("--max-text sets the cap of --text: give --text too".to_owned());
         }
         for host in &self.header_hosts {
@@ -481,6 +497,9 @@ impl JobArgs {
             r.min = self.revisit_min.unwrap_or(r.min);
             r.max = self.revisit_max.unwrap_or(r.max);
             r.budget = self.budget;
+            if let Some(SignatureArg::Text) = self.signature {
+                r.signature = crawlkeeper_crawl::SignatureOf::Text;
+            }
             // A page's first interval, before anything is known of it,
             // within the bounds given.
             r.first = r.first.clamp(r.min, r.max.max(r.min));
@@ -511,7 +530,8 @@ impl JobArgs {
         c.extract.meta = self.extract_meta;
         c.extract.jsonld = self.extract_jsonld;
         c.extract.noscript_links = self.noscript_links;
-        c.extract.text = self.text.then(|| {
+        let text = self.text || matches!(self.signature, Some(SignatureArg::Text));
+        c.extract.text = text.then(|| {
             self.max_text
                 .unwrap_or(crawlkeeper_crawl::config::DEFAULT_MAX_TEXT)
         });

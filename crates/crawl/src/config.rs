@@ -117,6 +117,30 @@ pub struct RevisitConfig {
     /// revisited about once per expected change. Default none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<f64>,
+    /// What a page's signature is taken of, to tell a change (`--signature`).
+    /// Default the body.
+    #[serde(skip_serializing_if = "SignatureOf::is_body")]
+    pub signature: SignatureOf,
+}
+
+/// What a continuous crawl's page signature is a hash of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignatureOf {
+    /// The body as received (decoded): any byte changed is a change.
+    #[default]
+    Body,
+    /// An HTML page's text as a reader sees it (`fields.text`, as `--text`
+    /// takes it): markup, scripts, comments and attributes that change
+    /// (a timestamp, a session token, an ad) are not a change. Other
+    /// bodies by their bytes.
+    Text,
+}
+
+impl SignatureOf {
+    fn is_body(&self) -> bool {
+        *self == Self::Body
+    }
 }
 
 impl Default for RevisitConfig {
@@ -126,6 +150,7 @@ impl Default for RevisitConfig {
             max: DEFAULT_REVISIT_MAX,
             first: DEFAULT_REVISIT_FIRST,
             budget: None,
+            signature: SignatureOf::Body,
         }
     }
 }
@@ -544,6 +569,9 @@ impl CrawlConfig {
         problems.extend(self.extract.problems());
         if let Some(r) = &self.revisit {
             problems.extend(r.problems());
+            if r.signature == SignatureOf::Text && self.extract.text.is_none() {
+                problems.push("signature text hashes the page's text: take it (text)".to_owned());
+            }
         }
         for (name, d) in self.durations() {
             if d > MAX_DURATION {

@@ -61,7 +61,7 @@ pub mod state;
 pub mod summary;
 
 pub use archive::Archiver;
-pub use config::CrawlConfig;
+pub use config::{CrawlConfig, SignatureOf};
 pub use crawlkeeper_extract::{Extracted, Extractor, FieldSpec, FieldValue, Page};
 pub use crawlkeeper_fetch::{
     FetchError, FetchResponse, Fetcher, HttpFetcher, Politeness, WireCapture,

@@ -145,6 +145,9 @@ pub struct Pipeline {
     /// A continuous crawl: each 2xx body's signature is taken, to tell
     /// whether the page changed.
     pub(crate) signatures: bool,
+    /// …of an HTML page's text (`fields.text`) rather than its body
+    /// (`--signature text`).
+    pub(crate) text_signatures: bool,
 }
 
 impl Pipeline {
@@ -348,6 +351,9 @@ impl Pipeline {
                     self.run_processors(request, &response, nofollow, &mut processed)
                         .await;
                 }
+                if self.text_signatures {
+                    text_signature(&mut processed);
+                }
                 // Made even for a response that may be retried: the last
                 // attempt's is the one kept (the others are dropped with it).
                 if let Some(archiver) = &self.archiver {
@@ -356,7 +362,10 @@ impl Pipeline {
                         .iter()
                         .map(|d| d.request.url.to_string())
                         .collect();
-                    let same = same_copy(request, &processed.observed, &response);
+                    // An equal text is no equal payload: archived whole.
+                    let same = (!self.text_signatures)
+                        .then(|| same_copy(request, &processed.observed, &response))
+                        .flatten();
                     processed.archive = archiver.page(&processed.record, &response, outlinks, same);
                 }
                 processed
@@ -724,6 +733,25 @@ fn observed(request: &Request, r: &FetchResponse) -> Observed {
         200..=299 => Observed::Content(crawlkeeper_model::revisit::signature(&r.body)),
         404 | 410 => Observed::Gone,
         _ => Observed::Failed,
+    }
+}
+
+/// `--signature text`: a page whose text was taken (`fields.text`, after
+/// the processors) is told changed or not by the text's signature; other
+/// bodies keep their bytes'.
+fn text_signature(processed: &mut Processed) {
+    if !matches!(processed.observed, Observed::Content(_)) {
+        return;
+    }
+    let text = processed
+        .record
+        .fields
+        .as_ref()
+        .and_then(|f| f.get("text"))
+        .and_then(|t| t.as_str());
+    if let Some(text) = text {
+        processed.observed =
+            Observed::Content(crawlkeeper_model::revisit::signature(text.as_bytes()));
     }
 }
 

@@ -266,6 +266,10 @@ impl Registry {
                 requisites: config.scope.requisites,
                 max_url_length: config.scope.max_url_length,
                 signatures: config.revisit.is_some(),
+                text_signatures: config
+                    .revisit
+                    .as_ref()
+                    .is_some_and(|r| r.signature == crate::config::SignatureOf::Text),
             }),
             _ => Err(ConfigError { problems }),
         }

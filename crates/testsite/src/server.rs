@@ -309,6 +309,14 @@ async fn answer(
             RobotsMode::Missing => html(StatusCode::NOT_FOUND, "no robots".into()),
             RobotsMode::Unavailable => html(StatusCode::SERVICE_UNAVAILABLE, "down".into()),
         },
+        Route::Index if config.stamped_index => {
+            let edition = shared.edition.load(Ordering::Relaxed);
+            let page = render_index(config, me, next);
+            html(
+                StatusCode::OK,
+                format!("{page}<!-- edition {edition} -->\n"),
+            )
+        }
         Route::Index => html(StatusCode::OK, render_index(config, me, next)),
         Route::Page(i) => {
             let edition = shared.edition.load(Ordering::Relaxed);

@@ -58,6 +58,9 @@ pub struct HostConfig {
     /// The share of pages, in percent, that change in each new edition of
     /// the site ([`crate::edition`]).
     pub changed_percent: u32,
+    /// The index's markup names the site's edition in a comment: a new
+    /// edition changes its bytes, never its text (for `--signature text`).
+    pub stamped_index: bool,
     /// Every page uses the shared stylesheet, logo and icon of the
     /// requisite pages (`/req/`), as the pages of a real site share theirs:
     /// a crawl with `--requisites` fetches each once.
@@ -100,6 +103,7 @@ impl Default for HostConfig {
             fail_all: false,
             delay_spread: Duration::ZERO,
             changed_percent: 10,
+            stamped_index: false,
             embeds: false,
             cert: CertKind::Valid,
             http1_only: false,

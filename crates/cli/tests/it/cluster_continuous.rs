@@ -9,9 +9,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
+use crawlkeeper_testsite::zookeeper::ZkServer;
 use tokio::process::Child;
 
-use crate::common::cluster::{Cluster, send, shards_of};
+use crate::common::cluster::{
+    Cluster, FAST_HEARTS, HEART_LIMIT, halt_zookeeper, restart_zookeeper, send, shards_of,
+};
 
 /// The interval between two fetches of a page (`--revisit-min` and
 /// `--revisit-max` alike).
@@ -47,13 +50,22 @@ async fn first_pass(
     pages: u32,
     options: &[&str],
 ) -> (Cluster, Vec<Child>, String, serde_json::Value) {
-    let c = Cluster::start(name, 2, 1, 2, 4, pages, 5)
-        .await
-        .seeding_every_host();
+    let c = Cluster::start(name, 2, 1, 2, 4, pages, 5).await;
+    first_pass_of(c, &[], options).await
+}
+
+/// [`first_pass`] of cluster `c` (two Runners, a backup, two shards),
+/// its nodes started with `node_args`.
+async fn first_pass_of(
+    c: Cluster,
+    node_args: &[&str],
+    options: &[&str],
+) -> (Cluster, Vec<Child>, String, serde_json::Value) {
+    let c = c.seeding_every_host();
     for shard in 0..2 {
         assert!(!c.hosts_of(shard).is_empty(), "shard {shard} has no host");
     }
-    let nodes: Vec<_> = (1..=3).map(|i| c.node_logged(i, &[])).collect();
+    let nodes: Vec<_> = (1..=3).map(|i| c.node_logged(i, node_args)).collect();
     c.formed().await;
     let (code, job, err) = c.submit(options).await;
     assert_eq!(code, 0, "{err}");
@@ -62,6 +74,26 @@ async fn first_pass(
         .wait_status("the first pass stored", |s| done(s) >= total)
         .await;
     (c, nodes, job.trim().to_owned(), s)
+}
+
+/// Checks from the site's log that no page was asked again before its
+/// [`INTERVAL`] (100 ms for the clocks' reading), none of the job's
+/// `total` pages was forgotten, and every request has its one result.
+async fn check_schedule(c: &Cluster, total: usize) {
+    let after = asked(c);
+    assert_eq!(after.len(), total, "no page forgotten");
+    for ((host, target), times) in &after {
+        for pair in times.windows(2) {
+            let gap = pair[1].0.duration_since(pair[0].0).unwrap();
+            assert!(
+                gap + Duration::from_millis(100) >= INTERVAL,
+                "host {host} {target} asked again {gap:?} after, before its interval"
+            );
+        }
+    }
+    let requests: usize = after.values().map(Vec::len).sum();
+    let results: usize = c.site.results().await.values().sum();
+    assert_eq!(results, requests, "one result per request");
 }
 
 /// `crawlkeeper stop JOB`, then `submit --wait` of the job (submitted
@@ -146,23 +178,8 @@ async fn a_continuous_job_keeps_its_schedule_through_a_kill_and_stops_on_every_r
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("stays stopped"), "{err}");
 
-    // From the site's log: no page asked again before its interval (the
-    // schedule was kept through the take-over; 100 ms for the clocks'
-    // reading), none forgotten, and every request has its one result.
-    let after = asked(&c);
-    assert_eq!(after.len(), total, "no page forgotten");
-    for ((host, target), times) in &after {
-        for pair in times.windows(2) {
-            let gap = pair[1].0.duration_since(pair[0].0).unwrap();
-            assert!(
-                gap + Duration::from_millis(100) >= INTERVAL,
-                "host {host} {target} asked again {gap:?} after, before its interval"
-            );
-        }
-    }
-    let requests: usize = after.values().map(Vec::len).sum();
-    let results: usize = c.site.results().await.values().sum();
-    assert_eq!(results, requests, "one result per request");
+    // The schedule was kept through the take-over.
+    check_schedule(&c, total).await;
     // No request after the job completed.
     let n = c.site.site.log().len();
     let s = c.status().await;
@@ -201,5 +218,45 @@ async fn a_stop_ends_the_job_also_on_the_heir_of_a_paused_runner() {
     let a = asked(&c);
     assert_eq!(a.len(), total, "every page");
     assert!(a.values().all(|t| t.len() == 1), "{a:?}");
+    drop(nodes);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continuous_job_revisits_through_a_zookeeper_outage_and_stops_after_it() {
+    let zk = tokio::task::spawn_blocking(ZkServer::start).await.unwrap();
+    let c = Cluster::start("clc_zk", 2, 1, 2, 4, 6, 5)
+        .await
+        .through_outages(&zk);
+    let continuous = ["--continuous", "--revisit-min", "4s", "--revisit-max", "4s"];
+    let (c, nodes, job, _) = first_pass_of(c, FAST_HEARTS, &continuous).await;
+    let total = c.total_pages();
+    let zk = std::sync::Arc::new(zk);
+    halt_zookeeper(&zk).await;
+    let halted_at = Instant::now();
+    // Every page is fetched again while ZooKeeper is down: the schedule
+    // lives in PostgreSQL.
+    c.wait_log("every page fetched again through the outage", || {
+        let a = asked(&c);
+        a.len() == total && a.values().all(|t| t.len() >= 2)
+    })
+    .await;
+    restart_zookeeper(&zk).await;
+    let outage = halted_at.elapsed();
+    assert!(outage > HEART_LIMIT, "{outage:?}");
+    c.wait_status("every member beating again", |s| {
+        s["members"]
+            .as_array()
+            .is_some_and(|m| m.len() == 3 && m.iter().all(|m| m["pulse"] == "beating"))
+    })
+    .await;
+    stop_and_wait(&c, &job, &continuous).await;
+    let s = c.status().await;
+    let fail = &s["group_state"]["fail_runner"];
+    assert!(
+        fail.as_array().unwrap().is_empty(),
+        "nobody died of the outage: {fail}"
+    );
+    assert_eq!(c.requests_from(3), 0, "the backup had nothing to take over");
+    check_schedule(&c, total).await;
     drop(nodes);
 }

@@ -7,9 +7,12 @@
 use crate::common;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::cluster::{Cluster, check_members, role, send, shards_of};
+use common::cluster::{
+    Cluster, FAST_HEARTS, HEART_LIMIT, check_members, halt_zookeeper, restart_zookeeper, role,
+    send, shards_of,
+};
 use common::writers::Writers;
 use crawlkeeper_testsite::zookeeper::ZkServer;
 use serde_json::Value;
@@ -191,22 +194,10 @@ async fn two_runners_killed_at_once_one_shard_to_the_backup_the_other_to_the_sur
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zookeeper_restart_mid_job_kills_nobody_and_loses_nothing() {
     let zk = tokio::task::spawn_blocking(ZkServer::start).await.unwrap();
-    let mut c = Cluster::start("clf_zk", 2, 1, 2, 4, 120, 30)
+    let c = Cluster::start("clf_zk", 2, 1, 2, 4, 120, 30)
         .await
-        .on_zookeeper(zk.address());
-    // The sessions outlive the outage; the heartbeats do not: a Runner
-    // silent for 2 × 500 ms would be dead.
-    c.session_timeout = "20s".to_owned();
-    let fast = [
-        "--update-time",
-        "100ms",
-        "--update-timeout",
-        "500ms",
-        "--heart-rhythm-timeout",
-        "2",
-    ];
-    let heart_limit = Duration::from_millis(2 * 500);
-    let nodes: Vec<_> = (1..=3).map(|i| c.node_logged(i, &fast)).collect();
+        .through_outages(&zk);
+    let nodes: Vec<_> = (1..=3).map(|i| c.node_logged(i, FAST_HEARTS)).collect();
     c.formed().await;
     let (code, _, err) = c.submit(&[]).await;
     assert_eq!(code, 0, "{err}");
@@ -216,25 +207,19 @@ async fn a_zookeeper_restart_mid_job_kills_nobody_and_loses_nothing() {
     .await;
 
     let zk = std::sync::Arc::new(zk);
-    let halting = zk.clone();
-    tokio::task::spawn_blocking(move || halting.halt())
-        .await
-        .unwrap();
+    halt_zookeeper(&zk).await;
     let halted_at = Instant::now();
     let (one, two) = (c.requests_from(1), c.requests_from(2));
     // The Runners crawl on without ZooKeeper, for longer than a heart may
     // stay silent.
     c.wait_log("the crawl going on through the outage", || {
-        halted_at.elapsed() > heart_limit && c.requests_from(1) > one && c.requests_from(2) > two
+        halted_at.elapsed() > HEART_LIMIT && c.requests_from(1) > one && c.requests_from(2) > two
     })
     .await;
-    let restarting = zk.clone();
-    tokio::task::spawn_blocking(move || restarting.restart())
-        .await
-        .unwrap();
+    restart_zookeeper(&zk).await;
     let outage = halted_at.elapsed();
     eprintln!("ZooKeeper was down for {outage:?}");
-    assert!(outage > heart_limit);
+    assert!(outage > HEART_LIMIT);
     assert!(
         c.site.site.log().len() < c.total_pages(),
         "ZooKeeper came back mid-crawl"

@@ -340,3 +340,56 @@ async fn a_stopped_crawl_started_again_goes_on_until_stopped_again() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_signature_sees_no_change_where_only_markup_changed() {
+    // The index's markup names the site's edition; its text never
+    // changes. No page changes.
+    let mut config = SiteConfig::uniform(1, 3);
+    config.hosts[0].changed_percent = 0;
+    config.hosts[0].stamped_index = true;
+    let site = TestSite::start(config).await.unwrap();
+    let index_changes = |signature: &'static str| {
+        let site = &site;
+        async move {
+            site.set_edition(0);
+            let d = common::fresh_dir("continuous", &format!("signature-{signature}"));
+            let mut c = continuous(&d, None, &site.url(0, "/"), "1s", "1s");
+            let child = c.args(["--signature", signature]).spawn().unwrap();
+            let index = |d: &Path| -> Vec<CrawlRecord> {
+                records(d)
+                    .into_iter()
+                    .filter(|r| r.url.ends_with('/'))
+                    .collect()
+            };
+            until("the first pass", || records(&d).len() > 3).await;
+            let before = index(&d).len();
+            site.set_edition(1);
+            // Two more: the second was asked after the edition moved.
+            until("the index fetched again", || index(&d).len() >= before + 2).await;
+            stop(&d, None).await;
+            let (code, err) = exit_of(child).await;
+            assert_eq!(code, 0, "{err}");
+            index(&d)
+        }
+    };
+    let by_text = index_changes("text").await;
+    assert!(
+        by_text[1..].iter().all(|r| r.changed == Some(false)),
+        "the text did not change: {by_text:#?}"
+    );
+    assert!(
+        by_text[0]
+            .fields
+            .as_ref()
+            .is_some_and(|f| f.contains_key("text")),
+        "--signature text takes the text: {:?}",
+        by_text[0]
+    );
+    // The same with the body's signature: the edition's comment is a change.
+    let by_body = index_changes("body").await;
+    assert!(
+        by_body[1..].iter().any(|r| r.changed == Some(true)),
+        "{by_body:#?}"
+    );
+}

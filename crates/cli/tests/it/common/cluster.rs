@@ -28,6 +28,37 @@ pub const JOB: &[&str] = &[
     "1",
 ];
 
+/// Node options for a ZooKeeper outage ([`Cluster::through_outages`]):
+/// hearts every 100 ms, late after 500 ms, dead after two late checks.
+pub const FAST_HEARTS: &[&str] = &[
+    "--update-time",
+    "100ms",
+    "--update-timeout",
+    "500ms",
+    "--heart-rhythm-timeout",
+    "2",
+];
+
+/// Halts the test's own ZooKeeper server `zk` (its clients see an
+/// outage): returns when it is down.
+pub async fn halt_zookeeper(zk: &std::sync::Arc<crawlkeeper_testsite::zookeeper::ZkServer>) {
+    let zk = zk.clone();
+    tokio::task::spawn_blocking(move || zk.halt())
+        .await
+        .unwrap();
+}
+
+/// Starts `zk` again after [`halt_zookeeper`]: returns when it serves.
+pub async fn restart_zookeeper(zk: &std::sync::Arc<crawlkeeper_testsite::zookeeper::ZkServer>) {
+    let zk = zk.clone();
+    tokio::task::spawn_blocking(move || zk.restart())
+        .await
+        .unwrap();
+}
+
+/// How long a Runner's heart may stay silent with [`FAST_HEARTS`].
+pub const HEART_LIMIT: Duration = Duration::from_millis(2 * 500);
+
 /// A group of nodes crawling a site with hosts linking to each other.
 pub struct Cluster {
     pub site: Sharded,
@@ -73,10 +104,13 @@ impl Cluster {
         self
     }
 
-    /// The same cluster on the ZooKeeper at `address` (a server of the
-    /// test's own, which it may halt and restart).
-    pub fn on_zookeeper(mut self, address: &str) -> Self {
-        self.zookeeper = address.to_owned();
+    /// The same cluster on `zk`, a ZooKeeper server of the test's own
+    /// that it may halt and restart, with sessions that outlive an outage
+    /// (20 s); its nodes are to be started with [`FAST_HEARTS`], so that a
+    /// heart goes silent for longer than [`HEART_LIMIT`] in one.
+    pub fn through_outages(mut self, zk: &crawlkeeper_testsite::zookeeper::ZkServer) -> Self {
+        self.zookeeper = zk.address().to_owned();
+        self.session_timeout = "20s".to_owned();
         self
     }
 
