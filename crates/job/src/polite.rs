@@ -75,6 +75,9 @@ pub fn keep(
                     politeness.grant(asked, &by_key);
                 }
                 Ok((Err(e), _)) => {
+                    // The store may have given this process's places away
+                    // (its session ended): nothing more is sent on them.
+                    politeness.lapse();
                     if !failing {
                         tracing::warn!(error = %e, "cannot share politeness through the store: requests wait");
                         failing = true;

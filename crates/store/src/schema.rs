@@ -182,7 +182,9 @@ pub const PG_TO_V9: &[&str] = &["DROP INDEX IF EXISTS urls_key", PG_URLS_KEY];
 const POLITE: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS polite_holders (
         holder TEXT PRIMARY KEY,
-        renewed TIMESTAMPTZ NOT NULL)",
+        renewed TIMESTAMPTZ NOT NULL,
+        pid INTEGER NOT NULL,
+        started TIMESTAMPTZ NOT NULL)",
     "CREATE TABLE IF NOT EXISTS polite_holds (
         key TEXT NOT NULL,
         holder TEXT NOT NULL REFERENCES polite_holders ON DELETE CASCADE,

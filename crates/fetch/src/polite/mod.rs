@@ -288,6 +288,12 @@ impl Politeness {
         }
     }
 
+    /// Shared: the keeper could not renew the grants (its store failed):
+    /// nothing more goes through until it has.
+    pub fn lapse(&self) {
+        self.lock().confirmed = None;
+    }
+
     /// How many requests are in flight at `key` in this process.
     pub fn in_flight(&self, key: &Key) -> u32 {
         self.lock().gates.get(key).map_or(0, |g| g.in_flight)

@@ -17,10 +17,13 @@
 //!   wait for it keeps at most the limit less one place per waiter (with a
 //!   limit of 1: none), and waits in its turn.
 //! - A process sends only while its grants were confirmed less than 2 s
-//!   ago by its own clock ([`crawlkeeper_fetch`]'s `GRANT_LIFETIME`,
-//!   measured from when it asked); its holdings are taken back 3 s after it
-//!   last renewed them by the store's clock. A killed or cut-off process's
-//!   places are free 3 s after its last exchange.
+//!   ago by its own clock (`crawlkeeper_fetch`'s `GRANT_LIFETIME`,
+//!   measured from when it asked), and stops at once when an exchange
+//!   fails. Its holdings are taken back 3 s after it last renewed them by
+//!   the store's clock ([`GONE_AFTER`]: a paused or cut-off process), or
+//!   0.5 s after when its session has ended ([`SESSION_GONE_AFTER`]: a
+//!   killed process, whose connection the server saw close; alive, it
+//!   would have tried to renew within 0.25 s, failed and stopped).
 
 use std::collections::HashMap;
 
@@ -31,6 +34,12 @@ use crate::StoreError;
 
 /// A holder not renewed for this long is gone, and what it held is free.
 pub const GONE_AFTER: &str = "3 seconds";
+
+/// A holder whose session ended (its process was killed, or its
+/// connection lost) and that has not renewed for this long is gone: by
+/// then, alive, it has tried to renew, failed, and stopped using its
+/// grants.
+pub const SESSION_GONE_AFTER: &str = "500 milliseconds";
 
 /// How long a process keeps a key others wait for before it gives its
 /// places up.
@@ -74,13 +83,21 @@ pub fn exchange(
 ) -> Result<Vec<(String, u32)>, StoreError> {
     let mut tx = client.transaction().map_err(err)?;
     tx.execute(
-        &format!("DELETE FROM polite_holders WHERE renewed < now() - interval '{GONE_AFTER}'"),
+        &format!(
+            "DELETE FROM polite_holders h WHERE renewed < now() - interval '{GONE_AFTER}'
+             OR (renewed < now() - interval '{SESSION_GONE_AFTER}' AND NOT EXISTS (
+                 SELECT 1 FROM pg_stat_activity a
+                 WHERE a.pid = h.pid AND a.backend_start = h.started))"
+        ),
         &[],
     )
     .map_err(err)?;
     tx.execute(
-        "INSERT INTO polite_holders (holder, renewed) VALUES ($1, now())
-         ON CONFLICT (holder) DO UPDATE SET renewed = now()",
+        "INSERT INTO polite_holders (holder, renewed, pid, started)
+         SELECT $1, now(), pid, backend_start FROM pg_stat_activity
+         WHERE pid = pg_backend_pid()
+         ON CONFLICT (holder) DO UPDATE
+         SET renewed = now(), pid = excluded.pid, started = excluded.started",
         &[&holder],
     )
     .map_err(err)?;
@@ -288,6 +305,26 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(held, 0);
+        // C's session ends (its process killed): its place is A's once C
+        // has not renewed for half a second, not before.
+        let mut c = crate::PgStore::connect_in_schema(&url, Some(&space)).unwrap();
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 0, 0)).unwrap()), 0);
+        assert_eq!(g(c.polite_exchange("c", &ip(1, 1, 0)).unwrap()), 1);
+        drop(c);
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 1, 0)).unwrap()), 0);
+        admin
+            .batch_execute("UPDATE polite_holders SET renewed = renewed - interval '600 ms' WHERE holder = 'c'")
+            .unwrap();
+        // (The server may take a moment to see the connection close.)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while g(a.polite_exchange("a", &ip(1, 1, 0)).unwrap()) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "c's place never came back"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(a.polite_exchange("a", &[]).unwrap().is_empty());
         // Larger limits: each holder gets what the others leave.
         assert_eq!(g(a.polite_exchange("a", &ip(4, 3, 0)).unwrap()), 3);
         assert_eq!(g(b.polite_exchange("b", &ip(4, 4, 0)).unwrap()), 1);
