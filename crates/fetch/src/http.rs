@@ -206,7 +206,8 @@ impl HttpFetcher {
     /// names itself): held until the returned permits are dropped.
     async fn enter(&self, url: &Url) -> Option<(Permit, Option<Permit>)> {
         let p = self.polite.as_ref()?;
-        let host = url.host_str()?.to_ascii_lowercase();
+        // The URL crate writes a domain in lower case already.
+        let host = url.host_str()?.to_owned();
         let ip = match url.host() {
             Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
             Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),

@@ -84,9 +84,13 @@ struct Waiter {
     tx: oneshot::Sender<Permit>,
 }
 
+/// The gates by key: a fast hash, seeded per process (the map holds only
+/// keys with requests in flight or waiting, a few hundred at most).
+type GateMap = HashMap<Key, Gate, foldhash::fast::RandomState>;
+
 #[derive(Default)]
 struct Gates {
-    gates: HashMap<Key, Gate>,
+    gates: GateMap,
     /// Shared: when the keeper's grants were last confirmed.
     confirmed: Option<Instant>,
 }
