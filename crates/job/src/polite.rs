@@ -44,6 +44,7 @@ pub fn keep(
                     limit: w.limit,
                     want: w.want,
                     in_flight: w.in_flight,
+                    idle: w.idle,
                 })
                 .collect();
             let (url2, holder2) = (url.clone(), holder.clone());

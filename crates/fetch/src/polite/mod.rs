@@ -33,6 +33,12 @@ use tokio::time::Instant;
 /// confirmed it (from when the keeper asked).
 pub const GRANT_LIFETIME: Duration = Duration::from_secs(2);
 
+/// Shared: how long a key's places are kept after its last request, for
+/// the next one (a host crawled at `--per-host 1` is idle between its
+/// requests): asking again for every request would cost the store a
+/// write and the request a round trip. Others waiting get them at once.
+pub const LINGER: Duration = Duration::from_secs(2);
+
 /// What a bound is kept on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Key {
@@ -65,6 +71,9 @@ pub struct Want {
     /// How many are in flight now (what may be given back only once
     /// they end).
     pub in_flight: u32,
+    /// Nothing is in flight or waiting: the places are kept for the next
+    /// request ([`LINGER`]), to be given up at once if others wait.
+    pub idle: bool,
 }
 
 /// One key's gate.
@@ -77,6 +86,8 @@ struct Gate {
     /// Shared: how many this process was granted (0 until the keeper
     /// answers).
     granted: u32,
+    /// When a request last left, and the limit it came with.
+    last_used: Option<(Instant, u32)>,
 }
 
 struct Waiter {
@@ -197,7 +208,8 @@ impl Politeness {
         if let Some(gate) = g.gates.get_mut(key) {
             gate.in_flight = gate.in_flight.saturating_sub(1);
             if gate.in_flight == 0 {
-                gate.in_flight_limit = None;
+                let limit = gate.in_flight_limit.take().unwrap_or(1);
+                gate.last_used = Some((Instant::now(), limit));
             }
         }
         self.wake(&mut g, key);
@@ -256,6 +268,19 @@ impl Politeness {
             .gates
             .iter()
             .map(|(key, gate)| {
+                let asked = gate.in_flight + gate.waiters.len() as u32;
+                let lingering = gate
+                    .last_used
+                    .filter(|(at, _)| asked == 0 && at.elapsed() < LINGER);
+                if let Some((_, limit)) = lingering {
+                    return Want {
+                        key: key.clone(),
+                        limit,
+                        want: gate.granted.min(limit),
+                        in_flight: 0,
+                        idle: true,
+                    };
+                }
                 let limit = gate
                     .waiters
                     .iter()
@@ -263,12 +288,12 @@ impl Politeness {
                     .chain(gate.in_flight_limit)
                     .min()
                     .unwrap_or(1);
-                let asked = gate.in_flight + gate.waiters.len() as u32;
                 Want {
                     key: key.clone(),
                     limit,
                     want: asked.min(limit),
                     in_flight: gate.in_flight,
+                    idle: false,
                 }
             })
             .collect();

@@ -88,7 +88,8 @@ async fn shared_gates_let_through_what_the_keeper_granted_while_it_is_fresh() {
             key: key.clone(),
             limit: 2,
             want: 1,
-            in_flight: 0
+            in_flight: 0,
+            idle: false,
         }]
     );
     assert!(!first.is_finished(), "nothing goes before a grant");
@@ -104,4 +105,29 @@ async fn shared_gates_let_through_what_the_keeper_granted_while_it_is_fresh() {
     let _b = p.enter(key.clone(), 2).await;
     let _c = p.enter(key.clone(), 2).await;
     assert_eq!(p.in_flight(&key), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shared_places_linger_after_the_last_request_then_go() {
+    let p = Politeness::new();
+    p.share();
+    let key = host("a.test");
+    let k = key.clone();
+    let p2 = p.clone();
+    let first = tokio::spawn(async move { p2.enter(k, 1).await });
+    let _ = p.demand().await;
+    p.grant(Instant::now(), &[(key.clone(), 1)]);
+    drop(first.await.unwrap());
+    // Idle: the place is kept for the next request…
+    let wants = p.demand().await;
+    assert_eq!((wants[0].want, wants[0].idle), (1, true), "{wants:?}");
+    let again = ready(p.enter(key.clone(), 1))
+        .await
+        .expect("a lingering place is used at once");
+    drop(again);
+    // …until it has been idle for LINGER: then it is given back.
+    tokio::time::advance(LINGER).await;
+    p.grant(Instant::now(), &[(key.clone(), 1)]);
+    let wants = p.demand().await;
+    assert_eq!((wants[0].want, wants[0].idle), (0, false), "{wants:?}");
 }

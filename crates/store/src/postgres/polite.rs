@@ -15,7 +15,8 @@
 //!   more: places are given back only once their requests end).
 //! - **Turns:** a process that has held a key for [`TURN`] while others
 //!   wait for it keeps at most the limit less one place per waiter (with a
-//!   limit of 1: none), and waits in its turn.
+//!   limit of 1: none), and waits in its turn. One that holds a key idle
+//!   (between two requests to a host) gives it up at once to a waiter.
 //! - A process sends only while its grants were confirmed less than 2 s
 //!   ago by its own clock (`crawlkeeper_fetch`'s `GRANT_LIFETIME`,
 //!   measured from when it asked), and stops at once when an exchange
@@ -56,6 +57,9 @@ pub struct PoliteWant {
     pub want: u32,
     /// How many it has in flight now.
     pub in_flight: u32,
+    /// Nothing of it is in flight or waiting: its places are kept for its
+    /// next request, and given up at once when others wait.
+    pub idle: bool,
 }
 
 /// What the store holds of one key.
@@ -169,6 +173,9 @@ pub fn exchange(
 
 /// What a want is granted, given what the store holds of its key.
 fn grant(w: &PoliteWant, s: Seen) -> u32 {
+    if w.idle && s.waiting > 0 {
+        return 0;
+    }
     let room = w.limit.saturating_sub(s.others);
     let mut grant = w.want.min(room);
     if s.waiting > 0 && s.turn_over {
@@ -231,6 +238,7 @@ mod tests {
             limit,
             want,
             in_flight,
+            idle: false,
         }
     }
 
@@ -241,6 +249,18 @@ mod tests {
         let others = Seen { others: 3, ..alone };
         assert_eq!(grant(&want(4, 3, 0), others), 1);
         assert_eq!(grant(&want(1, 1, 0), Seen { others: 1, ..alone }), 0);
+        // Held idle, between two requests: given up at once to a waiter.
+        let idle = PoliteWant {
+            idle: true,
+            ..want(1, 1, 0)
+        };
+        let waiter = Seen {
+            waiting: 1,
+            granted: 1,
+            ..alone
+        };
+        assert_eq!(grant(&idle, alone), 1);
+        assert_eq!(grant(&idle, waiter), 0);
         // Others waiting: nothing given up before the turn is over…
         let waited = Seen {
             waiting: 1,
