@@ -8,6 +8,7 @@
 #[path = "../it/common/mod.rs"]
 mod common;
 
+mod cluster_continuous_restart;
 mod cluster_pg_restart;
 mod continuous_pg_restart;
 mod crawl_pg_restart;

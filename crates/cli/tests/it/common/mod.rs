@@ -2,6 +2,7 @@
 
 pub mod browser;
 pub mod cluster;
+pub mod continuous;
 pub mod http;
 pub mod measure;
 pub mod pg;
