@@ -11,7 +11,8 @@ use std::time::Instant;
 use crawlkeeper_testsite::zookeeper::ZkServer;
 
 use crate::common::cluster::{
-    Cluster, FAST_HEARTS, HEART_LIMIT, halt_zookeeper, restart_zookeeper, send, shards_of,
+    Cluster, FAST_HEARTS, HEART_LIMIT, check_nobody_died, halt_zookeeper, restart_zookeeper, send,
+    shards_of,
 };
 use crate::common::continuous::{asked, check_schedule, first_pass, first_pass_of, stop_and_wait};
 
@@ -158,11 +159,7 @@ async fn a_continuous_job_revisits_through_a_zookeeper_outage_and_stops_after_it
     .await;
     stop_and_wait(&c, &job, &continuous).await;
     let s = c.status().await;
-    let fail = &s["group_state"]["fail_runner"];
-    assert!(
-        fail.as_array().unwrap().is_empty(),
-        "nobody died of the outage: {fail}"
-    );
+    check_nobody_died(&s, "the outage");
     assert_eq!(c.requests_from(3), 0, "the backup had nothing to take over");
     check_schedule(&c, total).await;
     drop(nodes);

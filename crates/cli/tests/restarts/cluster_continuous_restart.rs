@@ -6,6 +6,7 @@
 use crate::common;
 
 use crate::restart_postgres;
+use common::cluster::check_nobody_died;
 use common::continuous::{asked, check_schedule, first_pass, stop_and_wait};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -22,13 +23,7 @@ async fn a_postgres_restart_under_a_continuous_cluster_job_keeps_its_schedule() 
     .await;
     stop_and_wait(&c, &job, &continuous).await;
     let s = c.status().await;
-    assert!(
-        s["group_state"]["fail_runner"]
-            .as_array()
-            .unwrap()
-            .is_empty(),
-        "nobody died of the restart: {s:#}"
-    );
+    check_nobody_died(&s, "the restart");
     assert_eq!(c.requests_from(3), 0, "the backup had nothing to take over");
     check_schedule(&c, total).await;
     drop(nodes);

@@ -5,7 +5,7 @@
 use crate::common;
 
 use crate::restart_postgres;
-use common::cluster::{Cluster, check_members, role};
+use common::cluster::{Cluster, check_members, check_nobody_died, role};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_restart_under_the_cluster_kills_nobody_and_loses_nothing() {
@@ -41,13 +41,7 @@ async fn a_postgres_restart_under_the_cluster_kills_nobody_and_loses_nothing() {
     // As for `crawl --shards` (shards_restart.rs): no page twice.
     c.check_complete(0).await;
     let s = c.status().await;
-    assert!(
-        s["group_state"]["fail_runner"]
-            .as_array()
-            .unwrap()
-            .is_empty(),
-        "nobody died of the restart: {s:#}"
-    );
+    check_nobody_died(&s, "the restart");
     assert_eq!(role(&s, "crawler_1"), "runner", "{s:#}");
     assert_eq!(role(&s, "crawler_2"), "runner", "{s:#}");
     check_members(&s, &["crawler_1", "crawler_2", "crawler_3"]);

@@ -554,6 +554,16 @@ pub fn check_members(status: &Value, nodes: &[&str]) {
     }
 }
 
+/// Checks that `status` lists no Runner as failed (`fail_runner`): none
+/// was judged dead (`what`: of what it should not have died).
+pub fn check_nobody_died(status: &Value, what: &str) {
+    let fail = &status["group_state"]["fail_runner"];
+    assert!(
+        fail.as_array().is_some_and(Vec::is_empty),
+        "nobody died of {what}: {status:#}"
+    );
+}
+
 /// Sends `sig` (`libc::SIGKILL`, …) to `child` from this process, at once
 /// (no `kill` command started in between).
 pub fn send(child: &Child, sig: libc::c_int) {
