@@ -193,6 +193,7 @@ const POLITE: &[&str] = &[
         wants INTEGER NOT NULL,
         since TIMESTAMPTZ NOT NULL,
         PRIMARY KEY (key, holder))",
+    "CREATE INDEX IF NOT EXISTS polite_waiting ON polite_holds (key) WHERE wants > n",
 ];
 
 /// PostgreSQL version 11: see [`POLITE`] (made with the other tables).

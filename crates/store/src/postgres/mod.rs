@@ -71,6 +71,8 @@ pub struct PgStore {
     listeners: Vec<listen::Listener>,
     /// This writer's row of each job's counts (`job_counts.slot`).
     slot: i32,
+    /// What this process last wrote of its politeness holdings.
+    polite: polite::Written,
 }
 
 /// Rows of counts a job's writers spread over: writers sharing a job
@@ -162,6 +164,7 @@ impl PgStore {
             space: String::new(),
             listeners: Vec::new(),
             slot: next_slot(),
+            polite: polite::Written::default(),
         };
         store.client()?;
         Ok(store)
@@ -174,7 +177,13 @@ impl PgStore {
         holder: &str,
         wants: &[polite::PoliteWant],
     ) -> Result<Vec<(String, u32)>, StoreError> {
-        self.with(|c, _, _| polite::exchange(c, holder, wants))
+        self.client()?;
+        let client = self.client.as_mut().expect("connected");
+        let result = polite::exchange(client, &mut self.polite, holder, wants);
+        if let Err(StoreError::Unavailable(_)) = &result {
+            self.client = None;
+        }
+        result
     }
 
     /// The namespace of this store's advisory locks: its schema (advisory

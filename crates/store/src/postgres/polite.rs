@@ -71,21 +71,68 @@ struct Seen {
     waiting: u32,
     /// This holder's grant so far.
     granted: u32,
-    /// This holder's row as it is: `n` and `wants` (`None`: no row).
-    mine: Option<(u32, u32)>,
     /// This holder had its share for a turn or more.
     turn_over: bool,
 }
 
+/// What a holder last wrote of each key it holds or waits for (its rows
+/// as they are: others never change them, only remove them all with the
+/// holder), so that an exchange reads and writes only the keys whose
+/// wants changed, that it waits for, or that others wait for.
+#[derive(Debug, Default)]
+pub struct Written {
+    rows: HashMap<String, Row>,
+}
+
+/// One key's row (`held` is its `n`), and the want it answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Row {
+    granted: u32,
+    held: u32,
+    want: u32,
+    limit: u32,
+    idle: bool,
+}
+
+impl Row {
+    /// Whether the row stands for `w` as it is: the same want, and the
+    /// same count held with what is in flight now.
+    fn answers(&self, w: &PoliteWant) -> bool {
+        (self.want, self.limit, self.idle) == (w.want, w.limit, w.idle)
+            && self.granted.max(w.in_flight) == self.held
+    }
+}
+
 /// Renews `holder`'s holdings, drops gone holders, and grants `wants`:
 /// how many of each key `holder` may have in flight. Keys it held and no
-/// longer wants are given back.
+/// longer wants are given back. `written` is what this holder wrote
+/// before (kept by the caller; emptied when the store forgot the holder).
 pub fn exchange(
     client: &mut Client,
+    written: &mut Written,
+    holder: &str,
+    wants: &[PoliteWant],
+) -> Result<Vec<(String, u32)>, StoreError> {
+    let result = exchange_in(client, written, holder, wants);
+    if result.is_err() {
+        // Rolled back: what is written is read again next time.
+        written.rows.clear();
+    }
+    result
+}
+
+fn exchange_in(
+    client: &mut Client,
+    written: &mut Written,
     holder: &str,
     wants: &[PoliteWant],
 ) -> Result<Vec<(String, u32)>, StoreError> {
     let mut tx = client.transaction().map_err(err)?;
+    // Holdings are soft state: a renewal lost in a server crash (which
+    // ends every session anyway) costs nothing, so no commit waits for
+    // its log to reach the disk.
+    tx.batch_execute("SET LOCAL synchronous_commit = off")
+        .map_err(err)?;
     tx.execute(
         &format!(
             "DELETE FROM polite_holders h WHERE renewed < now() - interval '{GONE_AFTER}'
@@ -96,32 +143,70 @@ pub fn exchange(
         &[],
     )
     .map_err(err)?;
-    tx.execute(
-        "INSERT INTO polite_holders (holder, renewed, pid, started)
-         SELECT $1, now(), pid, backend_start FROM pg_stat_activity
-         WHERE pid = pg_backend_pid()
-         ON CONFLICT (holder) DO UPDATE
-         SET renewed = now(), pid = excluded.pid, started = excluded.started",
-        &[&holder],
-    )
-    .map_err(err)?;
-    let keys: Vec<&str> = wants.iter().map(|w| w.key.as_str()).collect();
-    tx.execute(
-        "DELETE FROM polite_holds WHERE holder = $1 AND NOT (key = ANY($2))",
-        &[&holder, &keys],
-    )
-    .map_err(err)?;
-    let seen = read(&mut tx, holder, &keys)?;
+    let new_holder: bool = tx
+        .query_one(
+            "INSERT INTO polite_holders (holder, renewed, pid, started)
+             SELECT $1, now(), pid, backend_start FROM pg_stat_activity
+             WHERE pid = pg_backend_pid()
+             ON CONFLICT (holder) DO UPDATE
+             SET renewed = now(), pid = excluded.pid, started = excluded.started
+             RETURNING (xmax = 0)",
+            &[&holder],
+        )
+        .map_err(err)?
+        .get(0);
+    if new_holder {
+        // Gone with the holder's row, if it had one.
+        written.rows.clear();
+    }
+    // Keys no longer wanted are given back.
+    let wanted: std::collections::HashSet<&str> = wants.iter().map(|w| w.key.as_str()).collect();
+    let gone: Vec<String> = written
+        .rows
+        .keys()
+        .filter(|k| !wanted.contains(k.as_str()))
+        .cloned()
+        .collect();
+    if !gone.is_empty() {
+        tx.execute(
+            "DELETE FROM polite_holds WHERE holder = $1 AND key = ANY($2)",
+            &[&holder, &gone],
+        )
+        .map_err(err)?;
+    }
+    // Others waiting: a probe of the index of waiting rows.
+    let waited: std::collections::HashSet<String> = tx
+        .query(
+            "SELECT DISTINCT key FROM polite_holds WHERE wants > n AND holder <> $1",
+            &[&holder],
+        )
+        .map_err(err)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    // The keys to look at: those whose want changed, that this holder
+    // waits for, or that others wait for. The others keep their grant.
+    let attention: Vec<&PoliteWant> = wants
+        .iter()
+        .filter(|w| match written.rows.get(&w.key) {
+            Some(row) => !row.answers(w) || row.granted < w.want || waited.contains(&w.key),
+            None => true,
+        })
+        .collect();
+    let keys: Vec<&str> = attention.iter().map(|w| w.key.as_str()).collect();
+    let mut seen = if keys.is_empty() {
+        HashMap::new()
+    } else {
+        read(&mut tx, holder, &keys)?
+    };
     // Keys whose grant may grow: locked in key order, then read again.
-    let mut growing: Vec<&str> = wants
+    let mut growing: Vec<&str> = attention
         .iter()
         .filter(|w| w.want > seen.get(&w.key).map_or(0, |s| s.granted))
         .map(|w| w.key.as_str())
         .collect();
     growing.sort_unstable();
-    let seen = if growing.is_empty() {
-        seen
-    } else {
+    if !growing.is_empty() {
         for key in &growing {
             tx.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended($1, 7202612))",
@@ -129,46 +214,74 @@ pub fn exchange(
             )
             .map_err(err)?;
         }
-        read(&mut tx, holder, &keys)?
-    };
-    let mut grants = Vec::with_capacity(wants.len());
-    let (mut put, mut n, mut granted, mut wanted) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for w in wants {
+        seen = read(&mut tx, holder, &keys)?;
+    }
+    let mut rows = Vec::with_capacity(attention.len());
+    let (mut put, mut n, mut granted, mut wants_now, mut dropped) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for w in &attention {
         let s = seen.get(&w.key).copied().unwrap_or_default();
         let grant = grant(w, s);
-        grants.push((w.key.clone(), grant));
         let held = grant.max(w.in_flight);
-        // Rows as they were are not written again (a renewal is the
-        // holder's row alone).
-        if s.mine == Some((held, w.want)) && s.granted == grant {
-            continue;
+        let row = Row {
+            granted: grant,
+            held,
+            want: w.want,
+            limit: w.limit,
+            idle: w.idle,
+        };
+        let before = written.rows.get(&w.key);
+        if held == 0 && w.want == 0 {
+            dropped.push(w.key.as_str());
+        } else if before.is_some_and(|b| (b.held, b.granted, b.want) == (held, grant, w.want)) {
+            // The row is as it was: not written again.
+        } else {
+            put.push(w.key.as_str());
+            n.push(i32::try_from(held).unwrap_or(i32::MAX));
+            granted.push(i32::try_from(grant).unwrap_or(i32::MAX));
+            wants_now.push(i32::try_from(w.want).unwrap_or(i32::MAX));
         }
-        put.push(w.key.as_str());
-        n.push(i32::try_from(held).unwrap_or(i32::MAX));
-        granted.push(i32::try_from(grant).unwrap_or(i32::MAX));
-        wanted.push(i32::try_from(w.want).unwrap_or(i32::MAX));
+        rows.push((w.key.clone(), row, held == 0 && w.want == 0));
     }
     // A row for every key held or waited for; `since` starts when a share
     // is got and is kept while it is held.
-    tx.execute(
-        "INSERT INTO polite_holds AS h (key, holder, n, granted, wants, since)
-         SELECT k, $1, n, g, w, now() FROM unnest($2::text[], $3::int4[], $4::int4[], $5::int4[])
-             AS u(k, n, g, w)
-         WHERE n > 0 OR w > 0
-         ON CONFLICT (key, holder) DO UPDATE
-         SET n = excluded.n, granted = excluded.granted, wants = excluded.wants,
-             since = CASE WHEN h.n = 0 OR excluded.n = 0 THEN now() ELSE h.since END",
-        &[&holder, &put, &n, &granted, &wanted],
-    )
-    .map_err(err)?;
-    tx.execute(
-        "DELETE FROM polite_holds WHERE holder = $1 AND n = 0 AND wants = 0",
-        &[&holder],
-    )
-    .map_err(err)?;
+    if !put.is_empty() {
+        tx.execute(
+            "INSERT INTO polite_holds AS h (key, holder, n, granted, wants, since)
+             SELECT k, $1, n, g, w, now()
+             FROM unnest($2::text[], $3::int4[], $4::int4[], $5::int4[]) AS u(k, n, g, w)
+             ON CONFLICT (key, holder) DO UPDATE
+             SET n = excluded.n, granted = excluded.granted, wants = excluded.wants,
+                 since = CASE WHEN h.n = 0 OR excluded.n = 0 THEN now() ELSE h.since END",
+            &[&holder, &put, &n, &granted, &wants_now],
+        )
+        .map_err(err)?;
+    }
+    if !dropped.is_empty() {
+        tx.execute(
+            "DELETE FROM polite_holds WHERE holder = $1 AND key = ANY($2)",
+            &[&holder, &dropped],
+        )
+        .map_err(err)?;
+    }
     tx.commit().map_err(err)?;
-    Ok(grants)
+    for key in &gone {
+        written.rows.remove(key);
+    }
+    for (key, row, dropped) in rows {
+        if dropped {
+            written.rows.remove(&key);
+        } else {
+            written.rows.insert(key, row);
+        }
+    }
+    Ok(wants
+        .iter()
+        .map(|w| {
+            let granted = written.rows.get(&w.key).map_or(0, |r| r.granted);
+            (w.key.clone(), granted)
+        })
+        .collect())
 }
 
 /// What a want is granted, given what the store holds of its key.
@@ -199,9 +312,7 @@ fn read(
                     count(*) FILTER (WHERE holder <> $1 AND wants > n),
                     CAST(coalesce(max(granted) FILTER (WHERE holder = $1), 0) AS BIGINT),
                     coalesce(bool_or(holder = $1 AND n > 0
-                        AND since < now() - interval '{TURN}'), false),
-                    max(n) FILTER (WHERE holder = $1),
-                    max(wants) FILTER (WHERE holder = $1)
+                        AND since < now() - interval '{TURN}'), false)
                  FROM polite_holds WHERE key = ANY($2) GROUP BY key"
             ),
             &[&holder, &keys],
@@ -218,10 +329,6 @@ fn read(
                     waiting: count(r.get(2)),
                     granted: count(r.get(3)),
                     turn_over: r.get(4),
-                    mine: r
-                        .get::<_, Option<i32>>(5)
-                        .zip(r.get::<_, Option<i32>>(6))
-                        .map(|(n, w)| (count(n.into()), count(w.into()))),
                 },
             )
         })
