@@ -11,6 +11,7 @@ mod depth_queue;
 mod frontier;
 mod lease;
 mod live;
+mod outbox;
 mod polls;
 mod records;
 mod slot;
@@ -21,10 +22,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crawlkeeper_model::{Authority, CrawlRecord, FinishedUrl};
+use crawlkeeper_model::{Authority, CrawlRecord};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until};
-use tracing::{debug, error, info, warn};
+use tracing::{debug, error, info};
 use url::Url;
 
 pub use frontier::{Frontier, FrontierLimits, RequestReport};
@@ -38,8 +39,8 @@ use crate::pipeline::{Discovered, Pipeline, Processed, Request, url_key};
 use crate::registry::Registry;
 use crate::sink::{Sink, SinkError};
 use crate::state::{
-    AdmitItem, BUSY_GROUP, Command, CrawlState, MemoryState, POLL_EVERY, Reply, Sharing,
-    StateError, StateHandle, spawn_worker,
+    BUSY_GROUP, Command, CrawlState, MemoryState, POLL_EVERY, Reply, Sharing, StateError,
+    StateHandle, spawn_worker,
 };
 use crate::summary::{AuthorityStats, StopReason, Summary};
 use frontier::Next;
@@ -496,105 +497,6 @@ impl Engine {
             }
         }
         Err(StateError::Fatal("state worker stopped before closing".into()).into())
-    }
-
-    /// Hands finished pages with their links, other admissions, loads,
-    /// saved authority state and skipped records to the store.
-    fn send_to_store(&mut self, store: &StateHandle) -> Result<(), EngineError> {
-        let gone = || StateError::Fatal("state worker stopped".into());
-        for token in self.frontier.take_released() {
-            if let Some(p) = self.pending_finish.get_mut(&token) {
-                p.held = false;
-            }
-        }
-        let mut by_page: HashMap<u64, Vec<AdmitItem>> = HashMap::new();
-        let mut loose = Vec::new();
-        for o in self.frontier.take_outbox() {
-            let item = AdmitItem {
-                slot: o.slot,
-                key: o.key,
-                request: o.request,
-                authority: o.authority,
-                loaded: o.loaded,
-            };
-            match o.owner {
-                Some(token) => by_page.entry(token).or_default().push(item),
-                None => loose.push(item),
-            }
-        }
-        let ready: Vec<u64> = self
-            .pending_finish
-            .iter()
-            .filter(|(_, p)| !p.held)
-            .map(|(t, _)| *t)
-            .collect();
-        for token in ready {
-            let Some(p) = self.pending_finish.remove(&token) else {
-                continue;
-            };
-            let links = by_page.remove(&token).unwrap_or_default();
-            let finished = FinishedUrl {
-                key: url_key(&p.request.url),
-                record: p.record,
-                json: p.json,
-                archive: p.archive,
-                next: p.next,
-                moved: p.moved,
-            };
-            store
-                .tx
-                .send(Command::Finish(Box::new(finished), links))
-                .map_err(|_| gone())?;
-            self.unconfirmed
-                .push_back(self.hold_places.then_some(p.slot));
-        }
-        // Links of pages still held back stay in the outbox order they came in.
-        loose.extend(by_page.into_values().flatten());
-        if !loose.is_empty() {
-            store.tx.send(Command::Admit(loose)).map_err(|_| gone())?;
-        }
-        for slot in std::mem::take(&mut self.pending_saves) {
-            let saved = self.frontier.saved(slot);
-            store.tx.send(Command::Save(saved)).map_err(|_| gone())?;
-        }
-        for archive in std::mem::take(&mut self.pending_archive) {
-            store
-                .tx
-                .send(Command::Archive(archive))
-                .map_err(|_| gone())?;
-        }
-        for (slot, authority, limit) in self.frontier.take_loads() {
-            store
-                .tx
-                .send(Command::Load {
-                    slot,
-                    authority,
-                    limit,
-                })
-                .map_err(|_| gone())?;
-        }
-        for (slot, request) in self.frontier.take_skipped() {
-            let limit = self.config.politeness.max_host_errors;
-            if !self.stats_of(slot).abandoned {
-                self.stats_of(slot).abandoned = true;
-                warn!(
-                    authority = %self.frontier.authority(slot),
-                    failures = limit,
-                    "abandoning authority after consecutive failures"
-                );
-                let saved = self.frontier.saved(slot);
-                store.tx.send(Command::Save(saved)).map_err(|_| gone())?;
-            }
-            let record = records::skipped(&request, limit);
-            self.record(slot, &record);
-            let finished = FinishedUrl::new(url_key(&request.url), record);
-            store
-                .tx
-                .send(Command::Finish(Box::new(finished), Vec::new()))
-                .map_err(|_| gone())?;
-            self.unconfirmed.push_back(None);
-        }
-        Ok(())
     }
 
     /// Counts a record that is on its way to the store.
