@@ -397,14 +397,19 @@ impl JobArgs {
         Ok(())
     }
 
+    /// Whether each page's text is taken: `--text`, or `--signature text`
+    /// which hashes it.
+    fn takes_text(&self) -> bool {
+        self.text || matches!(self.signature, Some(SignatureArg::Text))
+    }
+
     /// Refuses options that only make sense with another one, and
     /// malformed headers and proxies.
     pub fn check(&self) -> Result<(), String> {
         extra_headers(&self.headers)?;
         proxy_url(self.proxy.as_deref())?;
         cookie_file(self.cookies.as_deref())?;
-        let text = self.text || matches!(self.signature, Some(SignatureArg::Text));
-        if self.max_text.is_some() && !text {
+        if self.max_text.is_some() && !self.takes_text() {
             return Err("--max-text sets the cap of --text: give --text too".to_owned());
         }
         for host in &self.header_hosts {
@@ -530,8 +535,7 @@ impl JobArgs {
         c.extract.meta = self.extract_meta;
         c.extract.jsonld = self.extract_jsonld;
         c.extract.noscript_links = self.noscript_links;
-        let text = self.text || matches!(self.signature, Some(SignatureArg::Text));
-        c.extract.text = text.then(|| {
+        c.extract.text = self.takes_text().then(|| {
             self.max_text
                 .unwrap_or(crawlkeeper_crawl::config::DEFAULT_MAX_TEXT)
         });

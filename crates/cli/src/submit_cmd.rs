@@ -75,9 +75,9 @@ pub async fn run(args: SubmitArgs, registry: &Registry) -> Result<Outcome, CliEr
         let held = !submitted.placed.is_empty() || !submitted.already.is_empty();
         if complete(job, held) && is_continuous(job) {
             eprintln!(
-                "job {} was stopped (`crawlkeeper stop`) and stays stopped ({} fetches stored); \
-                 see `crawlkeeper results`",
-                job.name, job.counts.done
+                "job {} was stopped (`crawlkeeper stop`) and stays stopped ({} URLs known); \
+                 see `crawlkeeper results` for every fetch",
+                job.name, job.counts.seen
             );
         } else if complete(job, held) {
             eprintln!(
@@ -128,9 +128,13 @@ async fn wait(
         .map_err(|e| CliError::Fatal(e.into()))?;
     Ok(match end {
         JobEnd::Complete(job) if is_continuous(&job) => {
+            // (A continuous job's counts are its URLs as they stand, not
+            // its fetches: `results` has every fetch.)
             eprintln!(
-                "job {name} stopped: {} fetches stored, {} with errors",
-                job.counts.done, job.counts.errors
+                "job {name} stopped: {} URLs known, {} of them queued at the stop; \
+                 `crawlkeeper results` has every fetch",
+                job.counts.seen,
+                job.counts.pending()
             );
             Outcome::Finished
         }

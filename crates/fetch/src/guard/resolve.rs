@@ -186,9 +186,7 @@ impl GuardedResolver {
             Ok(this.admit(&host, found)?.into_iter())
         })
     }
-}
 
-impl GuardedResolver {
     /// The first address `host` may be connected to (the one a connection
     /// tries first), or `None` when it resolves to none here.
     pub async fn first_address(&self, host: &str) -> Option<IpAddr> {
