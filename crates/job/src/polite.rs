@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use crawlkeeper_fetch::Politeness;
 use crawlkeeper_fetch::polite::Key;
-use crawlkeeper_store::PgStore;
 use crawlkeeper_store::postgres::polite::PoliteWant;
+use crawlkeeper_store::{PgStore, StoreError};
 use tokio::time::Instant;
 
 /// How often holdings are renewed while anything is wanted.
@@ -75,10 +75,17 @@ pub fn keep(
                         .collect();
                     politeness.grant(asked, &by_key);
                 }
-                Ok((Err(e), _)) => {
-                    // The store may have given this process's places away
-                    // (its session ended): nothing more is sent on them.
-                    politeness.lapse();
+                Ok((Err(e), s)) => {
+                    // Kept: it connects again by itself. (Dropped here, on
+                    // an async thread, its client would panic.)
+                    store = s;
+                    // A lost connection: the store may have given this
+                    // process's places away (its session ended), so nothing
+                    // more is sent on them. Other failures leave the grants
+                    // to lapse by their age.
+                    if matches!(e, StoreError::Unavailable(_)) {
+                        politeness.lapse();
+                    }
                     if !failing {
                         tracing::warn!(error = %e, "cannot share politeness through the store: requests wait");
                         failing = true;

@@ -6,8 +6,9 @@
 //! it renews its `polite_holders` row, removes holders not renewed for
 //! [`GONE_AFTER`] (with their holdings), and for every key it wants
 //! computes its grant from what the others hold. A key whose grant may
-//! grow is locked first (a transaction-level advisory lock per key, taken
-//! in key order), so that two processes never both take the last place.
+//! grow is locked first (a transaction-level advisory lock per key, tried,
+//! never waited for: a key locked by another exchange grows next time), so
+//! that two processes never both take the last place.
 //!
 //! Rules:
 //! - A process is granted at most its limit less what others hold (a
@@ -135,10 +136,13 @@ fn exchange_in(
         .map_err(err)?;
     tx.execute(
         &format!(
-            "DELETE FROM polite_holders h WHERE renewed < now() - interval '{GONE_AFTER}'
-             OR (renewed < now() - interval '{SESSION_GONE_AFTER}' AND NOT EXISTS (
-                 SELECT 1 FROM pg_stat_activity a
-                 WHERE a.pid = h.pid AND a.backend_start = h.started))"
+            "DELETE FROM polite_holders WHERE holder IN (
+                 SELECT holder FROM polite_holders h
+                 WHERE renewed < now() - interval '{GONE_AFTER}'
+                 OR (renewed < now() - interval '{SESSION_GONE_AFTER}' AND NOT EXISTS (
+                     SELECT 1 FROM pg_stat_activity a
+                     WHERE a.pid = h.pid AND a.backend_start = h.started))
+                 FOR UPDATE SKIP LOCKED)"
         ),
         &[],
     )
@@ -199,21 +203,29 @@ fn exchange_in(
     } else {
         read(&mut tx, holder, &keys)?
     };
-    // Keys whose grant may grow: locked in key order, then read again.
+    // Keys whose grant may grow: locked, then read again. A key another
+    // process is granting now (or a paused one left locked) does not grow
+    // this time: no exchange ever waits for another.
     let mut growing: Vec<&str> = attention
         .iter()
         .filter(|w| w.want > seen.get(&w.key).map_or(0, |s| s.granted))
         .map(|w| w.key.as_str())
         .collect();
     growing.sort_unstable();
-    if !growing.is_empty() {
-        for key in &growing {
-            tx.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended($1, 7202612))",
+    let mut locked = std::collections::HashSet::new();
+    for key in &growing {
+        let got: bool = tx
+            .query_one(
+                "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7202612))",
                 &[key],
             )
-            .map_err(err)?;
+            .map_err(err)?
+            .get(0);
+        if got {
+            locked.insert(*key);
         }
+    }
+    if !locked.is_empty() {
         seen = read(&mut tx, holder, &keys)?;
     }
     let mut rows = Vec::with_capacity(attention.len());
@@ -221,7 +233,10 @@ fn exchange_in(
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for w in &attention {
         let s = seen.get(&w.key).copied().unwrap_or_default();
-        let grant = grant(w, s);
+        let mut grant = grant(w, s);
+        if !locked.contains(w.key.as_str()) {
+            grant = grant.min(s.granted);
+        }
         let held = grant.max(w.in_flight);
         let row = Row {
             granted: grant,
