@@ -472,4 +472,43 @@ mod tests {
         assert_eq!(g(a.polite_exchange("a", &ip(4, 3, 0)).unwrap()), 3);
         assert_eq!(g(b.polite_exchange("b", &ip(4, 4, 0)).unwrap()), 1);
     }
+
+    #[test]
+    fn an_exchange_never_waits_for_a_process_paused_in_its_own() {
+        let (url, space, _admin) = crate::postgres::test_schema::fresh("polite_paused");
+        let mut a = crate::PgStore::connect_in_schema(&url, Some(&space)).unwrap();
+        let g = |r: Vec<(String, u32)>| r[0].1;
+        // A key of its own: advisory locks are the database's, not the
+        // schema's, and the other test runs beside this one.
+        let ip = |limit: u32, wanted: u32, in_flight: u32| {
+            vec![PoliteWant {
+                key: "ip:127.0.0.9".into(),
+                ..want(limit, wanted, in_flight)
+            }]
+        };
+        // P, gone for 3 s, was stopped mid-exchange: its transaction holds
+        // the key's lock and its holder row.
+        let mut p = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        p.batch_execute(&format!("SET search_path TO {space}"))
+            .unwrap();
+        p.batch_execute(
+            "INSERT INTO polite_holders SELECT 'p', now() - interval '4 s', pg_backend_pid(),
+                 backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+        )
+        .unwrap();
+        let mut paused = p.transaction().unwrap();
+        paused
+            .batch_execute(
+                "UPDATE polite_holders SET pid = pid WHERE holder = 'p';
+                 SELECT pg_advisory_xact_lock(hashtextextended('ip:127.0.0.9', 7202612))",
+            )
+            .unwrap();
+        // A's exchange neither waits (a lock timeout would fail it) nor
+        // grows the key locked by P's exchange; the next one does.
+        let started = std::time::Instant::now();
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 1, 0)).unwrap()), 0);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        paused.rollback().unwrap();
+        assert_eq!(g(a.polite_exchange("a", &ip(1, 1, 0)).unwrap()), 1);
+    }
 }
