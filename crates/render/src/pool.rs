@@ -1,0 +1,145 @@
+//! The browsers of a crawl: started before the crawl begins (a missing
+//! or broken browser is the user's error, told before anything is
+//! written), each rendering at most [`RenderConfig::tabs`] pages at once,
+//! replaced after [`RenderConfig::recycle_after`] pages, when it stops
+//! answering, or when it dies. A replaced browser ends (its whole process
+//! group killed) once the last page it was rendering is done.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crawlkeeper_model::FetchResponse;
+use tokio::sync::{Mutex, Semaphore};
+use url::Url;
+
+use crate::browser::Browser;
+use crate::tab::Tab;
+use crate::{Loader, RenderConfig, RenderError, Rendered};
+
+/// After a browser failed to start, pages fail at once for this long
+/// before another start is tried.
+const RETRY_START_AFTER: Duration = Duration::from_secs(10);
+
+/// One browser's place.
+#[derive(Default)]
+struct Slot {
+    browser: Option<Arc<Browser>>,
+    failed: Option<(Instant, String)>,
+}
+
+/// Renders pages in a crawl's browsers.
+pub struct Renderer {
+    config: RenderConfig,
+    slots: Vec<Mutex<Slot>>,
+    turn: AtomicUsize,
+    tabs: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Renderer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Renderer")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Renderer {
+    /// Starts `config.browsers` browsers; an error when one does not
+    /// start.
+    pub async fn start(config: RenderConfig) -> Result<Self, RenderError> {
+        let browsers = config.browsers.max(1);
+        let mut slots = Vec::with_capacity(browsers);
+        for _ in 0..browsers {
+            let browser = Browser::launch(&config).await?;
+            slots.push(Mutex::new(Slot {
+                browser: Some(Arc::new(browser)),
+                failed: None,
+            }));
+        }
+        let tabs = Arc::new(Semaphore::new(browsers * config.tabs.max(1)));
+        Ok(Self {
+            config,
+            slots,
+            turn: AtomicUsize::new(0),
+            tabs,
+        })
+    }
+
+    /// How it renders.
+    pub fn config(&self) -> &RenderConfig {
+        &self.config
+    }
+
+    /// Renders `page` (its response `served`, already fetched), answering
+    /// its other requests with `loader`. Waits for a free tab first; the
+    /// render timeout counts from when the tab is open.
+    pub async fn render(
+        &self,
+        page: &Url,
+        served: &FetchResponse,
+        loader: &dyn Loader,
+    ) -> Result<Rendered, RenderError> {
+        let permit = self
+            .tabs
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| RenderError::BrowserGone)?;
+        let browser = self.browser().await?;
+        browser.pages.fetch_add(1, Ordering::Relaxed);
+        let mut tab = match Tab::open(browser.conn.clone()).await {
+            Ok(tab) => tab,
+            Err(e) => {
+                browser.broken.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        let result = tab.render(page, served, loader, &self.config).await;
+        if matches!(
+            result,
+            Err(RenderError::Unresponsive(_) | RenderError::BrowserGone)
+        ) {
+            browser.broken.store(true, Ordering::Relaxed);
+        }
+        // Closed off the page's path; the tab's place is free once it is.
+        tokio::spawn(async move {
+            if let Err(e) = tab.close().await {
+                tracing::warn!(error = %e, "a tab would not close: its browser is replaced");
+                browser.broken.store(true, Ordering::Relaxed);
+            }
+            drop(permit);
+        });
+        result
+    }
+
+    /// The next browser in turn, started again if it is not usable.
+    async fn browser(&self) -> Result<Arc<Browser>, RenderError> {
+        let i = self.turn.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let mut slot = self.slots[i].lock().await;
+        if let Some(b) = &slot.browser
+            && b.usable(self.config.recycle_after)
+        {
+            return Ok(b.clone());
+        }
+        if let Some((at, why)) = &slot.failed
+            && at.elapsed() < RETRY_START_AFTER
+        {
+            return Err(RenderError::NoBrowser(why.clone()));
+        }
+        // The old one ends when its last page is done.
+        slot.browser = None;
+        match Browser::launch(&self.config).await {
+            Ok(b) => {
+                let b = Arc::new(b);
+                slot.browser = Some(b.clone());
+                slot.failed = None;
+                Ok(b)
+            }
+            Err(e) => {
+                slot.failed = Some((Instant::now(), e.to_string()));
+                Err(e)
+            }
+        }
+    }
+}

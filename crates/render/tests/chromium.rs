@@ -1,0 +1,171 @@
+//! Real Debian `chromium`, no network at all: the page and everything it
+//! asks for is answered from memory by the test's loader, which also
+//! writes down what the page asked for.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use crawlkeeper_model::FetchResponse;
+use crawlkeeper_render::{
+    Answer, Loader, RenderConfig, RenderError, Renderer, Subrequest, Wait, find_chromium,
+};
+use url::Url;
+
+struct Memory {
+    files: HashMap<&'static str, (&'static str, &'static str)>,
+    refuse: &'static [&'static str],
+    asked: Mutex<Vec<(String, String)>>,
+}
+
+impl Memory {
+    fn new(files: &[(&'static str, &'static str, &'static str)]) -> Self {
+        Self {
+            files: files.iter().map(|(p, t, b)| (*p, (*t, *b))).collect(),
+            refuse: &[],
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+    fn asked(&self) -> Vec<(String, String)> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+fn response(content_type: &str, body: &'static str) -> FetchResponse {
+    let mut headers = http::HeaderMap::new();
+    headers.insert(http::header::CONTENT_TYPE, content_type.parse().unwrap());
+    FetchResponse {
+        started_at: SystemTime::now(),
+        elapsed: Duration::ZERO,
+        status: 200,
+        headers,
+        body: bytes::Bytes::from_static(body.as_bytes()),
+        truncated: false,
+        capture: None,
+    }
+}
+
+#[async_trait]
+impl Loader for Memory {
+    async fn load(&self, r: &Subrequest) -> Answer {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((r.url.path().to_owned(), r.resource_type.clone()));
+        if self.refuse.contains(&r.url.path()) {
+            return Answer::Refused("refused by the test".into());
+        }
+        match self.files.get(r.url.path()) {
+            Some((t, b)) => Answer::Response(Box::new(response(t, b))),
+            None => Answer::Failed("not in memory".into()),
+        }
+    }
+}
+
+async fn renderer(wait: Wait, timeout: Duration) -> Renderer {
+    let mut config = RenderConfig::new(find_chromium(None).expect("Debian's chromium"));
+    config.wait = wait;
+    config.timeout = timeout;
+    config.js_heap_mb = 64;
+    Renderer::start(config).await.expect("chromium starts")
+}
+
+fn page() -> Url {
+    Url::parse("http://site.test/page").unwrap()
+}
+
+const SHELL: &str = "<html><head><title>Shell</title><script src=\"/app.js\"></script></head>\
+                     <body><div id=\"app\"></div><img src=\"/no.png\"></body></html>";
+const APP: &str = "addEventListener('DOMContentLoaded', () => fetch('/data.json').then(r => r.json()).then(d => {\
+     document.getElementById('app').innerHTML = '<h1 id=\"h\">' + d.h + '</h1><a href=\"/next\">next</a>';\
+   }).catch(e => { document.getElementById('app').textContent = 'failed ' + e; }));";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_built_page_is_read_after_its_fetch_and_every_request_goes_through_the_loader() {
+    let r = renderer(Wait::NetworkIdle, Duration::from_secs(20)).await;
+    let mut memory = Memory::new(&[
+        ("/app.js", "application/javascript", APP),
+        (
+            "/data.json",
+            "application/json",
+            "{\"h\":\"Built by script\"}",
+        ),
+    ]);
+    memory.refuse = &["/no.png"];
+    let rendered = r
+        .render(&page(), &response("text/html", SHELL), &memory)
+        .await
+        .unwrap();
+    assert!(
+        rendered.html.contains("<h1 id=\"h\">Built by script</h1>"),
+        "{}",
+        rendered.html
+    );
+    assert!(rendered.html.contains("href=\"/next\""));
+    let asked = memory.asked();
+    let paths: Vec<&str> = asked.iter().map(|(p, _)| p.as_str()).collect();
+    for p in ["/app.js", "/data.json", "/no.png"] {
+        assert!(paths.contains(&p), "{p} asked of the loader: {asked:?}");
+    }
+    assert!(
+        !paths.contains(&"/page"),
+        "the page itself is not fetched again"
+    );
+    assert!(rendered.refused >= 1, "{rendered:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_never_loads_times_out_and_the_next_page_renders() {
+    let r = renderer(Wait::Load, Duration::from_secs(3)).await;
+    let memory = Memory::new(&[]);
+    let hang = "<html><body><a href=/x>x</a><script>while (true) {}</script></body></html>";
+    let started = std::time::Instant::now();
+    let e = r
+        .render(&page(), &response("text/html", hang), &memory)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, RenderError::Timeout(_)), "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "bounded");
+    let ok = r
+        .render(
+            &page(),
+            &response("text/html", "<p id=ok>fine</p>"),
+            &memory,
+        )
+        .await
+        .unwrap();
+    assert!(ok.html.contains("fine"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_exhausts_its_memory_crashes_its_tab_only() {
+    let r = renderer(Wait::Load, Duration::from_secs(20)).await;
+    let memory = Memory::new(&[]);
+    let crash = "<html><body><script>const a = []; \
+                 while (true) { a.push(new Array(1 << 20).fill(Math.random())); }</script></body></html>";
+    let e = r
+        .render(&page(), &response("text/html", crash), &memory)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, RenderError::Crashed), "{e:?}");
+    let ok = r
+        .render(&page(), &response("text/html", "<p>after</p>"), &memory)
+        .await
+        .unwrap();
+    assert!(ok.html.contains("after"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_wait_waits_for_the_element() {
+    let r = renderer(Wait::Selector("#late".into()), Duration::from_secs(10)).await;
+    let memory = Memory::new(&[]);
+    let late = "<html><body><script>setTimeout(() => { const d = document.createElement('div'); \
+                d.id = 'late'; d.textContent = 'arrived'; document.body.appendChild(d); }, 400);</script></body></html>";
+    let rendered = r
+        .render(&page(), &response("text/html", late), &memory)
+        .await
+        .unwrap();
+    assert!(rendered.html.contains("arrived"), "{}", rendered.html);
+    assert!(!rendered.wait_unmet);
+}
