@@ -189,6 +189,9 @@ pub struct CrawlArgs {
     /// Processors this crawl may run (`--use` names them).
     #[command(flatten)]
     pub processors: crate::args_process::ProcessorArgs,
+    /// The browsers of a --render crawl.
+    #[command(flatten)]
+    pub browsers: crate::args_render::BrowserArgs,
     /// What the crawl shows while it runs.
     #[command(flatten)]
     pub view: crate::args_view::ViewArgs,

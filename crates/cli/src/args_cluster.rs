@@ -71,6 +71,10 @@ pub struct NodeArgs {
     /// Processors this node runs for the jobs that name them (`--use`).
     #[command(flatten)]
     pub processors: crate::args_process::ProcessorArgs,
+    /// The browsers this node renders --render jobs' pages with (started
+    /// with the first page to render).
+    #[command(flatten)]
+    pub browsers: crate::args_render::BrowserArgs,
 }
 
 /// Options of `crawlkeeper submit`.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::values::{duration, positive_usize, request_rate};
+use crate::values::{duration, positive_duration, positive_usize, request_rate};
 use clap::{Args, ValueEnum};
 use crawlkeeper_crawl::FieldSpec;
 use crawlkeeper_crawl::config::{
@@ -24,6 +24,15 @@ pub enum ScopeArg {
     SameDomain,
     /// Any host.
     Any,
+}
+
+/// Which pages `--render` renders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RenderWhenArg {
+    /// Pages whose served HTML looks like an application shell.
+    Auto,
+    /// Every 2xx HTML page.
+    Always,
 }
 
 /// What a continuous crawl's page signature is a hash of.
@@ -162,6 +171,28 @@ pub struct JobArgs {
     /// schedule kept. Part of the job's identity.
     #[arg(long)]
     pub continuous: bool,
+    /// Render pages in headless Chromium before reading their links,
+    /// fields, text and processors: every request the page makes goes
+    /// through the crawl's rules (robots.txt, the SSRF guard, politeness,
+    /// limits, proxies, headers, cookies) and fetcher; with --warc, what
+    /// the page fetched is archived with it.
+    #[arg(long)]
+    pub render: bool,
+    /// Which pages --render renders: auto (a served page with a script
+    /// and fewer than 3 links, or an empty root/app mount element) or
+    /// always (every 2xx HTML page).
+    #[arg(long, value_enum, value_name = "WHEN", requires = "render")]
+    pub render_when: Option<RenderWhenArg>,
+    /// What a rendered page is waited for before its DOM is read: load
+    /// (the load event; default), networkidle (then 500 ms without a
+    /// request in flight), or a CSS selector (an element matching it).
+    #[arg(long, value_name = "WAIT", requires = "render")]
+    pub render_wait: Option<String>,
+    /// Time a page has to render, from its tab's navigation; past it the
+    /// page is recorded with the error kind render_timeout (and what its
+    /// served HTML gave).
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration, requires = "render")]
+    pub render_timeout: Option<Duration>,
     /// The shortest interval between two fetches of a page in a
     /// --continuous crawl (default 10m).
     #[arg(long, value_name = "DURATION", value_parser = duration, requires = "continuous")]
@@ -420,6 +451,9 @@ impl JobArgs {
                 ));
             }
         }
+        if let Some(w) = &self.render_wait {
+            crawlkeeper_render::Wait::parse(w).map_err(|e| format!("--render-wait: {e}"))?;
+        }
         if self.max_requisites.is_some() && !self.requisites {
             return Err("--max-requisites bounds --requisites: give --requisites too".to_owned());
         }
@@ -508,6 +542,17 @@ impl JobArgs {
             // A page's first interval, before anything is known of it,
             // within the bounds given.
             r.first = r.first.clamp(r.min, r.max.max(r.min));
+            r
+        });
+        c.render = self.render.then(|| {
+            let mut r = crawlkeeper_crawl::render::RenderJob::default();
+            if let Some(RenderWhenArg::Always) = self.render_when {
+                r.when = crawlkeeper_crawl::render::RenderWhen::Always;
+            }
+            if let Some(w) = &self.render_wait {
+                r.wait = w.trim().to_owned();
+            }
+            r.timeout = self.render_timeout.unwrap_or(r.timeout);
             r
         });
         c.engine.run_timeout = match self.timeout {

@@ -20,7 +20,13 @@ use crate::signals::Shutdown;
 /// memory, `--no-state`), so the same command run again resumes it.
 /// Everything the user gave is checked ([`Plan::check`]) before the store
 /// or any file is touched.
-pub async fn run(args: CrawlArgs, registry: Registry) -> Result<Outcome, CliError> {
+pub async fn run(args: CrawlArgs, mut registry: Registry) -> Result<Outcome, CliError> {
+    if args.job.render {
+        // A browser that is missing or will not start is the user's to
+        // fix, told before anything is written.
+        let renderer = args.browsers.start().await.map_err(CliError::Usage)?;
+        registry.set_renderer(std::sync::Arc::new(renderer));
+    }
     let Plan {
         engine,
         opening,

@@ -35,6 +35,7 @@ mod args;
 mod args_cluster;
 mod args_job;
 mod args_process;
+mod args_render;
 mod args_view;
 mod cluster;
 mod crawl_cmd;

@@ -37,6 +37,11 @@ pub async fn run(
     args.processors
         .add_to(&mut registry)
         .map_err(CliError::Usage)?;
+    // Browsers start with the first page a --render job gives this node.
+    match args.browsers.config() {
+        Ok(config) => registry.set_renderer(Arc::new(crawlkeeper_render::Renderer::new(config))),
+        Err(e) => tracing::warn!("this node renders no page: {e}"),
+    }
     let bound = Bound::bind(&args.serve)?;
     // The store is reached (and its schema brought up to date) first.
     crawlkeeper_node::release(open_store(&args.cluster).await?);

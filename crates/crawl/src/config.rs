@@ -85,6 +85,9 @@ pub struct CrawlConfig {
     /// one-shot crawl).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revisit: Option<RevisitConfig>,
+    /// Pages rendered in a browser (`--render`). Left out when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub render: Option<crate::render::RenderJob>,
 }
 
 /// Default shortest revisit interval (`--revisit-min`): 10 minutes.

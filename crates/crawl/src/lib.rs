@@ -19,6 +19,7 @@
 //! | [`pipeline`] | one job through robots, fetch, extract and scope |
 //! | [`politeness`] | delays between requests, retry backoff, `Retry-After` |
 //! | [`registry`] | processors by name; builds a pipeline from a config |
+//! | [`render`] | `--render`: pages rendered in a browser, their requests answered by the crawl |
 //! | [`engine`] | the frontier and the run loop |
 //! | [`sink`] | where records go (JSON Lines, memory, several) |
 //! | [`sitemap`] | sitemaps read as hostile input, and an authority's URLs from them |
@@ -51,6 +52,7 @@ pub mod politeness;
 pub mod process;
 pub mod redact;
 pub mod registry;
+pub mod render;
 pub mod requisites;
 pub use crawlkeeper_model::revisit;
 pub mod robots;

@@ -148,6 +148,8 @@ pub struct Pipeline {
     /// …of an HTML page's text (`fields.text`) rather than its body
     /// (`--signature text`).
     pub(crate) text_signatures: bool,
+    /// Render pages in a browser (`--render`).
+    pub(crate) render: Option<crate::render::Render>,
 }
 
 impl Pipeline {
@@ -338,7 +340,10 @@ impl Pipeline {
                 }
             }
             Ok(response) => {
-                let (mut processed, nofollow) = self.interpret(request, record, &response);
+                let (mut processed, mut nofollow) = self.interpret(request, record, &response);
+                let rendered = self
+                    .render_step(request, robots, &response, &mut processed, &mut nofollow)
+                    .await;
                 if let Some(level) = request.sitemap_level()
                     && (200..300).contains(&response.status)
                 {
@@ -347,8 +352,10 @@ impl Pipeline {
                 } else if (200..300).contains(&response.status)
                     && (!request.is_requisite() || response.is_html())
                 {
-                    // An image or a script is not a page to process.
-                    self.run_processors(request, &response, nofollow, &mut processed)
+                    // An image or a script is not a page to process; a
+                    // rendered page is processed as rendered.
+                    let seen = rendered.dom.as_ref().unwrap_or(&response);
+                    self.run_processors(request, seen, nofollow, &mut processed)
                         .await;
                 }
                 if self.text_signatures {
@@ -367,6 +374,7 @@ impl Pipeline {
                         .then(|| same_copy(request, &processed.observed, &response))
                         .flatten();
                     processed.archive = archiver.page(&processed.record, &response, outlinks, same);
+                    processed.archive.extend(rendered.archived);
                 }
                 processed
             }
@@ -474,7 +482,7 @@ impl Pipeline {
 
     /// The record and discoveries of response `r`, and whether the page
     /// asked robots not to follow its links.
-    fn interpret(
+    pub(crate) fn interpret(
         &self,
         request: &Request,
         mut record: CrawlRecord,

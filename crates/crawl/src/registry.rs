@@ -51,6 +51,8 @@ pub struct Registry {
     /// The bounds per host and per IP address every crawl built here
     /// shares (a node's jobs, a library user's crawls).
     politeness: Arc<Politeness>,
+    /// The process's browsers, for crawls that render (`--render`).
+    renderer: Option<Arc<crawlkeeper_render::Renderer>>,
     extractors: BTreeMap<String, ExtractorFactory>,
     scopers: BTreeMap<String, ScoperFactory>,
     processors: BTreeMap<String, ProcessorFactory>,
@@ -87,6 +89,7 @@ impl Registry {
                     .map_err(BuildError::from)
             }),
             politeness,
+            renderer: None,
             extractors: BTreeMap::new(),
             scopers: BTreeMap::new(),
             processors: BTreeMap::new(),
@@ -182,6 +185,16 @@ impl Registry {
         &self.politeness
     }
 
+    /// Gives crawls that render (`--render`) these browsers.
+    pub fn set_renderer(&mut self, renderer: Arc<crawlkeeper_render::Renderer>) {
+        self.renderer = Some(renderer);
+    }
+
+    /// The browsers crawls render with, if this process has any.
+    pub fn renderer(&self) -> Option<&Arc<crawlkeeper_render::Renderer>> {
+        self.renderer.as_ref()
+    }
+
     /// Replaces the fetcher.
     pub fn set_fetcher<F>(&mut self, factory: F)
     where
@@ -242,8 +255,10 @@ impl Registry {
                 )),
             }
         }
+        let render = self.render(config, &mut problems);
         match fetcher {
             Some(fetcher) if problems.is_empty() => Ok(Pipeline {
+                render,
                 processors,
                 fetcher,
                 extractors,
@@ -273,6 +288,30 @@ impl Registry {
             }),
             _ => Err(ConfigError { problems }),
         }
+    }
+}
+
+impl Registry {
+    /// What a crawl that renders needs, or its problems.
+    fn render(
+        &self,
+        config: &CrawlConfig,
+        problems: &mut Vec<String>,
+    ) -> Option<crate::render::Render> {
+        let job = config.render.as_ref()?;
+        let plan = job.plan().map_err(|e| problems.push(e)).ok()?;
+        let Some(renderer) = self.renderer.clone() else {
+            problems.push(
+                "the crawl renders pages (--render), but this process runs no browser".into(),
+            );
+            return None;
+        };
+        Some(crate::render::Render {
+            renderer,
+            when: job.when,
+            plan,
+            robots: crate::render::RobotsCache::default(),
+        })
     }
 }
 

@@ -42,7 +42,7 @@ pub use duration::{
     DurationError, MAX_DURATION, format_duration, parse_duration, parse_positive_duration,
 };
 pub use known::Known;
-pub use record::{CrawlRecord, ErrorKind, RecordError, Via};
+pub use record::{CrawlRecord, ErrorKind, RecordError, Rendering, Via};
 pub use response::{FetchResponse, WireCapture};
 pub use shard::{Partition, shard_of};
 pub use state::{

@@ -93,6 +93,30 @@ pub struct CrawlRecord {
     /// compare (an error, a `404`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed: Option<bool>,
+    /// For a page rendered in a browser (`--render`): what the render
+    /// took. Its links, fields, text and processors read the rendered
+    /// DOM. Absent for a page not rendered (and for one whose render
+    /// failed: its error says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendered: Option<Rendering>,
+}
+
+/// What rendering a page in a browser took.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rendering {
+    /// From the tab's navigation to the DOM read, in milliseconds.
+    pub ms: u64,
+    /// Requests the page made besides its own (scripts, styles, images,
+    /// fonts, frames, `fetch()`), each answered by the crawler.
+    pub requests: u32,
+    /// Of those, the ones refused (robots.txt, scope, the SSRF guard, a
+    /// method other than GET, the page's limit) or failed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused: u32,
+    /// True when the wait (`--render-wait`) was not met within
+    /// `--render-timeout`; the DOM is what it was then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait_unmet: bool,
 }
 
 /// Why a URL that is not a page was requested.
@@ -172,6 +196,16 @@ pub enum ErrorKind {
     /// The server's TLS certificate was refused: expired, for another
     /// name, or not from a trusted authority; the message says which.
     Certificate,
+    /// `--render`: the page did not load in the browser within
+    /// `--render-timeout` (a script that never returns, a page that never
+    /// ends loading); the tab was closed. The record keeps what the
+    /// served HTML gave.
+    RenderTimeout,
+    /// `--render`: the page could not be rendered: its tab crashed (out of
+    /// memory), the browser ended or stopped answering (it is replaced),
+    /// no browser could be started, the DOM was too large. The record
+    /// keeps what the served HTML gave.
+    RenderFailed,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -211,6 +245,7 @@ impl CrawlRecord {
             unchanged_since: None,
             via: None,
             changed: None,
+            rendered: None,
         }
     }
 

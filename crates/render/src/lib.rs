@@ -53,10 +53,6 @@ pub struct RenderConfig {
     pub browsers: usize,
     /// Pages each browser renders at once (`--render-tabs`).
     pub tabs: usize,
-    /// What a page is waited for before its DOM is read.
-    pub wait: Wait,
-    /// From the tab's navigation to the DOM read (`--render-timeout`).
-    pub timeout: Duration,
     /// A browser is replaced after rendering this many pages (its memory
     /// returned to the system).
     pub recycle_after: u32,
@@ -69,18 +65,58 @@ pub struct RenderConfig {
 
 impl RenderConfig {
     /// Defaults, with the browser at `chromium`: one browser, four tabs,
-    /// wait for the load event, 15 s, a new browser every 500 pages,
-    /// 512 MiB of script heap, 500 requests a page.
+    /// a new browser every 500 pages, 512 MiB of script heap, 500
+    /// requests a page.
     pub fn new(chromium: PathBuf) -> Self {
         Self {
             chromium,
             browsers: 1,
             tabs: 4,
-            wait: Wait::Load,
-            timeout: Duration::from_secs(15),
             recycle_after: 500,
             js_heap_mb: 512,
             max_requests: 500,
+        }
+    }
+}
+
+/// How one page is rendered: a crawl's choice (the browsers are the
+/// process's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// What the page is waited for before its DOM is read.
+    pub wait: Wait,
+    /// From the tab's navigation to the DOM read (`--render-timeout`).
+    pub timeout: Duration,
+}
+
+impl Default for Plan {
+    /// Wait for the load event, at most 15 s.
+    fn default() -> Self {
+        Self {
+            wait: Wait::Load,
+            timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+impl Wait {
+    /// `load`, `networkidle`, or a CSS selector.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "" => Err("an empty --render-wait (load, networkidle or a CSS selector)".into()),
+            "load" => Ok(Self::Load),
+            "networkidle" => Ok(Self::NetworkIdle),
+            selector => Ok(Self::Selector(selector.to_owned())),
+        }
+    }
+}
+
+impl std::fmt::Display for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Load => f.write_str("load"),
+            Self::NetworkIdle => f.write_str("networkidle"),
+            Self::Selector(s) => f.write_str(s),
         }
     }
 }

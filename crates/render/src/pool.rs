@@ -15,7 +15,7 @@ use url::Url;
 
 use crate::browser::Browser;
 use crate::tab::Tab;
-use crate::{Loader, RenderConfig, RenderError, Rendered};
+use crate::{Loader, Plan, RenderConfig, RenderError, Rendered};
 
 /// After a browser failed to start, pages fail at once for this long
 /// before another start is tried.
@@ -45,6 +45,19 @@ impl std::fmt::Debug for Renderer {
 }
 
 impl Renderer {
+    /// A renderer whose browsers start with the first pages given to
+    /// them (a node that may never be given a page to render).
+    pub fn new(config: RenderConfig) -> Self {
+        let browsers = config.browsers.max(1);
+        let tabs = Arc::new(Semaphore::new(browsers * config.tabs.max(1)));
+        Self {
+            slots: (0..browsers).map(|_| Mutex::new(Slot::default())).collect(),
+            config,
+            turn: AtomicUsize::new(0),
+            tabs,
+        }
+    }
+
     /// Starts `config.browsers` browsers; an error when one does not
     /// start.
     pub async fn start(config: RenderConfig) -> Result<Self, RenderError> {
@@ -72,13 +85,14 @@ impl Renderer {
     }
 
     /// Renders `page` (its response `served`, already fetched), answering
-    /// its other requests with `loader`. Waits for a free tab first; the
+    /// its other requests with `loader`, as `plan` says. Waits for a free tab first; the
     /// render timeout counts from when the tab is open.
     pub async fn render(
         &self,
         page: &Url,
         served: &FetchResponse,
         loader: &dyn Loader,
+        plan: &Plan,
     ) -> Result<Rendered, RenderError> {
         let permit = self
             .tabs
@@ -95,7 +109,9 @@ impl Renderer {
                 return Err(e);
             }
         };
-        let result = tab.render(page, served, loader, &self.config).await;
+        let result = tab
+            .render(page, served, loader, plan, self.config.max_requests)
+            .await;
         if matches!(
             result,
             Err(RenderError::Unresponsive(_) | RenderError::BrowserGone)

@@ -23,8 +23,7 @@ use url::Url;
 
 use crate::cdp::{Connection, Event};
 use crate::{
-    Answer, Loader, MAX_DOM_CHARS, NETWORK_IDLE, RenderConfig, RenderError, Rendered, Subrequest,
-    Wait,
+    Answer, Loader, MAX_DOM_CHARS, NETWORK_IDLE, Plan, RenderError, Rendered, Subrequest, Wait,
 };
 
 /// How long the browser has to answer a command about a tab.
@@ -148,13 +147,15 @@ impl Tab {
     }
 
     /// Renders `page`, whose response `served` the crawler fetched,
-    /// answering its other requests with `loader`, as `config` says.
+    /// answering its other requests (at most `max_requests`) with
+    /// `loader`, as `config` says.
     pub(crate) async fn render(
         &mut self,
         page: &Url,
         served: &FetchResponse,
         loader: &dyn Loader,
-        config: &RenderConfig,
+        config: &Plan,
+        max_requests: u32,
     ) -> Result<Rendered, RenderError> {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + config.timeout;
@@ -187,7 +188,7 @@ impl Tab {
                     };
                     match event.method.as_str() {
                         "Fetch.requestPaused" => {
-                            let answer = self.paused(event, page, served, loader, config, &mut p);
+                            let answer = self.paused(event, page, served, loader, max_requests, &mut p);
                             answers.push(answer);
                             p.in_flight += 1;
                             p.idle_since = None;
@@ -270,7 +271,7 @@ impl Tab {
         page: &Url,
         served: &'a FetchResponse,
         loader: &'a dyn Loader,
-        config: &RenderConfig,
+        max_requests: u32,
         p: &mut Progress,
     ) -> impl Future<Output = bool> + use<'a> {
         let conn = self.conn.clone();
@@ -309,8 +310,8 @@ impl Tab {
             Then::Serve
         } else if main_frame {
             Then::Refuse(format!("the page navigated away to {url}"))
-        } else if p.requests >= config.max_requests {
-            Then::Refuse(format!("more than {} requests", config.max_requests))
+        } else if p.requests >= max_requests {
+            Then::Refuse(format!("more than {max_requests} requests"))
         } else {
             match Url::parse(url) {
                 Ok(mut url) => {

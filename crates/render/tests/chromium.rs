@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use crawlkeeper_model::FetchResponse;
 use crawlkeeper_render::{
-    Answer, Loader, RenderConfig, RenderError, Renderer, Subrequest, Wait, find_chromium,
+    Answer, Loader, Plan, RenderConfig, RenderError, Renderer, Subrequest, Wait, find_chromium,
 };
 use url::Url;
 
@@ -63,12 +63,11 @@ impl Loader for Memory {
     }
 }
 
-async fn renderer(wait: Wait, timeout: Duration) -> Renderer {
+async fn renderer(wait: Wait, timeout: Duration) -> (Renderer, Plan) {
     let mut config = RenderConfig::new(find_chromium(None).expect("Debian's chromium"));
-    config.wait = wait;
-    config.timeout = timeout;
     config.js_heap_mb = 64;
-    Renderer::start(config).await.expect("chromium starts")
+    let r = Renderer::start(config).await.expect("chromium starts");
+    (r, Plan { wait, timeout })
 }
 
 fn page() -> Url {
@@ -83,7 +82,7 @@ const APP: &str = "addEventListener('DOMContentLoaded', () => fetch('/data.json'
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_built_page_is_read_after_its_fetch_and_every_request_goes_through_the_loader() {
-    let r = renderer(Wait::NetworkIdle, Duration::from_secs(20)).await;
+    let (r, plan) = renderer(Wait::NetworkIdle, Duration::from_secs(20)).await;
     let mut memory = Memory::new(&[
         ("/app.js", "application/javascript", APP),
         (
@@ -94,7 +93,7 @@ async fn a_script_built_page_is_read_after_its_fetch_and_every_request_goes_thro
     ]);
     memory.refuse = &["/no.png"];
     let rendered = r
-        .render(&page(), &response("text/html", SHELL), &memory)
+        .render(&page(), &response("text/html", SHELL), &memory, &plan)
         .await
         .unwrap();
     assert!(
@@ -117,12 +116,12 @@ async fn a_script_built_page_is_read_after_its_fetch_and_every_request_goes_thro
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_that_never_loads_times_out_and_the_next_page_renders() {
-    let r = renderer(Wait::Load, Duration::from_secs(3)).await;
+    let (r, plan) = renderer(Wait::Load, Duration::from_secs(3)).await;
     let memory = Memory::new(&[]);
     let hang = "<html><body><a href=/x>x</a><script>while (true) {}</script></body></html>";
     let started = std::time::Instant::now();
     let e = r
-        .render(&page(), &response("text/html", hang), &memory)
+        .render(&page(), &response("text/html", hang), &memory, &plan)
         .await
         .unwrap_err();
     assert!(matches!(e, RenderError::Timeout(_)), "{e:?}");
@@ -132,6 +131,7 @@ async fn a_page_that_never_loads_times_out_and_the_next_page_renders() {
             &page(),
             &response("text/html", "<p id=ok>fine</p>"),
             &memory,
+            &plan,
         )
         .await
         .unwrap();
@@ -140,17 +140,22 @@ async fn a_page_that_never_loads_times_out_and_the_next_page_renders() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_that_exhausts_its_memory_crashes_its_tab_only() {
-    let r = renderer(Wait::Load, Duration::from_secs(20)).await;
+    let (r, plan) = renderer(Wait::Load, Duration::from_secs(20)).await;
     let memory = Memory::new(&[]);
     let crash = "<html><body><script>const a = []; \
                  while (true) { a.push(new Array(1 << 20).fill(Math.random())); }</script></body></html>";
     let e = r
-        .render(&page(), &response("text/html", crash), &memory)
+        .render(&page(), &response("text/html", crash), &memory, &plan)
         .await
         .unwrap_err();
     assert!(matches!(e, RenderError::Crashed), "{e:?}");
     let ok = r
-        .render(&page(), &response("text/html", "<p>after</p>"), &memory)
+        .render(
+            &page(),
+            &response("text/html", "<p>after</p>"),
+            &memory,
+            &plan,
+        )
         .await
         .unwrap();
     assert!(ok.html.contains("after"));
@@ -158,12 +163,12 @@ async fn a_page_that_exhausts_its_memory_crashes_its_tab_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_selector_wait_waits_for_the_element() {
-    let r = renderer(Wait::Selector("#late".into()), Duration::from_secs(10)).await;
+    let (r, plan) = renderer(Wait::Selector("#late".into()), Duration::from_secs(10)).await;
     let memory = Memory::new(&[]);
     let late = "<html><body><script>setTimeout(() => { const d = document.createElement('div'); \
                 d.id = 'late'; d.textContent = 'arrived'; document.body.appendChild(d); }, 400);</script></body></html>";
     let rendered = r
-        .render(&page(), &response("text/html", late), &memory)
+        .render(&page(), &response("text/html", late), &memory, &plan)
         .await
         .unwrap();
     assert!(rendered.html.contains("arrived"), "{}", rendered.html);

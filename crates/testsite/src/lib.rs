@@ -11,6 +11,7 @@
 //! | [`tls`] | a throw-away certificate authority, for HTTPS and HTTP/2; certificates a client must refuse (expired, for another name, self-signed) |
 //! | [`zookeeper`] | a real ZooKeeper server for the cluster's tests (`scripts/zookeeper.sh`) |
 //! | [`requisite`] | the requisite pages under `/req/`: a page needing every kind of requisite, some on the next host (a CDN) |
+//! | [`script`] | the script pages under `/js/`: an app shell built by script, fetches in and out of scope, a crash, a hang, late content |
 //! | [`relay`] | a TCP relay a test cuts to make a client vanish, as a crashed process does |
 //! | [`socks`] | a small SOCKS5 proxy (CONNECT to loopback only) for the proxy tests |
 //!
@@ -28,6 +29,7 @@ pub mod hostile;
 pub mod log;
 pub mod relay;
 pub mod requisite;
+pub mod script;
 pub mod server;
 pub mod site;
 pub mod socks;

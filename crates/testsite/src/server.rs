@@ -481,6 +481,19 @@ async fn answer(
                 None => html(StatusCode::NOT_FOUND, render_leaf("Not found", "", "")),
             }
         }
+        Route::Script => match crate::script::file(&target, host) {
+            Some(served) => {
+                let mut r = typed(StatusCode::OK, served.content_type, served.body);
+                if served.cross_origin {
+                    r.headers_mut().insert(
+                        ACCESS_CONTROL_ALLOW_ORIGIN,
+                        "*".parse().expect("static header"),
+                    );
+                }
+                r
+            }
+            None => html(StatusCode::NOT_FOUND, render_leaf("Not found", "", "")),
+        },
         Route::NotFound => html(
             StatusCode::NOT_FOUND,
             render_leaf("Not found", "", "<a href=\"/never/from-404\">x</a>"),

@@ -198,6 +198,9 @@ pub enum Route {
     /// A file under `/req/`, the requisite pages every host serves
     /// ([`crate::requisite`]).
     Requisite,
+    /// A file under `/js/`, the script pages every host serves
+    /// ([`crate::script`]).
+    Script,
     /// 404.
     NotFound,
 }
@@ -227,6 +230,9 @@ impl HostConfig {
         }
         if path.starts_with("/req/") {
             return Route::Requisite;
+        }
+        if path.starts_with("/js/") {
+            return Route::Script;
         }
         if !self.special {
             return Route::NotFound;

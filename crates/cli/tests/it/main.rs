@@ -32,6 +32,7 @@ mod processors;
 mod proxy;
 mod proxy_tls;
 mod recrawl;
+mod render;
 mod replay;
 mod requisite_bounds;
 mod requisites;
