@@ -33,6 +33,7 @@ mod proxy;
 mod proxy_tls;
 mod recrawl;
 mod render;
+mod render_replay;
 mod replay;
 mod requisite_bounds;
 mod requisites;
