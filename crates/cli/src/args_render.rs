@@ -9,7 +9,7 @@ use crawlkeeper_render::{RenderConfig, Renderer, find_chromium};
 
 use crate::values::positive_usize;
 
-/// `--browsers`, `--render-tabs`, `--chromium`.
+/// `--browsers`, `--render-tabs`, `--render-heap`, `--chromium`.
 #[derive(Args, Debug, Clone)]
 pub struct BrowserArgs {
     /// Chromium processes that render pages of --render jobs, each in a
@@ -20,6 +20,11 @@ pub struct BrowserArgs {
     /// context of its own).
     #[arg(long, default_value_t = 4, value_name = "N", value_parser = positive_usize)]
     pub render_tabs: usize,
+    /// The script heap of each page's renderer, in MiB: a page whose
+    /// scripts need more crashes its tab (recorded as render_failed; the
+    /// crawl goes on).
+    #[arg(long, default_value_t = 512, value_name = "MIB", value_parser = clap::value_parser!(u32).range(16..=65536))]
+    pub render_heap: u32,
     /// The browser's executable (default: chromium, chromium-browser or
     /// google-chrome from PATH).
     #[arg(long, value_name = "PATH")]
@@ -33,6 +38,7 @@ impl BrowserArgs {
         let mut c = RenderConfig::new(path);
         c.browsers = self.browsers;
         c.tabs = self.render_tabs;
+        c.js_heap_mb = self.render_heap;
         Ok(c)
     }
 

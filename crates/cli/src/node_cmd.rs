@@ -56,6 +56,7 @@ pub async fn run(
     check_name(&zk, group, &name).await.map_err(join_error)?;
     let offer = Offer {
         processors: registry.processor_names(),
+        browser: registry.renderer().is_some(),
     };
     let layout =
         Layout::new(group).map_err(|e| CliError::Usage(format!("--group {group}: {e}")))?;

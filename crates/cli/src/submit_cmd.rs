@@ -31,6 +31,10 @@ pub async fn run(args: SubmitArgs, registry: &Registry) -> Result<Outcome, CliEr
     // checked (spelling, twice), and below that a live Runner runs them.
     let mut checked = config.clone();
     checked.pipeline.processors.clear();
+    // So do they say with what a page is rendered: here only how.
+    if let Some(render) = checked.render.take() {
+        render.plan().map_err(CliError::Usage)?;
+    }
     config
         .validate()
         .map_err(|e| CliError::Usage(e.to_string()))?;

@@ -416,6 +416,19 @@ pub struct PipelineConfig {
     pub processors: Vec<String>,
 }
 
+impl CrawlConfig {
+    /// What the job needs of a process to be crawled there: its
+    /// processors by name, and [`BROWSER`](crate::render::BROWSER) when
+    /// it renders.
+    pub fn needs(&self) -> Vec<String> {
+        let mut needs = self.pipeline.processors.clone();
+        if self.render.is_some() {
+            needs.push(crate::render::BROWSER.to_owned());
+        }
+        needs
+    }
+}
+
 impl Default for ScopeConfig {
     fn default() -> Self {
         Self {

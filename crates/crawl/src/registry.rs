@@ -167,15 +167,15 @@ impl Registry {
         self.processors.keys().cloned().collect()
     }
 
-    /// The processors `config` names that are not registered here.
-    pub fn missing_processors(&self, config: &CrawlConfig) -> Vec<String> {
-        config
-            .pipeline
-            .processors
-            .iter()
-            .filter(|n| !self.processors.contains_key(*n))
-            .cloned()
-            .collect()
+    /// What this process can give its jobs ([`CrawlConfig::needs`]): its
+    /// processors, and [`BROWSER`](crate::render::BROWSER) when it
+    /// renders.
+    pub fn capabilities(&self) -> Vec<String> {
+        let mut names = self.processor_names();
+        if self.renderer.is_some() {
+            names.push(crate::render::BROWSER.to_owned());
+        }
+        names
     }
 
     /// The bounds per host and per IP address the crawls built here
@@ -311,6 +311,7 @@ impl Registry {
             when: job.when,
             plan,
             robots: crate::render::RobotsCache::default(),
+            shared: Default::default(),
         })
     }
 }

@@ -247,8 +247,7 @@ fn sink(
 fn check_processors(job: &JobInfo, runs: &[String]) -> Result<(), JobError> {
     let (config, _) = stored_options(job)?;
     let lacking: Vec<String> = config
-        .pipeline
-        .processors
+        .needs()
         .into_iter()
         .filter(|p| !runs.contains(p))
         .collect();

@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 pub struct Offer {
     /// The processors it runs, by name.
     pub processors: Vec<String>,
+    /// It renders pages (`--render` jobs): it has a browser. False in an
+    /// offer written before rendering existed.
+    #[serde(default)]
+    pub browser: bool,
 }
 
 /// Writes `name`'s offer (replacing what an earlier run of it wrote).
@@ -51,20 +55,24 @@ pub async fn read(
         .unwrap_or_default())
 }
 
-/// The processors a job's stored options use (none when they do not
-/// decode: the Runner reports those).
+/// The processors a job's stored options use, and a browser when it
+/// renders ([`CrawlConfig::needs`]; none when they do not decode: the
+/// Runner reports those).
 pub fn used_by(options: &str) -> Vec<String> {
     serde_json::from_str::<CrawlConfig>(options)
-        .map(|c| c.pipeline.processors)
+        .map(|c| c.needs())
         .unwrap_or_default()
 }
 
-/// The processors of `needed` that `offer` lacks.
+/// The processors of `needed` that `offer` lacks (and its browser).
 pub fn lacking(needed: &[String], offer: &Offer) -> Vec<String> {
     let have: BTreeSet<&str> = offer.processors.iter().map(String::as_str).collect();
     needed
         .iter()
-        .filter(|n| !have.contains(n.as_str()))
+        .filter(|n| match n.as_str() {
+            crawlkeeper_crawl::render::BROWSER => !offer.browser,
+            n => !have.contains(n),
+        })
         .cloned()
         .collect()
 }
@@ -83,6 +91,7 @@ mod tests {
         assert_eq!(read(&c, &layout, &name).await.unwrap(), Offer::default());
         let offer = Offer {
             processors: vec!["products".into()],
+            browser: true,
         };
         publish(&c, &layout, &name, &offer).await.unwrap();
         assert_eq!(read(&c, &layout, &name).await.unwrap(), offer);
@@ -98,9 +107,17 @@ mod tests {
         config.pipeline.processors = vec!["products".into(), "prices".into()];
         let options = serde_json::to_string(&config).unwrap();
         let needed = used_by(&options);
-        let offer = Offer {
+        let mut offer = Offer {
             processors: vec!["prices".into()],
+            browser: false,
         };
+        assert_eq!(lacking(&needed, &offer), ["products"]);
+        // A job that renders needs a browser too.
+        config.render = Some(Default::default());
+        let needed = used_by(&serde_json::to_string(&config).unwrap());
+        let browser = crawlkeeper_crawl::render::BROWSER;
+        assert_eq!(lacking(&needed, &offer), ["products", browser]);
+        offer.browser = true;
         assert_eq!(lacking(&needed, &offer), ["products"]);
         assert!(used_by("{}").is_empty());
         assert!(used_by("not json").is_empty());

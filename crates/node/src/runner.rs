@@ -404,7 +404,7 @@ fn prepare(settings: &NodeSettings, job: &str, shards: Vec<u32>) -> Result<Engin
         holder: settings.holder.clone(),
         take_over: true,
         outputs: Outputs::none(),
-        runs: Some(settings.registry.processor_names()),
+        runs: Some(settings.registry.capabilities()),
     };
     let opened = open(&opening).map_err(Ended::from)?;
     for note in &opened.notes {

@@ -45,6 +45,8 @@ pub struct MemberStatus {
     pub shards: Vec<String>,
     /// The processors it runs, by name (what jobs may `--use` on it).
     pub processors: Vec<String>,
+    /// It renders pages (`--render` jobs) with a browser of its own.
+    pub browser: bool,
 }
 
 /// One shard of a job.
@@ -287,6 +289,7 @@ fn member_statuses(first: &CoordLook, second: &CoordLook) -> Vec<MemberStatus> {
                     .get(name)
                     .map(|o| o.processors.clone())
                     .unwrap_or_default(),
+                browser: second.offers.get(name).is_some_and(|o| o.browser),
             }
         })
         .collect()

@@ -210,6 +210,7 @@ mod tests {
                     task: None,
                     shards: (0..5000).map(|n| format!("big/{n}")).collect(),
                     processors: Vec::new(),
+                    browser: false,
                 })
                 .collect(),
             queued: (0..5000).map(|n| format!("big/{n}")).collect(),

@@ -141,7 +141,12 @@ async fn capable_runners(
                 [] => "no processor".to_owned(),
                 p => p.join(", "),
             };
-            seen.push(format!("{r} runs {runs}"));
+            let browser = if offer.browser {
+                ""
+            } else {
+                " and has no browser"
+            };
+            seen.push(format!("{r} runs {runs}{browser}"));
         }
     }
     if capable.is_empty() {

@@ -15,6 +15,7 @@ mod cluster_faults;
 mod cluster_leave;
 mod cluster_politeness;
 mod cluster_processors;
+mod cluster_render;
 mod cluster_requisites;
 mod cluster_secrets;
 mod cluster_view;

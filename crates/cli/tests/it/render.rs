@@ -146,7 +146,9 @@ async fn a_hanging_and_a_crashing_page_are_bounded_and_the_crawl_goes_on() {
         "--render-when",
         "always",
         "--render-timeout",
-        "4s",
+        "10s",
+        "--render-heap",
+        "64",
     ];
     let hang = site.url(0, HANG);
     let crash = site.url(0, CRASH);
@@ -224,7 +226,7 @@ async fn the_browser_dies_with_a_crawler_killed_with_sigkill() {
 }
 
 /// Live processes (zombies aside) whose command line names `profile`.
-fn browsers(profile: &str) -> usize {
+pub fn browsers(profile: &str) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(Result::ok)

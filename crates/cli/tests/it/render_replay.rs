@@ -11,7 +11,7 @@ use crawlkeeper_testsite::script::{APP_JS, DATA_JSON, HEADLINE, SHELL};
 use crawlkeeper_testsite::{SiteConfig, TestSite};
 
 use crate::common;
-use common::pywb::{self, Wayback};
+use common::pywb;
 use common::warc::{by_uri, check_files, crawl, dir, records, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,16 +58,7 @@ async fn replay(d: &Path, site: TestSite, seed: &str) {
     let log = site.log().clone();
     let served = log.len();
     drop(site);
-    let warc = d.join("out.warc.gz");
-    let cdxj = crawlkeeper_warc::cdxj::index_path(&warc);
-    common::warc::check_cdx(&warc);
-    let root = d.join("pywb");
-    pywb::collection(&root, "crawl", &warc, &cdxj);
-    let wayback = Wayback::start(&root).await;
-    let index = std::fs::read_to_string(&cdxj).unwrap();
-    let at = pywb::timestamp(&index, seed)
-        .unwrap_or_else(|| panic!("{seed} is not in the index:\n{index}"));
-    let url = wayback.url("crawl", &at, "", seed);
+    let (wayback, url) = pywb::replay(d, "crawl", seed).await;
     let dom = common::browser::dom(&d.join("chromium"), &url).await;
     assert!(
         dom.contains(HEADLINE),

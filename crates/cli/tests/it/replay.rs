@@ -20,7 +20,7 @@ use crawlkeeper_testsite::{RequestLog, SiteConfig, TestSite};
 
 use crate::common;
 
-use common::pywb::{self, Wayback};
+use common::pywb;
 use common::signal;
 use common::warc::{by_uri, check_files, check_pages, crawl, dir, records, run};
 
@@ -179,17 +179,7 @@ async fn check_replay(d: &Path, site: TestSite, seed: &str, shot: &str) {
     let served = log.len();
     drop(site);
 
-    let warc = d.join("out.warc.gz");
-    let cdxj = crawlkeeper_warc::cdxj::index_path(&warc);
-    // The index is the one cdxj-indexer makes, the one pywb reads.
-    common::warc::check_cdx(&warc);
-    let root = d.join("pywb");
-    pywb::collection(&root, COLLECTION, &warc, &cdxj);
-    let wayback = Wayback::start(&root).await;
-    let index = std::fs::read_to_string(&cdxj).unwrap();
-    let at = pywb::timestamp(&index, seed)
-        .unwrap_or_else(|| panic!("{seed} is not in the index:\n{index}"));
-    let replay = wayback.url(COLLECTION, &at, "", seed);
+    let (wayback, replay) = pywb::replay(d, COLLECTION, seed).await;
 
     let profile = d.join("chromium");
     let dom = common::browser::dom(&profile, &replay).await;

@@ -3,11 +3,13 @@
 //! scope, every URL only if its authority's robots.txt allows it, then
 //! fetched by the crawl's own fetcher (the SSRF guard, politeness per host
 //! and IP, body and time limits, proxies, headers and cookies all apply
-//! there). With a WARC output, each exchange is archived with the page.
+//! there). With a WARC output, each exchange is archived with the page
+//! that made it; what pages share is fetched once ([`super::cache`]).
 
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use crawlkeeper_fetch::FetchResponse;
 use crawlkeeper_model::{Authority, ErrorKind};
 use crawlkeeper_render::{Answer, Loader, Subrequest};
 
@@ -91,17 +93,28 @@ impl Loader for PageLoader<'_> {
         if let Some(why) = self.refusal(r).await {
             return Answer::Refused(why);
         }
-        match self.pipeline.fetcher().fetch(&r.url).await {
-            Ok(response) => {
-                if let Some(archiver) = &self.pipeline.archiver {
-                    let records = archiver.exchange(r.url.as_str(), &response);
-                    self.archived
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .extend(records);
-                }
-                Answer::Response(Box::new(response))
+        // Archived by the page that fetched it.
+        let fetch = async {
+            let response = self.pipeline.fetcher().fetch(&r.url).await?;
+            if let Some(archiver) = &self.pipeline.archiver {
+                let records = archiver.exchange(r.url.as_str(), &response);
+                self.archived
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .extend(records);
             }
+            Ok::<_, crawlkeeper_fetch::FetchError>(response)
+        };
+        let fetched = match self.pipeline.render.as_ref() {
+            Some(render) if super::cache::shareable(&r.resource_type) => render
+                .shared
+                .get(r.url.as_str(), fetch)
+                .await
+                .map(|shared| FetchResponse::clone(&shared)),
+            _ => fetch.await,
+        };
+        match fetched {
+            Ok(response) => Answer::Response(Box::new(response)),
             Err(e) if e.kind == ErrorKind::BlockedAddress => Answer::Refused(e.message),
             Err(e) => Answer::Failed(e.message),
         }

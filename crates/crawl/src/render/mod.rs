@@ -11,6 +11,7 @@
 //! (`rendered`), or the error of a render that failed (with what the served
 //! HTML gave: nothing is lost).
 
+mod cache;
 pub(crate) mod loader;
 mod robots_cache;
 pub(crate) mod step;
@@ -23,6 +24,12 @@ use crawlkeeper_render::{Plan, Renderer, Wait};
 use serde::{Deserialize, Serialize};
 
 pub(crate) use robots_cache::RobotsCache;
+
+/// What a job that renders needs of the process that crawls it, named
+/// among its processors ([`crate::CrawlConfig::needs`]): a node offers it
+/// when it has a browser, so that only such nodes are given the job's
+/// shards. No processor can be called so (a name has no space).
+pub const BROWSER: &str = "a browser (--render)";
 
 /// Which pages a job renders (`--render-when`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,4 +89,6 @@ pub(crate) struct Render {
     pub(crate) plan: Plan,
     /// robots.txt of the authorities a rendered page's requests go to.
     pub(crate) robots: RobotsCache,
+    /// What rendered pages share (scripts, styles, fonts, images).
+    pub(crate) shared: cache::Shared,
 }

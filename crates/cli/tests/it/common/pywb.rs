@@ -103,3 +103,21 @@ pub fn timestamp(cdxj: &str, url: &str) -> Option<String> {
         .and_then(|l| l.split(' ').nth(1))
         .map(str::to_owned)
 }
+
+/// pywb serving the crawl at `d` (its `out.warc.gz` and CDXJ index,
+/// checked against cdxj-indexer's first) as collection `name`, and the
+/// replay address of `seed` at the time it was archived.
+pub async fn replay(d: &Path, name: &str, seed: &str) -> (Wayback, String) {
+    let warc = d.join("out.warc.gz");
+    let cdxj = crawlkeeper_warc::cdxj::index_path(&warc);
+    // The index is the one cdxj-indexer makes, the one pywb reads.
+    super::warc::check_cdx(&warc);
+    let root = d.join("pywb");
+    collection(&root, name, &warc, &cdxj);
+    let wayback = Wayback::start(&root).await;
+    let index = std::fs::read_to_string(&cdxj).unwrap();
+    let at =
+        timestamp(&index, seed).unwrap_or_else(|| panic!("{seed} is not in the index:\n{index}"));
+    let url = wayback.url(name, &at, "", seed);
+    (wayback, url)
+}
