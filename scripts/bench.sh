@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds release binaries and runs the benchmarks. With no arguments: all of
-# them (engine scenarios, a recrawl against a fresh crawl, memory with a million URLs seen, the stores on
+# them (engine scenarios, a recrawl against a fresh crawl, rendering against the served HTML, memory with a million URLs seen, the stores on
 # SQLite and PostgreSQL, the coordinators, fail-over, shards, the cluster of
 # node processes). Otherwise the arguments go to crawlkeeper-bench,
 # e.g. `scripts/bench.sh engine --scenario one-host --runs 5`.
@@ -13,6 +13,7 @@ if [ $# -gt 0 ]; then
 fi
 "$bench" engine
 "$bench" recrawl
+"$bench" render
 "$bench" memory
 scripts/postgres.sh >/dev/null
 "$bench" store

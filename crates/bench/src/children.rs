@@ -53,7 +53,7 @@ impl ChildrenCpu {
 }
 
 /// The children of every thread of `pid`.
-fn children(pid: u32) -> Vec<u32> {
+pub(crate) fn children(pid: u32) -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
@@ -70,7 +70,7 @@ fn children(pid: u32) -> Vec<u32> {
 
 /// User and system time of `pid`, in clock ticks (fields 14 and 15 of
 /// `/proc/PID/stat`, after the command's closing parenthesis).
-fn cpu_ticks(pid: u32) -> Option<u64> {
+pub(crate) fn cpu_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = stat.rsplit_once(')')?.1;
     let fields: Vec<&str> = rest.split_whitespace().collect();

@@ -7,6 +7,7 @@
 //! | `shards` | one job crawled by 1, 2, … processes sharing PostgreSQL: pages/s, speed-up, crawler and PostgreSQL CPU |
 //! | `freshness` | revisit rules (fixed, StormCrawler's, Nutch's, crawlkeeper's) on simulated pages changing at known rates: requests and mean freshness |
 //! | `recrawl` | a `--recrawl` of a site with 10% of pages changed against a fresh crawl: requests, bytes, time |
+//! | `render` | `--render` against the served HTML on the same site: pages/s, the crawler's and the browsers' CPU per page, the browsers' memory |
 //! | `memory` | peak RSS of a crawl that has seen 1,000,000 URLs |
 //! | `client` | CPU per request of the crawler's fetcher, of reqwest (its client before #31) and of hyper-util's client alone, on loopback |
 //! | `commit` | a store's cost per transaction and per page, replaying the engine's commits |
@@ -26,6 +27,7 @@ mod freshness;
 mod memory;
 mod proc;
 mod recrawl;
+mod render;
 mod shards;
 mod store;
 mod store_args;
@@ -56,6 +58,8 @@ enum Command {
     Shards(shards::ShardsArgs),
     /// A re-crawl with conditional requests against a fresh crawl.
     Recrawl(recrawl::RecrawlArgs),
+    /// `--render` against the served HTML on the same site.
+    Render(render::RenderArgs),
     /// Peak memory of a crawl with a million URLs seen.
     Memory(memory::MemoryArgs),
     /// The HTTP client stacks' CPU per request on loopback.
@@ -93,6 +97,7 @@ fn main() -> Result<()> {
         Command::Freshness(a) => freshness::run(a),
         Command::Shards(a) => shards::run(a),
         Command::Recrawl(a) => recrawl::run(a),
+        Command::Render(a) => render::run(a),
         Command::Memory(a) => memory::run(a),
         Command::Client(a) => client::run(a),
         Command::Commit(a) => commit::run(a),

@@ -161,11 +161,13 @@ impl Tab {
         let deadline = tokio::time::Instant::now() + config.timeout;
         let conn = self.conn.clone();
         let session = self.session.clone();
+        // Answered once the page's own response is handed over; allowed
+        // longer than the page's deadline, which is told first.
         let navigate = conn.call(
             Some(&session),
             "Page.navigate",
             json!({ "url": page.as_str() }),
-            config.timeout,
+            config.timeout + COMMAND_WITHIN,
         );
         tokio::pin!(navigate);
         let mut navigated = false;
@@ -243,12 +245,12 @@ impl Tab {
                     if !p.loaded {
                         return Err(RenderError::Timeout(config.timeout));
                     }
-                    let html = self.read_dom().await?;
+                    let html = self.read_dom(config).await?;
                     return Ok(rendered(html, &p, started, true));
                 }
             }
         }
-        let html = self.read_dom().await?;
+        let html = self.read_dom(config).await?;
         Ok(rendered(html, &p, started, false))
     }
 
@@ -378,8 +380,9 @@ impl Tab {
         Some(child)
     }
 
-    /// The page's DOM as HTML.
-    async fn read_dom(&self) -> Result<String, RenderError> {
+    /// The page's DOM as HTML. A page whose scripts keep its renderer
+    /// too busy to answer has timed out (its fault, not the browser's).
+    async fn read_dom(&self, config: &Plan) -> Result<String, RenderError> {
         let v = self
             .conn
             .call(
@@ -388,7 +391,11 @@ impl Tab {
                 json!({ "expression": dom_expression(), "returnByValue": true }),
                 READ_WITHIN,
             )
-            .await?;
+            .await
+            .map_err(|e| match e {
+                RenderError::Unresponsive(_) => RenderError::Timeout(config.timeout),
+                e => e,
+            })?;
         if let Some(e) = v.get("exceptionDetails") {
             let text = e
                 .get("text")

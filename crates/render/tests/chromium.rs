@@ -174,3 +174,30 @@ async fn a_selector_wait_waits_for_the_element() {
     assert!(rendered.html.contains("arrived"), "{}", rendered.html);
     assert!(!rendered.wait_unmet);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_busy_for_ever_after_its_load_times_out_and_the_browser_renders_on() {
+    let (r, plan) = renderer(Wait::Selector("#never".into()), Duration::from_secs(3)).await;
+    let memory = Memory::new(&[]);
+    let busy = "<html><body><script>addEventListener('load', () => \
+                setTimeout(() => { while (true) {} }, 0));</script></body></html>";
+    let e = r
+        .render(&page(), &response("text/html", busy), &memory, &plan)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, RenderError::Timeout(_)), "{e:?}");
+    let plan = Plan {
+        wait: Wait::Load,
+        ..plan
+    };
+    let ok = r
+        .render(
+            &page(),
+            &response("text/html", "<p>next</p>"),
+            &memory,
+            &plan,
+        )
+        .await
+        .unwrap();
+    assert!(ok.html.contains("next"));
+}
