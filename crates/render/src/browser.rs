@@ -31,6 +31,8 @@ pub(crate) struct Browser {
     pub(crate) pages: AtomicU32,
     /// Set when it stopped answering: no new page goes to it.
     pub(crate) broken: AtomicBool,
+    /// Its open tabs not rendering a page now, blank, ready for the next.
+    pub(crate) idle: std::sync::Mutex<Vec<crate::tab::Tab>>,
 }
 
 impl Browser {
@@ -84,6 +86,7 @@ impl Browser {
             profile,
             pages: AtomicU32::new(0),
             broken: AtomicBool::new(false),
+            idle: std::sync::Mutex::new(Vec::new()),
         };
         match browser
             .conn
@@ -108,6 +111,22 @@ impl Browser {
                 config.chromium.display()
             ))),
         }
+    }
+
+    /// An idle tab, if it has one.
+    pub(crate) fn take_idle(&self) -> Option<crate::tab::Tab> {
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop()
+    }
+
+    /// Keeps `tab` for the next page.
+    pub(crate) fn keep_idle(&self, tab: crate::tab::Tab) {
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(tab);
     }
 
     /// True while new pages may go to it.

@@ -102,25 +102,37 @@ impl Renderer {
             .map_err(|_| RenderError::BrowserGone)?;
         let browser = self.browser().await?;
         browser.pages.fetch_add(1, Ordering::Relaxed);
-        let mut tab = match Tab::open(browser.conn.clone()).await {
-            Ok(tab) => tab,
-            Err(e) => {
-                browser.broken.store(true, Ordering::Relaxed);
-                return Err(e);
-            }
+        let mut tab = match browser.take_idle() {
+            Some(tab) => tab,
+            None => match Tab::open(browser.conn.clone()).await {
+                Ok(tab) => tab,
+                Err(e) => {
+                    browser.broken.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            },
         };
         let result = tab
             .render(page, served, loader, plan, self.config.max_requests)
             .await;
+        tab.pages += 1;
         if matches!(
             result,
             Err(RenderError::Unresponsive(_) | RenderError::BrowserGone)
         ) {
             browser.broken.store(true, Ordering::Relaxed);
         }
-        // Closed off the page's path; the tab's place is free once it is.
+        // A tab whose page rendered is blanked and kept for the next page
+        // (a new one costs a renderer process); one that timed out or
+        // crashed is closed. Off the page's path: the tab's place is free
+        // once it is done.
+        let reuse = matches!(result, Ok(_) | Err(RenderError::TooLarge))
+            && tab.pages < crate::tab::TAB_PAGES;
+        let recycle_after = self.config.recycle_after;
         tokio::spawn(async move {
-            if let Err(e) = tab.close().await {
+            if reuse && browser.usable(recycle_after) && tab.blank().await.is_ok() {
+                browser.keep_idle(tab);
+            } else if let Err(e) = tab.close().await {
                 tracing::warn!(error = %e, "a tab would not close: its browser is replaced");
                 browser.broken.store(true, Ordering::Relaxed);
             }

@@ -43,8 +43,13 @@ fn dom_expression() -> String {
     )
 }
 
+/// Pages one tab renders before it is closed and another opened.
+pub(crate) const TAB_PAGES: u32 = 50;
+
 /// A tab, open and attached.
 pub(crate) struct Tab {
+    /// Pages it rendered.
+    pub(crate) pages: u32,
     conn: Arc<Connection>,
     context: String,
     target: String,
@@ -96,6 +101,7 @@ impl Tab {
         let (to_self, events) = mpsc::unbounded_channel();
         conn.route(&session, to_self.clone());
         let tab = Self {
+            pages: 0,
             conn,
             context,
             target,
@@ -113,6 +119,26 @@ impl Tab {
         self.conn
             .call(Some(&self.session), method, params, COMMAND_WITHIN)
             .await
+    }
+
+    /// Makes the tab blank for the next page: the last page's document
+    /// and whatever it still had in flight are gone (its paused requests
+    /// cancelled by the navigation, their events read and dropped).
+    pub(crate) async fn blank(&mut self) -> Result<(), RenderError> {
+        let v = self
+            .call("Page.navigate", json!({ "url": "about:blank" }))
+            .await?;
+        if v.get("errorText")
+            .and_then(Value::as_str)
+            .is_some_and(|e| !e.is_empty())
+        {
+            return Err(RenderError::Protocol("the tab could not be blanked".into()));
+        }
+        for child in self.children.drain(..) {
+            self.conn.unroute(&child);
+        }
+        while self.events.try_recv().is_ok() {}
+        Ok(())
     }
 
     /// Closes the tab and its context; an error means the browser did not

@@ -201,3 +201,32 @@ async fn a_page_busy_for_ever_after_its_load_times_out_and_the_browser_renders_o
         .unwrap();
     assert!(ok.html.contains("next"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tab_kept_for_the_next_page_brings_nothing_of_the_last_one() {
+    let (r, plan) = renderer(Wait::Load, Duration::from_secs(10)).await;
+    let memory = Memory::new(&[("/b.json", "application/json", "{}")]);
+    // Its fetch comes just after the load event, when the page is done.
+    let a = "<html><body><script>addEventListener('load', () => \
+             setTimeout(() => fetch('/late-a'), 0));</script></body></html>";
+    let b = "<html><body><script>fetch('/b.json');</script><p>b</p></body></html>";
+    r.render(&page(), &response("text/html", a), &memory, &plan)
+        .await
+        .unwrap();
+    memory.asked.lock().unwrap().clear();
+    let plan_b = Plan {
+        wait: Wait::NetworkIdle,
+        ..plan
+    };
+    let rendered = r
+        .render(&page(), &response("text/html", b), &memory, &plan_b)
+        .await
+        .unwrap();
+    assert!(rendered.html.contains("<p>b</p>"));
+    let asked: Vec<String> = memory.asked().into_iter().map(|(p, _)| p).collect();
+    assert!(asked.contains(&"/b.json".to_owned()), "{asked:?}");
+    assert!(
+        !asked.contains(&"/late-a".to_owned()),
+        "the last page's fetch: {asked:?}"
+    );
+}
