@@ -92,10 +92,15 @@ pub fn run(args: RenderArgs) -> Result<()> {
         "| setting | records | wall s | pages/s | crawler CPU ms/page | browser CPU ms/page | browsers' peak PSS MB |"
     );
     println!("|---|--:|--:|--:|--:|--:|--:|");
+    let mut served = None;
     for run in 0..args.runs {
         for (name, extra) in settings {
             let out = format!("out-{run}-{}.jsonl", name.len());
             let p = crawl(&bin, &work, &seeds, extra, &out)?;
+            // A render that lost a page's links would crawl less.
+            if *served.get_or_insert(p.records) != p.records {
+                bail!("{name}: {} records, not the {served:?} of the served HTML", p.records);
+            }
             let per_page = |d: Duration| 1000.0 * d.as_secs_f64() / p.records.max(1) as f64;
             println!(
                 "| {name} | {} | {:.2} | {:.1} | {:.2} | {:.2} | {:.0} |",

@@ -65,6 +65,11 @@ pub(crate) struct Tab {
 struct Progress {
     main_served: bool,
     loaded: bool,
+    /// The navigation's loader (from its answer), and the loaders of the
+    /// main frame whose load event was seen: a kept tab may still tell
+    /// the load of its blank page, which is not this page's.
+    loader: Option<String>,
+    loads: Vec<String>,
     found: bool,
     in_flight: usize,
     idle_since: Option<Instant>,
@@ -112,6 +117,8 @@ impl Tab {
         };
         prepare(&tab.conn, &tab.session).await?;
         tab.call("Page.enable", json!({})).await?;
+        tab.call("Page.setLifecycleEventsEnabled", json!({ "enabled": true }))
+            .await?;
         Ok(tab)
     }
 
@@ -221,7 +228,17 @@ impl Tab {
                             p.in_flight += 1;
                             p.idle_since = None;
                         }
-                        "Page.loadEventFired" if event.session == self.session => p.loaded = true,
+                        "Page.lifecycleEvent" if event.session == self.session => {
+                            let v = &event.params;
+                            let of_page = v.get("frameId").and_then(Value::as_str) == Some(&self.target);
+                            if of_page && v.get("name").and_then(Value::as_str) == Some("load")
+                                && let Some(l) = v.get("loaderId").and_then(Value::as_str)
+                                && p.loads.len() < 64
+                            {
+                                p.loads.push(l.to_owned());
+                                p.loaded = p.loader.as_deref() == Some(l);
+                            }
+                        }
                         "Inspector.targetCrashed" if event.session == self.session => {
                             return Err(RenderError::Crashed);
                         }
@@ -243,6 +260,8 @@ impl Tab {
                     if let Some(e) = v.get("errorText").and_then(Value::as_str).filter(|e| !e.is_empty()) {
                         return Err(RenderError::Protocol(format!("the navigation failed: {e}")));
                     }
+                    p.loader = v.get("loaderId").and_then(Value::as_str).map(str::to_owned);
+                    p.loaded = p.loader.as_ref().is_some_and(|l| p.loads.contains(l));
                 }
                 Some(refused) = answers.next(), if !answers.is_empty() => {
                     p.refused += u32::from(refused);

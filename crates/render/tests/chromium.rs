@@ -230,3 +230,28 @@ async fn a_tab_kept_for_the_next_page_brings_nothing_of_the_last_one() {
         "the last page's fetch: {asked:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_one_after_another_in_a_kept_tab_each_read_its_own_dom() {
+    let (r, plan) = renderer(Wait::Load, Duration::from_secs(10)).await;
+    let memory = Memory::new(&[("/style.css", "text/css", "p { color: red }")]);
+    for i in 0..20 {
+        let html: &'static str = Box::leak(
+            format!(
+                "<html><head><link rel=stylesheet href=/style.css></head>\
+                 <body><p id=m>page-{i}</p><script>document.body.dataset.n = '{i}';</script></body></html>"
+            )
+            .into_boxed_str(),
+        );
+        let rendered = r
+            .render(&page(), &response("text/html", html), &memory, &plan)
+            .await
+            .unwrap();
+        assert!(
+            rendered.html.contains(&format!("page-{i}"))
+                && rendered.html.contains(&format!("data-n=\"{i}\"")),
+            "page {i} read: {}",
+            rendered.html
+        );
+    }
+}

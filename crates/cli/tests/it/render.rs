@@ -242,3 +242,38 @@ pub fn browsers(profile: &str) -> usize {
         })
         .count()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rendering_every_page_finds_what_the_served_html_gives() {
+    let mut config = SiteConfig::uniform(2, 40);
+    for host in &mut config.hosts {
+        host.embeds = true;
+    }
+    let site = TestSite::start(config).await.unwrap();
+    let seed = site.url(0, "/");
+    let urls = |records: &[CrawlRecord]| {
+        records
+            .iter()
+            .map(|r| (r.url.clone(), r.links))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let plain = fresh_dir("render", "every-plain");
+    let (served, _) =
+        crawl_to_end(&plain, crawl_in(&plain, &seed, &["--per-host", "2"]), LIMIT).await;
+    let d = fresh_dir("render", "every-rendered");
+    let args = [
+        "--per-host",
+        "2",
+        "--render",
+        "--render-when",
+        "always",
+        "--render-tabs",
+        "2",
+    ];
+    let (rendered, err) = crawl_to_end(&d, crawl_in(&d, &seed, &args), LIMIT).await;
+    assert_eq!(urls(&rendered), urls(&served), "{err}");
+    let pages = rendered.iter().filter(|r| r.url.contains("/p/"));
+    for r in pages {
+        assert!(r.rendered.is_some(), "{r:#?}");
+    }
+}
