@@ -3,8 +3,8 @@
 //! icon (as a real site's pages share theirs), crawled whole by the
 //! release `crawlkeeper` without `--render`, then with `--render
 //! --render-when always` on 1 and 2 browsers. For each: pages/s, the
-//! crawler's CPU per page (the kernel's account), the browsers' CPU per
-//! page and their memory (every process under the crawler, sampled from
+//! crawler's own CPU per page, the browsers' CPU per page and their
+//! memory (every process under the crawler, sampled from
 //! `/proc` every 100 ms: CPU from each one's last sample, memory as the
 //! peak of their summed proportional set size, PSS, so that pages shared
 //! between a browser's processes count once).
@@ -99,7 +99,10 @@ pub fn run(args: RenderArgs) -> Result<()> {
             let p = crawl(&bin, &work, &seeds, extra, &out)?;
             // A render that lost a page's links would crawl less.
             if *served.get_or_insert(p.records) != p.records {
-                bail!("{name}: {} records, not the {served:?} of the served HTML", p.records);
+                bail!(
+                    "{name}: {} records, not the {served:?} of the served HTML",
+                    p.records
+                );
             }
             let per_page = |d: Duration| 1000.0 * d.as_secs_f64() / p.records.max(1) as f64;
             println!(
@@ -130,9 +133,11 @@ fn crawl(bin: &Path, work: &Path, seeds: &[String], extra: &[&str], out: &str) -
         .spawn()
         .context("starting the crawler")?;
     let tree = Tree::start(child.id());
-    let (status, crawler_cpu, _) = wait_with_rusage(child.id())?;
+    let (status, _, _) = wait_with_rusage(child.id())?;
     let wall = started.elapsed();
-    let (browser_cpu, browser_pss) = tree.finish();
+    // The kernel's account of the crawler would include the browsers it
+    // reaped: its own ticks are sampled instead.
+    let (crawler_cpu, browser_cpu, browser_pss) = tree.finish();
     if status != 0 {
         bail!("crawler exited with status {status}");
     }
@@ -146,10 +151,11 @@ fn crawl(bin: &Path, work: &Path, seeds: &[String], extra: &[&str], out: &str) -
     })
 }
 
-/// A sampler of every process below one, on a thread of its own.
+/// A sampler of one process and every process below it, on a thread of
+/// its own.
 struct Tree {
     done: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<(BTreeMap<u32, u64>, u64)>,
+    thread: std::thread::JoinHandle<(u64, BTreeMap<u32, u64>, u64)>,
 }
 
 impl Tree {
@@ -159,7 +165,9 @@ impl Tree {
         let thread = std::thread::spawn(move || {
             let mut ticks: BTreeMap<u32, u64> = BTreeMap::new();
             let mut peak = 0;
+            let mut own = 0;
             while !stop.load(Ordering::Relaxed) {
+                own = cpu_ticks(root).unwrap_or(own);
                 let mut pss = 0;
                 for pid in descendants(root) {
                     if let Some(t) = cpu_ticks(pid) {
@@ -170,19 +178,20 @@ impl Tree {
                 peak = peak.max(pss);
                 std::thread::sleep(Duration::from_millis(100));
             }
-            (ticks, peak)
+            (own, ticks, peak)
         });
         Self { done, thread }
     }
 
-    /// The descendants' CPU and their peak summed PSS (KiB).
-    fn finish(self) -> (Duration, u64) {
+    /// The root's own CPU (as last sampled), its descendants' CPU, and
+    /// their peak summed PSS (KiB).
+    fn finish(self) -> (Duration, Duration, u64) {
         self.done.store(true, Ordering::Relaxed);
-        let (ticks, peak) = self.thread.join().unwrap_or_default();
+        let (own, ticks, peak) = self.thread.join().unwrap_or_default();
         // SAFETY: sysconf has no memory effects.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        let cpu = Duration::from_millis(ticks.values().sum::<u64>() * 1000 / hz);
-        (cpu, peak)
+        let time = |t: u64| Duration::from_millis(t * 1000 / hz);
+        (time(own), time(ticks.values().sum()), peak)
     }
 }
 

@@ -187,6 +187,11 @@ fn flags(config: &RenderConfig) -> Vec<String> {
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
         "--webrtc-ip-handling-policy=disable_non_proxied_udp",
         "--window-size=1280,1000",
+        // A tab kept for the next page navigates to it in the renderer
+        // it has (site isolation kept): swapping to a new one on every
+        // navigation cost two renderer processes a page and 40 % of the
+        // time (`crawlkeeper-bench render`).
+        "--disable-features=ProactivelySwapBrowsingInstance,BackForwardCache,RenderDocument",
     ]
     .into_iter()
     .map(str::to_owned)
