@@ -2,7 +2,8 @@
 //! Chromium (started with its first page to render), offers a browser
 //! to the jobs that need one, and a Runner killed with SIGKILL mid-crawl
 //! takes its browser with it while its backup crawls on: every URL has
-//! exactly one result, each page's read from its rendered DOM.
+//! exactly one result, each page's read from its rendered DOM. A job
+//! that renders is refused when no live Runner has a browser.
 
 use crate::common;
 
@@ -36,7 +37,8 @@ async fn a_rendering_cluster_loses_a_runner_to_kill_9_and_every_url_has_one_resu
     assert_eq!(code, 0, "the job completes: {err}\n{}", c.node_log(2));
     // At most one request per host of the dead Runner's shard was in
     // flight at the kill.
-    c.check_complete(4).await;
+    // The browsers' own request for each host's icon aside.
+    c.check_complete_allowing(4, &["/favicon.ico"]).await;
     let job = c.status().await["jobs"][0]["name"]
         .as_str()
         .unwrap()
@@ -56,4 +58,20 @@ async fn a_rendering_cluster_loses_a_runner_to_kill_9_and_every_url_has_one_resu
         0,
         "the killed node's browser died with it"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_render_job_no_live_runner_can_render_is_refused_with_one_line() {
+    let c = Cluster::start("cl_render_none", 1, 0, 1, 1, 3, 0).await;
+    let _node = c.node_logged(1, &["--chromium", "/nonexistent/chromium"]);
+    let formed = c.formed().await;
+    assert_eq!(formed["members"][0]["browser"], false, "{formed:#}");
+    let (code, _, err) = c.submit(&RENDER).await;
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(crawlkeeper_crawl::render::BROWSER) && err.contains("has no browser"),
+        "{err}"
+    );
+    assert!(c.status().await["jobs"].as_array().unwrap().is_empty());
 }

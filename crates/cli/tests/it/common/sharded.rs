@@ -210,6 +210,12 @@ impl Sharded {
     /// that held it), at most `repeats` requests more than one per page in
     /// all, and never two at once on a host.
     pub fn check_log(&self, holders: &[&[&str]], repeats: usize) {
+        self.check_log_allowing(holders, repeats, &[]);
+    }
+
+    /// [`Self::check_log`], requests for `allowed` paths on any host
+    /// aside (a browser's own `/favicon.ico`).
+    pub fn check_log_allowing(&self, holders: &[&[&str]], repeats: usize, allowed: &[&str]) {
         let requests = self.requests();
         let mut extra = 0;
         for (h, paths) in self.expected() {
@@ -233,7 +239,7 @@ impl Sharded {
         }
         let unexpected: Vec<_> = requests
             .keys()
-            .filter(|(h, p)| !self.expected()[h].contains(p))
+            .filter(|(h, p)| !self.expected()[h].contains(p) && !allowed.contains(&p.as_str()))
             .collect();
         assert!(
             unexpected.is_empty(),
