@@ -24,28 +24,33 @@ pub fn is_shell(body: &[u8], links: u32) -> bool {
     links < FEW_LINKS || has_empty_mount(body)
 }
 
+/// One pass over the body: at each `id=` whose quoted value is a mount
+/// id, whether the element closes at once.
 fn has_empty_mount(body: &[u8]) -> bool {
-    MOUNTS.iter().any(|id| {
-        [b'"', b'\''].iter().any(|q| {
-            let mut needle = b"id=".to_vec();
-            needle.push(*q);
-            needle.extend_from_slice(id.as_bytes());
-            needle.push(*q);
-            find_all(body, &needle).any(|at| {
-                let rest = &body[at + needle.len()..];
-                // Other attributes may follow the id: up to the tag's end,
-                // then its closing tag at once (spaces allowed).
-                let Some(close) = rest.iter().position(|b| *b == b'>') else {
-                    return false;
-                };
-                let after = &rest[close + 1..];
-                let after = &after[after
-                    .iter()
-                    .position(|b| !b.is_ascii_whitespace())
-                    .unwrap_or(after.len())..];
-                after.starts_with(b"</")
-            })
-        })
+    find_all(body, b"id=").any(|at| {
+        let rest = &body[at + 3..];
+        let Some(&quote) = rest.first().filter(|q| matches!(q, b'"' | b'\'')) else {
+            return false;
+        };
+        let value = &rest[1..];
+        let Some(end) = value.iter().take(16).position(|b| *b == quote) else {
+            return false;
+        };
+        if !MOUNTS.iter().any(|m| m.as_bytes() == &value[..end]) {
+            return false;
+        }
+        // Other attributes may follow the id: up to the tag's end, then
+        // its closing tag at once (spaces allowed).
+        let after_value = &value[end + 1..];
+        let Some(close) = after_value.iter().take(4096).position(|b| *b == b'>') else {
+            return false;
+        };
+        let after = &after_value[close + 1..];
+        let text = after
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(after.len());
+        after[text..].starts_with(b"</")
     })
 }
 

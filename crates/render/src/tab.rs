@@ -32,6 +32,8 @@ const COMMAND_WITHIN: Duration = Duration::from_secs(10);
 const READ_WITHIN: Duration = Duration::from_secs(5);
 /// The largest body handed to the browser (base64 in one message).
 const MAX_FULFILL: usize = 32 << 20;
+/// Requests of one page answered at once.
+const LOADS_AT_ONCE: usize = 16;
 /// How often the wait's condition is checked.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -205,6 +207,9 @@ impl Tab {
         tokio::pin!(navigate);
         let mut navigated = false;
         let mut answers = FuturesUnordered::new();
+        // Requests past the ones being answered wait their turn: what a
+        // page's loads hold at once (bodies, their base64) stays bounded.
+        let mut queued = std::collections::VecDeque::new();
         let mut setups = FuturesUnordered::new();
         let mut probes = FuturesUnordered::new();
         let mut tick = tokio::time::interval(TICK);
@@ -224,7 +229,11 @@ impl Tab {
                     match event.method.as_str() {
                         "Fetch.requestPaused" => {
                             let answer = self.paused(event, page, served, loader, max_requests, &mut p);
-                            answers.push(answer);
+                            if answers.len() < LOADS_AT_ONCE {
+                                answers.push(answer);
+                            } else {
+                                queued.push_back(answer);
+                            }
                             p.in_flight += 1;
                             p.idle_since = None;
                         }
@@ -264,6 +273,9 @@ impl Tab {
                     p.loaded = p.loader.as_ref().is_some_and(|l| p.loads.contains(l));
                 }
                 Some(refused) = answers.next(), if !answers.is_empty() => {
+                    if let Some(next) = queued.pop_front() {
+                        answers.push(next);
+                    }
                     p.refused += u32::from(refused);
                     p.in_flight = p.in_flight.saturating_sub(1);
                     if p.in_flight == 0 {

@@ -255,3 +255,45 @@ async fn pages_one_after_another_in_a_kept_tab_each_read_its_own_dom() {
         );
     }
 }
+
+/// Counts the loads it answers at once; each takes a moment.
+struct Slow {
+    now: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    done: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl Loader for Slow {
+    async fn load(&self, _: &Subrequest) -> Answer {
+        use std::sync::atomic::Ordering::SeqCst;
+        let n = self.now.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(n, SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.now.fetch_sub(1, SeqCst);
+        self.done.fetch_add(1, SeqCst);
+        Answer::Response(Box::new(response("image/png", "")))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_asking_for_many_things_at_once_is_answered_a_few_at_a_time() {
+    let (r, plan) = renderer(Wait::Load, Duration::from_secs(20)).await;
+    let images: String = (0..60)
+        .map(|i| format!("<img src=http://h{i}.test/i.png>"))
+        .collect();
+    let html: &'static str =
+        Box::leak(format!("<html><body>{images}</body></html>").into_boxed_str());
+    let slow = Slow {
+        now: Default::default(),
+        most: Default::default(),
+        done: Default::default(),
+    };
+    r.render(&page(), &response("text/html", html), &slow, &plan)
+        .await
+        .unwrap();
+    use std::sync::atomic::Ordering::SeqCst;
+    assert!(slow.done.load(SeqCst) >= 60, "every image answered");
+    let most = slow.most.load(SeqCst);
+    assert!((2..=16).contains(&most), "{most} at once");
+}
