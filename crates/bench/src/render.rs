@@ -133,11 +133,13 @@ fn crawl(bin: &Path, work: &Path, seeds: &[String], extra: &[&str], out: &str) -
         .spawn()
         .context("starting the crawler")?;
     let tree = Tree::start(child.id());
-    let (status, _, _) = wait_with_rusage(child.id())?;
+    let (status, kernel, _) = wait_with_rusage(child.id())?;
     let wall = started.elapsed();
-    // The kernel's account of the crawler would include the browsers it
-    // reaped: its own ticks are sampled instead.
-    let (crawler_cpu, browser_cpu, browser_pss) = tree.finish();
+    // The kernel's account of the crawler includes the browsers it
+    // reaped; its own ticks are sampled, which a crawl shorter than a
+    // sample misses: the larger of the two.
+    let (sampled, browser_cpu, browser_pss) = tree.finish();
+    let crawler_cpu = sampled.max(kernel.saturating_sub(browser_cpu));
     if status != 0 {
         bail!("crawler exited with status {status}");
     }
