@@ -51,7 +51,22 @@ async fn links_and_fields_that_script_builds_are_found_only_when_rendered() {
     assert_eq!(records.len(), 1, "nothing else found: {records:#?}");
 
     let d = fresh_dir("render", "shell-rendered");
-    let mut args = vec!["--render", "--render-wait", "networkidle"];
+    // A processor is given the rendered DOM as the page's body.
+    let script = d.join("saw.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import sys, json, base64\n\
+             for line in sys.stdin:\n\
+             \x20   r = json.loads(line)\n\
+             \x20   body = base64.b64decode(r['body']).decode('utf-8', 'replace')\n\
+             \x20   print(json.dumps({{'id': r['id'], 'fields': {{'saw': {HEADLINE:?} in body}}}}), flush=True)\n"
+        ),
+    )
+    .unwrap();
+    let processor = format!("saw=python3 {}", script.display());
+    let mut args = vec!["--render", "--render-wait", "networkidle", "--text"];
+    args.extend(["--processor", &processor, "--use", "saw"]);
     args.extend(fields);
     let (records, err) = crawl_to_end(&d, crawl_in(&d, &seed, &args), LIMIT).await;
     let shell = by_url(&records, &seed);
@@ -61,6 +76,12 @@ async fn links_and_fields_that_script_builds_are_found_only_when_rendered() {
         "{shell:#?}\n{err}"
     );
     assert_eq!(field(shell, "price"), Some(PRICE));
+    assert!(
+        field(shell, "text").is_some_and(|t| t.contains(HEADLINE)),
+        "{shell:#?}"
+    );
+    let saw = shell.fields.as_ref().and_then(|f| f.get("saw"));
+    assert_eq!(saw, Some(&serde_json::Value::Bool(true)), "{shell:#?}");
     assert_eq!(shell.links, 3);
     let rendered = shell
         .rendered
