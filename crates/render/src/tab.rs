@@ -62,6 +62,26 @@ pub(crate) struct Tab {
     to_self: mpsc::UnboundedSender<Event>,
 }
 
+/// What an event asks of the render's loop.
+enum Next<F> {
+    /// Send this answer to a paused request.
+    Answer(F),
+    /// Let this frame or worker run once its requests are paused.
+    Child(String),
+    /// Nothing.
+    Nothing,
+}
+
+/// What is done with a paused request.
+enum Then {
+    /// It is the page's own navigation: handed the response fetched.
+    Serve,
+    /// Failed, for this reason.
+    Refuse(String),
+    /// Asked of the crawl's loader.
+    Load(Box<Subrequest>),
+}
+
 /// What the loop knows of the page so far.
 #[derive(Default)]
 struct Progress {
@@ -77,6 +97,36 @@ struct Progress {
     idle_since: Option<Instant>,
     requests: u32,
     refused: u32,
+}
+
+impl Progress {
+    /// Takes in a lifecycle event of the tab: the load of a main-frame
+    /// document (this page's once its loader is known).
+    fn lifecycle(&mut self, target: &str, v: &Value) {
+        let of_page = v.get("frameId").and_then(Value::as_str) == Some(target);
+        if of_page
+            && v.get("name").and_then(Value::as_str) == Some("load")
+            && let Some(l) = v.get("loaderId").and_then(Value::as_str)
+            && self.loads.len() < 64
+        {
+            self.loads.push(l.to_owned());
+            self.loaded = self.loader.as_deref() == Some(l);
+        }
+    }
+
+    /// Takes in the navigation's answer: its loader, or its failure.
+    fn navigated(&mut self, v: &Value) -> Result<(), RenderError> {
+        if let Some(e) = v
+            .get("errorText")
+            .and_then(Value::as_str)
+            .filter(|e| !e.is_empty())
+        {
+            return Err(RenderError::Protocol(format!("the navigation failed: {e}")));
+        }
+        self.loader = v.get("loaderId").and_then(Value::as_str).map(str::to_owned);
+        self.loaded = self.loader.as_ref().is_some_and(|l| self.loads.contains(l));
+        Ok(())
+    }
 }
 
 impl Tab {
@@ -226,9 +276,8 @@ impl Tab {
                     let Some(event) = event else {
                         return Err(RenderError::BrowserGone);
                     };
-                    match event.method.as_str() {
-                        "Fetch.requestPaused" => {
-                            let answer = self.paused(event, page, served, loader, max_requests, &mut p);
+                    match self.on_event(event, served, loader, max_requests, &mut p)? {
+                        Next::Answer(answer) => {
                             if answers.len() < LOADS_AT_ONCE {
                                 answers.push(answer);
                             } else {
@@ -237,40 +286,16 @@ impl Tab {
                             p.in_flight += 1;
                             p.idle_since = None;
                         }
-                        "Page.lifecycleEvent" if event.session == self.session => {
-                            let v = &event.params;
-                            let of_page = v.get("frameId").and_then(Value::as_str) == Some(&self.target);
-                            if of_page && v.get("name").and_then(Value::as_str) == Some("load")
-                                && let Some(l) = v.get("loaderId").and_then(Value::as_str)
-                                && p.loads.len() < 64
-                            {
-                                p.loads.push(l.to_owned());
-                                p.loaded = p.loader.as_deref() == Some(l);
-                            }
+                        Next::Child(child) => {
+                            let conn = conn.clone();
+                            setups.push(async move { start_child(&conn, &child).await });
                         }
-                        "Inspector.targetCrashed" if event.session == self.session => {
-                            return Err(RenderError::Crashed);
-                        }
-                        "Target.attachedToTarget" => {
-                            if let Some(child) = self.adopt(&event) {
-                                let conn = conn.clone();
-                                setups.push(async move { start_child(&conn, &child).await });
-                            }
-                        }
-                        "Target.detachedFromTarget" if event.session == self.session => {
-                            return Err(RenderError::Crashed);
-                        }
-                        _ => {}
+                        Next::Nothing => {}
                     }
                 }
                 r = &mut navigate, if !navigated => {
                     navigated = true;
-                    let v = r?;
-                    if let Some(e) = v.get("errorText").and_then(Value::as_str).filter(|e| !e.is_empty()) {
-                        return Err(RenderError::Protocol(format!("the navigation failed: {e}")));
-                    }
-                    p.loader = v.get("loaderId").and_then(Value::as_str).map(str::to_owned);
-                    p.loaded = p.loader.as_ref().is_some_and(|l| p.loads.contains(l));
+                    p.navigated(&r?)?;
                 }
                 Some(refused) = answers.next(), if !answers.is_empty() => {
                     if let Some(next) = queued.pop_front() {
@@ -289,13 +314,7 @@ impl Tab {
                         && p.loaded
                         && probes.is_empty()
                     {
-                        let conn = conn.clone();
-                        let session = session.clone();
-                        let expression = format!(
-                            "document.querySelector({}) !== null",
-                            Value::String(selector.clone())
-                        );
-                        probes.push(async move { probe(&conn, &session, expression).await });
+                        probes.push(probe(conn.clone(), session.clone(), selector));
                     }
                 }
                 _ = tokio::time::sleep_until(deadline) => {
@@ -309,6 +328,35 @@ impl Tab {
         }
         let html = self.read_dom(config).await?;
         Ok(rendered(html, &p, started, false))
+    }
+
+    /// Takes in one event of the tab (or of what it started).
+    fn on_event<'a>(
+        &mut self,
+        event: Event,
+        served: &'a FetchResponse,
+        loader: &'a dyn Loader,
+        max_requests: u32,
+        p: &mut Progress,
+    ) -> Result<Next<impl Future<Output = bool> + use<'a>>, RenderError> {
+        let own = event.session == self.session;
+        match event.method.as_str() {
+            "Fetch.requestPaused" => {
+                let answer = self.paused(event, served, loader, max_requests, p);
+                return Ok(Next::Answer(answer));
+            }
+            "Page.lifecycleEvent" if own => p.lifecycle(&self.target, &event.params),
+            "Inspector.targetCrashed" | "Target.detachedFromTarget" if own => {
+                return Err(RenderError::Crashed);
+            }
+            "Target.attachedToTarget" => {
+                if let Some(child) = self.adopt(&event) {
+                    return Ok(Next::Child(child));
+                }
+            }
+            _ => {}
+        }
+        Ok(Next::Nothing)
     }
 
     /// True when `wait` is met, the page having loaded.
@@ -327,7 +375,6 @@ impl Tab {
     fn paused<'a>(
         &mut self,
         event: Event,
-        page: &Url,
         served: &'a FetchResponse,
         loader: &'a dyn Loader,
         max_requests: u32,
@@ -341,52 +388,7 @@ impl Tab {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let request = params.get("request").cloned().unwrap_or(Value::Null);
-        let url = request
-            .get("url")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let method = request
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or("GET")
-            .to_owned();
-        let resource_type = params
-            .get("resourceType")
-            .and_then(Value::as_str)
-            .unwrap_or("Other")
-            .to_owned();
-        let frame = params.get("frameId").and_then(Value::as_str).unwrap_or("");
-        let navigation = resource_type == "Document";
-        let main_frame = navigation && frame == self.target;
-        enum Then {
-            Serve,
-            Refuse(String),
-            Load(Box<Subrequest>),
-        }
-        let then = if main_frame && !p.main_served {
-            p.main_served = true;
-            Then::Serve
-        } else if main_frame {
-            Then::Refuse(format!("the page navigated away to {url}"))
-        } else if p.requests >= max_requests {
-            Then::Refuse(format!("more than {max_requests} requests"))
-        } else {
-            match Url::parse(url) {
-                Ok(mut url) => {
-                    p.requests += 1;
-                    url.set_fragment(None);
-                    Then::Load(Box::new(Subrequest {
-                        url,
-                        method,
-                        resource_type,
-                        navigation,
-                    }))
-                }
-                Err(e) => Then::Refuse(format!("unusable URL: {e}")),
-            }
-        };
-        tracing::trace!(%page, url, "request paused");
+        let then = self.decide(&params, max_requests, p);
         async move {
             let answer = match then {
                 Then::Serve => fulfill(served),
@@ -424,6 +426,42 @@ impl Tab {
                 .call(Some(&session), method, params, COMMAND_WITHIN)
                 .await;
             refused
+        }
+    }
+
+    /// What to do with the paused request `params` describes: the page's
+    /// own navigation is served (once), a later one of the main frame and
+    /// one past `max_requests` refused, any other asked of the loader.
+    fn decide(&self, params: &Value, max_requests: u32, p: &mut Progress) -> Then {
+        let request = params.get("request").unwrap_or(&Value::Null);
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+        let url = text(request, "url").unwrap_or_default();
+        let resource_type = text(params, "resourceType").unwrap_or_else(|| "Other".into());
+        let navigation = resource_type == "Document";
+        let main_frame = navigation && text(params, "frameId").as_deref() == Some(&self.target);
+        tracing::trace!(url, resource_type, "request paused");
+        if main_frame && !p.main_served {
+            p.main_served = true;
+            return Then::Serve;
+        }
+        if main_frame {
+            return Then::Refuse(format!("the page navigated away to {url}"));
+        }
+        if p.requests >= max_requests {
+            return Then::Refuse(format!("more than {max_requests} requests"));
+        }
+        match Url::parse(&url) {
+            Ok(mut url) => {
+                p.requests += 1;
+                url.set_fragment(None);
+                Then::Load(Box::new(Subrequest {
+                    url,
+                    method: text(request, "method").unwrap_or_else(|| "GET".into()),
+                    resource_type,
+                    navigation,
+                }))
+            }
+            Err(e) => Then::Refuse(format!("unusable URL: {e}")),
         }
     }
 
@@ -508,19 +546,29 @@ async fn start_child(conn: &Connection, child: &str) -> Result<(), RenderError> 
     Ok(())
 }
 
-/// Whether `expression` is true in the page now.
-async fn probe(conn: &Connection, session: &str, expression: String) -> bool {
-    let v = conn
-        .call(
-            Some(session),
-            "Runtime.evaluate",
-            json!({ "expression": expression, "returnByValue": true }),
-            COMMAND_WITHIN,
-        )
-        .await;
-    v.ok()
-        .and_then(|v| v.get("result")?.get("value")?.as_bool())
-        .unwrap_or(false)
+/// Whether an element matches `selector` in the page now.
+fn probe(
+    conn: Arc<Connection>,
+    session: String,
+    selector: &str,
+) -> impl Future<Output = bool> + use<> {
+    let expression = format!(
+        "document.querySelector({}) !== null",
+        Value::String(selector.to_owned())
+    );
+    async move {
+        let v = conn
+            .call(
+                Some(&session),
+                "Runtime.evaluate",
+                json!({ "expression": expression, "returnByValue": true }),
+                COMMAND_WITHIN,
+            )
+            .await;
+        v.ok()
+            .and_then(|v| v.get("result")?.get("value")?.as_bool())
+            .unwrap_or(false)
+    }
 }
 
 /// The `Fetch.fulfillRequest` parameters (but the request's id) that hand

@@ -17,6 +17,9 @@ use crate::robots::RobotsRules;
 use crate::scope::{Candidate, ScopeChain, Verdict};
 use crawlkeeper_extract::{CutShort, Extracted, Extractor, Page, PageLimits};
 use crawlkeeper_fetch::{FetchResponse, Fetcher};
+use signature::{observed, same_copy, text_signature};
+
+mod signature;
 
 /// A URL the engine has decided to request.
 #[derive(Debug, Clone)]
@@ -728,56 +731,6 @@ fn link(key: u128, url: Url, depth: u32, parent: &Arc<str>) -> Discovered {
 fn header_validator(r: &FetchResponse, name: http::header::HeaderName) -> Option<String> {
     let value = r.headers.get(name)?;
     crawlkeeper_model::known::validator(value.as_bytes())
-}
-
-/// What response `r` to `request` tells a continuous crawl (which alone
-/// asks, [`Pipeline::signatures`]): a `304` to
-/// a conditional request confirms the copy, a `2xx` body is content (its
-/// signature), `404` and `410` say the page is gone; nothing else tells
-/// anything of the content.
-fn observed(request: &Request, r: &FetchResponse) -> Observed {
-    match r.status {
-        304 if request.known.as_deref().is_some_and(Known::validates) => Observed::NotModified,
-        200..=299 => Observed::Content(crawlkeeper_model::revisit::signature(&r.body)),
-        404 | 410 => Observed::Gone,
-        _ => Observed::Failed,
-    }
-}
-
-/// `--signature text`: a page whose text was taken (`fields.text`, after
-/// the processors) is told changed or not by the text's signature; other
-/// bodies keep their bytes'.
-fn text_signature(processed: &mut Processed) {
-    if !matches!(processed.observed, Observed::Content(_)) {
-        return;
-    }
-    let text = processed
-        .record
-        .fields
-        .as_ref()
-        .and_then(|f| f.get("text"))
-        .and_then(|t| t.as_str());
-    if let Some(text) = text {
-        processed.observed =
-            Observed::Content(crawlkeeper_model::revisit::signature(text.as_bytes()));
-    }
-}
-
-/// In a continuous crawl: when the copy a whole `2xx` body repeats (the
-/// same signature as the page's last changed fetch) was fetched; it is
-/// archived as an identical-payload revisit of that copy.
-fn same_copy(
-    request: &Request,
-    observed: &Observed,
-    r: &FetchResponse,
-) -> Option<chrono::DateTime<chrono::Utc>> {
-    let Observed::Content(sig) = observed else {
-        return None;
-    };
-    let before = request.known.as_deref()?.revisit.as_deref()?;
-    let same = !r.truncated && before.holds(*sig);
-    same.then(|| chrono::DateTime::from_timestamp_millis(before.changed_ms?))
-        .flatten()
 }
 
 /// The record of `request` before anything is known of its response.
