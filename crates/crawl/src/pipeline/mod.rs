@@ -344,22 +344,9 @@ impl Pipeline {
             }
             Ok(response) => {
                 let (mut processed, mut nofollow) = self.interpret(request, record, &response);
-                // Boxed: a render's state (its tab's loop) would otherwise
-                // sit inline in every page's future, copied as it moves
-                // (+2 % of instructions a page on a crawl that does not
-                // render, by callgrind).
-                let rendered = if self.render.is_some() {
-                    Box::pin(self.render_step(
-                        request,
-                        robots,
-                        &response,
-                        &mut processed,
-                        &mut nofollow,
-                    ))
-                    .await
-                } else {
-                    crate::render::step::Outcome::default()
-                };
+                let rendered = self
+                    .render_step(request, robots, &response, &mut processed, &mut nofollow)
+                    .await;
                 if let Some(level) = request.sitemap_level()
                     && (200..300).contains(&response.status)
                 {
