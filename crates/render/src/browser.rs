@@ -212,8 +212,10 @@ fn flags(config: &RenderConfig) -> Vec<String> {
 fn profile_dir() -> Result<PathBuf, RenderError> {
     use std::os::unix::fs::DirBuilderExt;
     static NEXT: AtomicU32 = AtomicU32::new(0);
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| sweep(&std::env::temp_dir()));
     let dir = std::env::temp_dir().join(format!(
-        "crawlkeeper-chromium-{}-{}-{:x}",
+        "{PROFILE_PREFIX}{}-{}-{:x}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed),
         fastrand_u64()
@@ -223,6 +225,37 @@ fn profile_dir() -> Result<PathBuf, RenderError> {
         .create(&dir)
         .map_err(RenderError::Io)?;
     Ok(dir)
+}
+
+/// How a profile directory's name starts; the process's id follows.
+const PROFILE_PREFIX: &str = "crawlkeeper-chromium-";
+
+/// Removes the profile directories under `dir` that processes killed
+/// before they could remove their own left (`kill -9`): those of ours
+/// whose process is gone. Not followed through links; another user's
+/// are not ours to remove.
+fn sweep(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let me = unsafe { libc::geteuid() };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PROFILE_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let ours = std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// A number no other process guesses: the clock's nanoseconds mixed with
@@ -294,4 +327,26 @@ fn which(name: &Path) -> Option<PathBuf> {
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dead_processs_profile_is_swept_a_live_ones_kept() {
+        let root = std::env::temp_dir().join(format!("ck-sweep-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        // No process has an id this large (the kernel's limit is 2^22).
+        let dead = root.join(format!("{PROFILE_PREFIX}{}-0-ab", u32::MAX - 1));
+        let live = root.join(format!("{PROFILE_PREFIX}{}-0-cd", std::process::id()));
+        let other = root.join("something-else-1");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir_all(d.join("Default")).unwrap();
+        }
+        sweep(&root);
+        assert!(!dead.exists(), "the dead process's profile");
+        assert!(live.exists() && other.exists());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
