@@ -52,7 +52,9 @@ struct Routes {
 
 /// One connection to one browser.
 pub(crate) struct Connection {
-    writer: tokio::sync::Mutex<pipe::Sender>,
+    /// Whole messages to the writer task: a call given up (its page done,
+    /// its deadline passed) never leaves half a message in the pipe.
+    writer: mpsc::UnboundedSender<Vec<u8>>,
     next_id: AtomicU64,
     routes: Arc<Mutex<Routes>>,
 }
@@ -80,8 +82,10 @@ impl Connection {
     pub(crate) fn start(writer: pipe::Sender, reader: pipe::Receiver) -> Arc<Self> {
         let routes = Arc::new(Mutex::new(Routes::default()));
         tokio::spawn(read_loop(reader, routes.clone()));
+        let (to_writer, messages) = mpsc::unbounded_channel();
+        tokio::spawn(write_loop(writer, messages, routes.clone()));
         Arc::new(Self {
-            writer: tokio::sync::Mutex::new(writer),
+            writer: to_writer,
             next_id: AtomicU64::new(1),
             routes,
         })
@@ -130,21 +134,9 @@ impl Connection {
             }
             routes.pending.insert(id, tx);
         }
-        let sent = tokio::time::timeout(within, async {
-            let mut w = self.writer.lock().await;
-            w.write_all(&bytes).await
-        })
-        .await;
-        match sent {
-            Ok(Ok(())) => {}
-            Ok(Err(_)) => {
-                lock(&self.routes).pending.remove(&id);
-                return Err(RenderError::BrowserGone);
-            }
-            Err(_) => {
-                lock(&self.routes).pending.remove(&id);
-                return Err(RenderError::Unresponsive(method.to_owned()));
-            }
+        if self.writer.send(bytes).is_err() {
+            lock(&self.routes).pending.remove(&id);
+            return Err(RenderError::BrowserGone);
         }
         match tokio::time::timeout(within, rx).await {
             Ok(Ok(answer)) => answer,
@@ -164,6 +156,32 @@ fn lock(routes: &Mutex<Routes>) -> std::sync::MutexGuard<'_, Routes> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Writes each message whole, in order; a write that fails closes the
+/// connection (every waiting call fails).
+async fn write_loop(
+    mut writer: pipe::Sender,
+    mut messages: mpsc::UnboundedReceiver<Vec<u8>>,
+    routes: Arc<Mutex<Routes>>,
+) {
+    while let Some(m) = messages.recv().await {
+        if writer.write_all(&m).await.is_err() {
+            break;
+        }
+    }
+    close(&routes);
+}
+
+/// Marks the connection closed: every waiting call fails, every
+/// session's stream ends.
+fn close(routes: &Mutex<Routes>) {
+    let mut r = lock(routes);
+    r.closed = true;
+    for (_, waiting) in r.pending.drain() {
+        let _ = waiting.send(Err(RenderError::BrowserGone));
+    }
+    r.sessions.clear();
+}
+
 /// Reads messages until the browser's side closes, then fails every
 /// waiting call and ends every session's stream.
 async fn read_loop(mut reader: pipe::Receiver, routes: Arc<Mutex<Routes>>) {
@@ -176,12 +194,7 @@ async fn read_loop(mut reader: pipe::Receiver, routes: Arc<Mutex<Routes>>) {
         };
         splitter.push(&chunk[..n], |message| dispatch(message, &routes));
     }
-    let mut r = lock(&routes);
-    r.closed = true;
-    for (_, waiting) in r.pending.drain() {
-        let _ = waiting.send(Err(RenderError::BrowserGone));
-    }
-    r.sessions.clear();
+    close(&routes);
 }
 
 /// Cuts the byte stream into NUL-ended messages, skipping any longer than

@@ -62,12 +62,18 @@ pub(crate) struct Tab {
     to_self: mpsc::UnboundedSender<Event>,
 }
 
+/// A command the loop sends beside the page's answers (a child's
+/// start, a dialog's dismissal), its result ignored.
+type Setup = std::pin::Pin<Box<dyn Future<Output = Result<(), RenderError>> + Send>>;
+
 /// What an event asks of the render's loop.
 enum Next<F> {
     /// Send this answer to a paused request.
     Answer(F),
     /// Let this frame or worker run once its requests are paused.
     Child(String),
+    /// Dismiss the page's JavaScript dialog.
+    Dismiss,
     /// Nothing.
     Nothing,
 }
@@ -260,7 +266,9 @@ impl Tab {
         // Requests past the ones being answered wait their turn: what a
         // page's loads hold at once (bodies, their base64) stays bounded.
         let mut queued = std::collections::VecDeque::new();
-        let mut setups = FuturesUnordered::new();
+        let mut setups: FuturesUnordered<Setup> = FuturesUnordered::new();
+        // What a kept tab still told of its last page since it was blanked.
+        while self.events.try_recv().is_ok() {}
         let mut probes = FuturesUnordered::new();
         let mut tick = tokio::time::interval(TICK);
         let mut p = Progress {
@@ -288,7 +296,14 @@ impl Tab {
                         }
                         Next::Child(child) => {
                             let conn = conn.clone();
-                            setups.push(async move { start_child(&conn, &child).await });
+                            setups.push(Box::pin(async move { start_child(&conn, &child).await }));
+                        }
+                        Next::Dismiss => {
+                            let (conn, session) = (conn.clone(), session.clone());
+                            setups.push(Box::pin(async move {
+                                conn.call(Some(&session), "Page.handleJavaScriptDialog",
+                                    json!({ "accept": false }), COMMAND_WITHIN).await.map(|_| ())
+                            }));
                         }
                         Next::Nothing => {}
                     }
@@ -310,6 +325,11 @@ impl Tab {
                 Some(_) = setups.next(), if !setups.is_empty() => {}
                 Some(found) = probes.next(), if !probes.is_empty() => p.found = found,
                 _ = tick.tick() => {
+                    // The tab's own sender keeps its stream open: a dead
+                    // browser is seen here.
+                    if conn.is_closed() {
+                        return Err(RenderError::BrowserGone);
+                    }
                     if let Wait::Selector(selector) = &config.wait
                         && p.loaded
                         && probes.is_empty()
@@ -346,9 +366,21 @@ impl Tab {
                 return Ok(Next::Answer(answer));
             }
             "Page.lifecycleEvent" if own => p.lifecycle(&self.target, &event.params),
-            "Inspector.targetCrashed" | "Target.detachedFromTarget" if own => {
-                return Err(RenderError::Crashed);
+            "Inspector.targetCrashed" if own => return Err(RenderError::Crashed),
+            // A frame or worker that ends is told on the tab's session too:
+            // only the tab's own detach ends the page.
+            "Target.detachedFromTarget" => {
+                let gone = event.params.get("sessionId").and_then(Value::as_str);
+                if gone == Some(self.session.as_str()) {
+                    return Err(RenderError::Crashed);
+                }
+                if let Some(gone) = gone {
+                    self.conn.unroute(gone);
+                    self.children.retain(|c| c != gone);
+                }
             }
+            // A dialog would hold the page until answered: dismissed.
+            "Page.javascriptDialogOpening" if own => return Ok(Next::Dismiss),
             "Target.attachedToTarget" => {
                 if let Some(child) = self.adopt(&event) {
                     return Ok(Next::Child(child));
@@ -446,6 +478,10 @@ impl Tab {
         }
         if main_frame {
             return Then::Refuse(format!("the page navigated away to {url}"));
+        }
+        // Before the page's own navigation, a request is a last page's.
+        if !p.main_served {
+            return Then::Refuse(format!("{url} is not of this page"));
         }
         if p.requests >= max_requests {
             return Then::Refuse(format!("more than {max_requests} requests"));

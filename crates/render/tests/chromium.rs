@@ -297,3 +297,18 @@ async fn a_page_asking_for_many_things_at_once_is_answered_a_few_at_a_time() {
     let most = slow.most.load(SeqCst);
     assert!((2..=16).contains(&most), "{most} at once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialog_is_dismissed_and_a_worker_that_ends_is_no_crash() {
+    let (r, plan) = renderer(Wait::NetworkIdle, Duration::from_secs(10)).await;
+    let memory = Memory::new(&[("/w.js", "application/javascript", "postMessage(1);")]);
+    let page_html = "<html><body><script>alert('hello'); const w = new Worker('/w.js'); \
+                     setTimeout(() => w.terminate(), 50); \
+                     setTimeout(() => document.body.append('after'), 300);</script></body></html>";
+    let rendered = r
+        .render(&page(), &response("text/html", page_html), &memory, &plan)
+        .await
+        .unwrap();
+    assert!(rendered.html.contains("after"), "{}", rendered.html);
+    assert!(!rendered.wait_unmet);
+}
