@@ -102,7 +102,7 @@ impl Renderer {
             .map_err(|_| RenderError::BrowserGone)?;
         let browser = self.browser().await?;
         browser.pages.fetch_add(1, Ordering::Relaxed);
-        let mut tab = match browser.take_idle() {
+        let tab = match browser.take_idle() {
             Some(tab) => tab,
             None => match Tab::open(browser.conn.clone()).await {
                 Ok(tab) => tab,
@@ -112,9 +112,22 @@ impl Renderer {
                 }
             },
         };
+        // Closed by the guard if this render is given up (its crawl
+        // stopping): its page's scripts must not run on in the browser.
+        let mut lent = Lent {
+            tab: Some(tab),
+            browser: browser.clone(),
+            permit: Some(permit),
+        };
+        let Some(tab) = lent.tab.as_mut() else {
+            return Err(RenderError::BrowserGone);
+        };
         let result = tab
             .render(page, served, loader, plan, self.config.max_requests)
             .await;
+        let (Some(mut tab), permit) = (lent.tab.take(), lent.permit.take()) else {
+            return result;
+        };
         tab.pages += 1;
         if matches!(
             result,
@@ -132,9 +145,8 @@ impl Renderer {
         tokio::spawn(async move {
             if reuse && browser.usable(recycle_after) && tab.blank().await.is_ok() {
                 browser.keep_idle(tab);
-            } else if let Err(e) = tab.close().await {
-                tracing::warn!(error = %e, "a tab would not close: its browser is replaced");
-                browser.broken.store(true, Ordering::Relaxed);
+            } else {
+                close(tab, &browser).await;
             }
             drop(permit);
         });
@@ -169,5 +181,35 @@ impl Renderer {
                 Err(e)
             }
         }
+    }
+}
+
+/// A tab lent to one render, and its place among the tabs.
+struct Lent {
+    tab: Option<Tab>,
+    browser: Arc<Browser>,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        let (Some(tab), permit) = (self.tab.take(), self.permit.take()) else {
+            return;
+        };
+        let browser = self.browser.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                close(tab, &browser).await;
+                drop(permit);
+            });
+        }
+    }
+}
+
+/// Closes `tab`; a browser that does not answer is replaced.
+async fn close(tab: Tab, browser: &Browser) {
+    if let Err(e) = tab.close().await {
+        tracing::warn!(error = %e, "a tab would not close: its browser is replaced");
+        browser.broken.store(true, Ordering::Relaxed);
     }
 }

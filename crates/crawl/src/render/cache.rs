@@ -15,8 +15,10 @@ use tokio::sync::OnceCell;
 
 /// The largest body shared.
 pub const MAX_ENTRY: usize = 1 << 20;
-/// The most body bytes kept in all.
+/// The most bytes kept in all (bodies, URLs, headers).
 pub const MAX_BYTES: usize = 32 << 20;
+/// The most responses kept.
+pub const MAX_ENTRIES: usize = 4096;
 
 type Cell = Arc<OnceCell<Arc<FetchResponse>>>;
 
@@ -58,7 +60,15 @@ impl Shared {
         url: &str,
         fetch: impl Future<Output = Result<FetchResponse, E>>,
     ) -> Result<Arc<FetchResponse>, E> {
-        let cell = self.lock().cells.entry(url.to_owned()).or_default().clone();
+        let cell = {
+            let mut e = self.lock();
+            // Cells a page left unfilled (it ended while they were being
+            // fetched) are dropped before they pile up.
+            if e.cells.len() >= 2 * MAX_ENTRIES {
+                e.cells.retain(|_, c| c.initialized());
+            }
+            e.cells.entry(url.to_owned()).or_default().clone()
+        };
         let mut fetched = false;
         let response = match cell
             .get_or_try_init(|| async {
@@ -87,10 +97,15 @@ impl Shared {
             return;
         }
         let mut e = self.lock();
-        let size = response.body.len();
+        let headers: usize = response
+            .headers
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len())
+            .sum();
+        let size = response.body.len() + 2 * url.len() + headers + 256;
         e.order.push_back((url.to_owned(), size));
         e.bytes += size;
-        while e.bytes > MAX_BYTES {
+        while e.bytes > MAX_BYTES || e.order.len() > MAX_ENTRIES {
             let Some((old, n)) = e.order.pop_front() else {
                 break;
             };
@@ -190,5 +205,19 @@ mod tests {
         let e = shared.lock();
         assert!(e.bytes <= MAX_BYTES);
         assert!(!e.cells.contains_key("0") && e.cells.contains_key(&(n - 1).to_string()));
+    }
+
+    #[tokio::test]
+    async fn many_empty_answers_are_capped_by_count() {
+        let shared = Shared::default();
+        for i in 0..MAX_ENTRIES + 100 {
+            let url = format!("/p?{i}");
+            let r = shared.get(&url, async { Ok::<_, ()>(response(b"", None)) });
+            r.await.unwrap();
+        }
+        let e = shared.lock();
+        assert_eq!(e.order.len(), MAX_ENTRIES);
+        assert!(e.cells.len() <= MAX_ENTRIES);
+        assert!(!e.cells.contains_key("/p?0"));
     }
 }
