@@ -66,6 +66,15 @@ pub(crate) struct Tab {
 /// start, a dialog's dismissal), its result ignored.
 type Setup = std::pin::Pin<Box<dyn Future<Output = Result<(), RenderError>> + Send>>;
 
+/// What a page's requests are answered with: its own response, the
+/// crawl's loader for the others, at most so many of them.
+#[derive(Clone, Copy)]
+struct Answering<'a> {
+    served: &'a FetchResponse,
+    loader: &'a dyn Loader,
+    max_requests: u32,
+}
+
 /// What an event asks of the render's loop.
 enum Next<F> {
     /// Send this answer to a paused request.
@@ -250,6 +259,11 @@ impl Tab {
     ) -> Result<Rendered, RenderError> {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + config.timeout;
+        let with = Answering {
+            served,
+            loader,
+            max_requests,
+        };
         let conn = self.conn.clone();
         let session = self.session.clone();
         // Answered once the page's own response is handed over; allowed
@@ -284,7 +298,7 @@ impl Tab {
                     let Some(event) = event else {
                         return Err(RenderError::BrowserGone);
                     };
-                    match self.on_event(event, served, loader, max_requests, &mut p)? {
+                    match self.on_event(event, with, &mut p)? {
                         Next::Answer(answer) => {
                             if answers.len() < LOADS_AT_ONCE {
                                 answers.push(answer);
@@ -354,15 +368,13 @@ impl Tab {
     fn on_event<'a>(
         &mut self,
         event: Event,
-        served: &'a FetchResponse,
-        loader: &'a dyn Loader,
-        max_requests: u32,
+        with: Answering<'a>,
         p: &mut Progress,
     ) -> Result<Next<impl Future<Output = bool> + use<'a>>, RenderError> {
         let own = event.session == self.session;
         match event.method.as_str() {
             "Fetch.requestPaused" => {
-                let answer = self.paused(event, served, loader, max_requests, p);
+                let answer = self.paused(event, with, p);
                 return Ok(Next::Answer(answer));
             }
             "Page.lifecycleEvent" if own => p.lifecycle(&self.target, &event.params),
@@ -407,11 +419,14 @@ impl Tab {
     fn paused<'a>(
         &mut self,
         event: Event,
-        served: &'a FetchResponse,
-        loader: &'a dyn Loader,
-        max_requests: u32,
+        with: Answering<'a>,
         p: &mut Progress,
     ) -> impl Future<Output = bool> + use<'a> {
+        let Answering {
+            served,
+            loader,
+            max_requests,
+        } = with;
         let conn = self.conn.clone();
         let session = event.session;
         let params = event.params;
